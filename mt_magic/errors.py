@@ -1,0 +1,38 @@
+"""Every error mt_magic raises on purpose: one root, a few meaningful kinds.
+
+At the magic boundary these become a plain ``UsageError(str(e))`` — one clean message, no traceback.
+"""
+
+from __future__ import annotations
+
+
+class MtMagicError(Exception):
+    """Root of every error mt_magic raises on purpose."""
+
+
+class RuntimeSetupError(MtMagicError):
+    """Java, Spark or the Iceberg jars are missing or misconfigured; the message says what to run."""
+
+
+class CatalogError(MtMagicError):
+    """The Iceberg catalog refused a request or could not be reached."""
+
+
+class NoSuchMaterializedTableError(MtMagicError):
+    """The named materialized table does not exist in the catalog."""
+
+
+class MaterializedTableExistsError(MtMagicError):
+    """A CREATE named a table that already exists."""
+
+
+class DefinitionError(MtMagicError):
+    """A statement is valid SQL but cannot be applied (bad cast, unknown column, forbidden evolution, …)."""
+
+
+class DependencyError(MtMagicError):
+    """A DROP or change would break materialized tables that depend on this one."""
+
+
+class RefreshError(MtMagicError):
+    """A refresh failed; the previous snapshot stays current."""
