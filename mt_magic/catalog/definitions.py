@@ -1,0 +1,203 @@
+"""What the catalog stores for a materialized table, and how it is encoded.
+
+* The **definition** lives in table properties with the ``mt.`` prefix (query, freshness, modes, options,
+  formatters, upstream tables, suspended flag, format version).
+* The **refresh state** lives in the snapshot summary of every refresh commit, written in the same commit
+  as the data. The ``refresh-state`` key follows the Iceberg materialized-view proposal
+  (``source-states`` entries with namespace, name, uuid, snapshot-id; ``refresh-start-timestamp-ms``) so
+  other engines can judge freshness; ``mt.``-prefixed keys add what only mt_magic needs.
+
+Pure encoding and decoding, no I/O: a catalog client reads the raw properties and summaries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+FORMAT_VERSION = "1"
+PREFIX = "mt."
+REFRESH_STATE_KEY = "refresh-state"
+
+
+def _ms(dt: datetime) -> int:
+    return int(dt.timestamp() * 1000)
+
+
+def _from_ms(ms: int | str) -> datetime:
+    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class MaterializedTableDefinition:
+    """A materialized table's definition as persisted in ``mt.*`` table properties."""
+
+    query: str
+    """The definition query as the user wrote it."""
+    expanded_query: str
+    """The same query with every source name fully qualified (what refreshes run)."""
+    freshness: str
+    """Canonical SQL, e.g. ``INTERVAL '5' MINUTE``."""
+    refresh_mode: str
+    """Effective mode: ``CONTINUOUS`` or ``FULL``."""
+    freshness_seconds: int = 0
+    declared_refresh_mode: str = ""
+    """``REFRESH_MODE`` as written, empty when inferred."""
+    mode_reason: str = ""
+    cron: str = ""
+    options: Mapping[str, str] = field(default_factory=dict)
+    date_formatters: Mapping[str, str] = field(default_factory=dict)
+    """Partition column → Java DateTimeFormatter pattern."""
+    upstream: tuple[str, ...] = ()
+    """Fully qualified names of every source table."""
+    primary_key: tuple[str, ...] = ()
+    partitioned_by: tuple[str, ...] = ()
+    suspended: bool = False
+    definition_version: int = 1
+    """Bumped by ALTER AS / CREATE OR ALTER, so a refresh knows which query it ran."""
+
+    def to_properties(self) -> dict[str, str]:
+        """The ``mt.*`` table properties for this definition."""
+        return {
+            f"{PREFIX}format-version": FORMAT_VERSION,
+            f"{PREFIX}query": self.query,
+            f"{PREFIX}expanded-query": self.expanded_query,
+            f"{PREFIX}freshness": self.freshness,
+            f"{PREFIX}freshness-seconds": str(self.freshness_seconds),
+            f"{PREFIX}refresh-mode": self.refresh_mode,
+            f"{PREFIX}declared-refresh-mode": self.declared_refresh_mode,
+            f"{PREFIX}mode-reason": self.mode_reason,
+            f"{PREFIX}cron": self.cron,
+            f"{PREFIX}options": json.dumps(dict(self.options), sort_keys=True),
+            f"{PREFIX}date-formatters": json.dumps(dict(self.date_formatters), sort_keys=True),
+            f"{PREFIX}upstream": json.dumps(list(self.upstream)),
+            f"{PREFIX}primary-key": json.dumps(list(self.primary_key)),
+            f"{PREFIX}partitioned-by": json.dumps(list(self.partitioned_by)),
+            f"{PREFIX}suspended": str(self.suspended).lower(),
+            f"{PREFIX}definition-version": str(self.definition_version),
+        }
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> MaterializedTableDefinition | None:
+        """The definition, or ``None`` when the properties are not those of a materialized table."""
+        if f"{PREFIX}format-version" not in props:
+            return None
+
+        def get(key: str, default: str = "") -> str:
+            return props.get(PREFIX + key, default)
+
+        return cls(
+            query=get("query"),
+            expanded_query=get("expanded-query") or get("query"),
+            freshness=get("freshness"),
+            freshness_seconds=int(get("freshness-seconds", "0")),
+            refresh_mode=get("refresh-mode"),
+            declared_refresh_mode=get("declared-refresh-mode"),
+            mode_reason=get("mode-reason"),
+            cron=get("cron"),
+            options=json.loads(get("options", "{}")),
+            date_formatters=json.loads(get("date-formatters", "{}")),
+            upstream=tuple(json.loads(get("upstream", "[]"))),
+            primary_key=tuple(json.loads(get("primary-key", "[]"))),
+            partitioned_by=tuple(json.loads(get("partitioned-by", "[]"))),
+            suspended=get("suspended", "false") == "true",
+            definition_version=int(get("definition-version", "1")),
+        )
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """One source as a refresh read it: the pinned snapshot (``None`` for an empty table)."""
+
+    namespace: tuple[str, ...]
+    name: str
+    uuid: str
+    snapshot_id: int | None
+    catalog: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        return ".".join((self.catalog, *self.namespace, self.name) if self.catalog else (*self.namespace, self.name))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "type": "table",
+            "catalog": self.catalog,
+            "namespace": list(self.namespace),
+            "name": self.name,
+            "uuid": self.uuid,
+            "snapshot-id": self.snapshot_id,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> SourceState:
+        snapshot = data.get("snapshot-id")
+        return cls(
+            namespace=tuple(data.get("namespace", ())),  # type: ignore[arg-type]
+            name=str(data["name"]),
+            uuid=str(data.get("uuid", "")),
+            snapshot_id=None if snapshot is None else int(snapshot),  # type: ignore[arg-type]
+            catalog=str(data.get("catalog", "")),
+        )
+
+
+@dataclass(frozen=True)
+class RefreshState:
+    """What one refresh commit consumed and why it ran; written into that commit's snapshot summary."""
+
+    source_states: tuple[SourceState, ...]
+    refresh_start: datetime
+    kind: str
+    """A ``RefreshKind`` value: full, partition, incremental."""
+    trigger: str
+    """A ``RefreshTrigger`` value: initial, scheduled, manual, cascade, catch-up."""
+    scheduled_time: datetime
+    definition_version: int = 1
+    partition: Mapping[str, str] = field(default_factory=dict)
+    strategy: str = ""
+    rows_written: int = 0
+
+    def to_summary(self) -> dict[str, str]:
+        """Snapshot-summary entries (all strings, as Iceberg requires)."""
+        state = {
+            "source-states": [s.to_json() for s in self.source_states],
+            "refresh-start-timestamp-ms": _ms(self.refresh_start),
+        }
+        return {
+            REFRESH_STATE_KEY: json.dumps(state, separators=(",", ":")),
+            f"{PREFIX}refresh-kind": self.kind,
+            f"{PREFIX}refresh-trigger": self.trigger,
+            f"{PREFIX}scheduled-time-ms": str(_ms(self.scheduled_time)),
+            f"{PREFIX}definition-version": str(self.definition_version),
+            f"{PREFIX}partition": json.dumps(dict(self.partition), sort_keys=True),
+            f"{PREFIX}strategy": self.strategy,
+            f"{PREFIX}rows-written": str(self.rows_written),
+        }
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, str]) -> RefreshState | None:
+        """The refresh state of a snapshot, or ``None`` for commits that were not refreshes."""
+        raw = summary.get(REFRESH_STATE_KEY)
+        if raw is None:
+            return None
+        state = json.loads(raw)
+        return cls(
+            source_states=tuple(SourceState.from_json(s) for s in state.get("source-states", [])),
+            refresh_start=_from_ms(state.get("refresh-start-timestamp-ms", 0)),
+            kind=summary.get(f"{PREFIX}refresh-kind", "full"),
+            trigger=summary.get(f"{PREFIX}refresh-trigger", "manual"),
+            scheduled_time=_from_ms(summary.get(f"{PREFIX}scheduled-time-ms", "0")),
+            definition_version=int(summary.get(f"{PREFIX}definition-version", "1")),
+            partition=json.loads(summary.get(f"{PREFIX}partition", "{}")),
+            strategy=summary.get(f"{PREFIX}strategy", ""),
+            rows_written=int(summary.get(f"{PREFIX}rows-written", "0")),
+        )
+
+    def snapshot_of(self, qualified_name: str) -> int | None:
+        """The consumed snapshot id of a source, ``None`` if it was empty or not read."""
+        for source in self.source_states:
+            if source.qualified_name == qualified_name:
+                return source.snapshot_id
+        return None

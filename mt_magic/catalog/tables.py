@@ -1,0 +1,208 @@
+"""Materialized-table metadata through an Iceberg catalog (pyiceberg): definitions, snapshots, properties.
+
+Spark does the data; this module reads and writes metadata over the catalog's REST API, which is fast and
+needs no Spark job. Names are Spark-style ``catalog.namespace.table`` where ``catalog`` is the name the
+catalog has in Spark; pyiceberg identifiers drop that first part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
+from mt_magic.errors import CatalogError, NoSuchMaterializedTableError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """One snapshot of a table, with the summary as plain strings."""
+
+    snapshot_id: int
+    parent_id: int | None
+    committed_at: datetime
+    operation: str
+    summary: Mapping[str, str]
+
+    @property
+    def refresh_state(self) -> RefreshState | None:
+        return RefreshState.from_summary(self.summary)
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A point-in-time view of one Iceberg table's metadata."""
+
+    name: str
+    uuid: str
+    current_snapshot_id: int | None
+    snapshots: tuple[SnapshotInfo, ...]
+    """The current snapshot's ancestry, oldest first (other branches and expired snapshots excluded)."""
+    properties: Mapping[str, str]
+    columns: tuple[tuple[str, str, bool], ...]
+    """(name, Iceberg type, required) in schema order."""
+    partition_columns: tuple[str, ...]
+    identifier_columns: tuple[str, ...]
+    schema_id: int
+
+    @property
+    def definition(self) -> MaterializedTableDefinition | None:
+        return MaterializedTableDefinition.from_properties(self.properties)
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        return tuple(self.name.split(".")[1:-1])
+
+    @property
+    def table_name(self) -> str:
+        return self.name.split(".")[-1]
+
+    def snapshots_after(self, snapshot_id: int | None) -> tuple[SnapshotInfo, ...] | None:
+        """Snapshots committed after ``snapshot_id`` (exclusive), oldest first.
+
+        Returns ``None`` when ``snapshot_id`` is no longer in the current ancestry (expired, or the table was
+        rolled back or replaced), i.e. the change since then cannot be known from snapshots.
+        """
+        if snapshot_id is None:
+            return self.snapshots
+        for i, snap in enumerate(self.snapshots):
+            if snap.snapshot_id == snapshot_id:
+                return self.snapshots[i + 1 :]
+        return None
+
+    def last_refresh(self) -> tuple[SnapshotInfo, RefreshState] | None:
+        """The newest snapshot carrying a refresh state."""
+        for snap in reversed(self.snapshots):
+            state = snap.refresh_state
+            if state is not None:
+                return snap, state
+        return None
+
+
+def _ms_to_dt(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def _ancestry(table: Table) -> tuple[SnapshotInfo, ...]:
+    meta = table.metadata
+    by_id = {s.snapshot_id: s for s in meta.snapshots}
+    chain = []
+    current = meta.current_snapshot_id
+    while current is not None and current in by_id:
+        snap = by_id[current]
+        summary = snap.summary
+        items = {} if summary is None else {k: str(v) for k, v in summary.additional_properties.items()}
+        operation = "append" if summary is None else summary.operation.value
+        chain.append(SnapshotInfo(snap.snapshot_id, snap.parent_snapshot_id, _ms_to_dt(snap.timestamp_ms), operation,
+                                  items))
+        current = snap.parent_snapshot_id
+    return tuple(reversed(chain))
+
+
+def _info(name: str, table: Table) -> TableInfo:
+    schema = table.schema()
+    spec = table.spec()
+    return TableInfo(
+        name=name,
+        uuid=str(table.metadata.table_uuid),
+        current_snapshot_id=table.metadata.current_snapshot_id,
+        snapshots=_ancestry(table),
+        properties=dict(table.properties),
+        columns=tuple((f.name, str(f.field_type), f.required) for f in schema.fields),
+        partition_columns=tuple(schema.find_column_name(f.source_id) or "" for f in spec.fields),
+        identifier_columns=tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids),
+        schema_id=schema.schema_id,
+    )
+
+
+class MaterializedCatalog:
+    """Metadata access for materialized tables in one Iceberg catalog.
+
+    Args:
+        catalog: an open pyiceberg catalog (REST in practice).
+        spark_name: the name this catalog has in Spark (the first part of qualified names).
+    """
+
+    def __init__(self, catalog: Catalog, spark_name: str) -> None:
+        self.catalog = catalog
+        self.spark_name = spark_name
+
+    def identifier(self, name: str) -> tuple[str, ...]:
+        """pyiceberg identifier of a qualified Spark name in this catalog."""
+        parts = name.split(".")
+        if parts[0] != self.spark_name or len(parts) < 3:
+            raise CatalogError(
+                f"{name} is not in catalog {self.spark_name!r}; mt_magic reads table metadata from that catalog "
+                f"only. Use tables registered in {self.spark_name}."
+            )
+        return tuple(parts[1:])
+
+    def _load_table(self, name: str) -> Table:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog.load_table(self.identifier(name))
+        except NoSuchTableError as exc:
+            raise NoSuchMaterializedTableError(f"Table {name} does not exist in catalog {self.spark_name}.") from exc
+
+    def load(self, name: str) -> TableInfo:
+        """Metadata of any Iceberg table in this catalog.
+
+        Raises:
+            NoSuchMaterializedTableError: no such table.
+        """
+        return _info(name, self._load_table(name))
+
+    def load_materialized(self, name: str) -> tuple[TableInfo, MaterializedTableDefinition]:
+        """Metadata and definition of a materialized table.
+
+        Raises:
+            NoSuchMaterializedTableError: no such table, or it is a plain table.
+        """
+        info = self.load(name)
+        definition = info.definition
+        if definition is None:
+            raise NoSuchMaterializedTableError(f"{name} is a plain Iceberg table, not a materialized table.")
+        return info, definition
+
+    def exists(self, name: str) -> bool:
+        return self.catalog.table_exists(self.identifier(name))
+
+    def _namespaces(self, parent: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+        for ns in self.catalog.list_namespaces(parent):
+            yield tuple(ns)
+            yield from self._namespaces(tuple(ns))
+
+    def list_materialized(self) -> list[TableInfo]:
+        """Every materialized table in the catalog (all namespaces)."""
+        found = []
+        for ns in self._namespaces():
+            for ident in self.catalog.list_tables(ns):
+                name = ".".join((self.spark_name, *ident))
+                try:
+                    info = _info(name, self.catalog.load_table(ident))
+                except Exception:  # dropped between list and load
+                    continue
+                if info.definition is not None:
+                    found.append(info)
+        return found
+
+    def update_properties(self, name: str, updates: Mapping[str, str]) -> None:
+        """Set table properties in one commit."""
+        table = self._load_table(name)
+        with table.transaction() as tx:
+            tx.set_properties(dict(updates))
+
+    def drop(self, name: str, purge: bool = True) -> None:
+        """Drop the table; with ``purge`` its files too."""
+        ident = self.identifier(name)
+        if purge:
+            self.catalog.purge_table(ident)
+        else:
+            self.catalog.drop_table(ident)

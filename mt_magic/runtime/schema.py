@@ -1,0 +1,137 @@
+"""Schema rules of materialized tables: column lists, keys, creation, and append-only evolution (Spark side)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from mt_magic.errors import DefinitionError
+from mt_magic.sql.statements import ColumnDef, PrimaryKey
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructField, StructType
+
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
+
+
+def quote(name: str) -> str:
+    """A qualified name quoted part by part for Spark SQL."""
+    return ".".join(f"`{p.replace('`', '``')}`" for p in name.split("."))
+
+
+def _col(name: str) -> str:
+    return f"`{name.replace('`', '``')}`"
+
+
+def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], inferred: StructType) -> str:
+    """Wrap the query so it yields the declared columns, in the declared order, cast to declared types.
+
+    Flink's rule: the list names every column the query produces (any order); types, when given, are
+    applied as casts, and a cast Spark cannot do is a validation error (raised when the result is analysed).
+    """
+    if not columns:
+        return query
+    produced = {f.name.lower(): f.name for f in inferred.fields}
+    declared = [c.name.lower() for c in columns]
+    unknown = [c.name for c in columns if c.name.lower() not in produced]
+    if unknown:
+        raise DefinitionError(
+            f"{label}: column(s) {', '.join(unknown)} are not produced by the query, which produces "
+            f"{', '.join(f.name for f in inferred.fields)}. Declare only the query's columns (Flink does not "
+            "support physical columns that the query does not use)."
+        )
+    missing = [f.name for f in inferred.fields if f.name.lower() not in declared]
+    if missing:
+        raise DefinitionError(
+            f"{label}: the column list leaves out {', '.join(missing)}; list every column the query produces, "
+            "in any order, or omit the column list."
+        )
+    select = []
+    for c in columns:
+        source = _col(produced[c.name.lower()])
+        select.append(f"CAST({source} AS {c.type}) AS {_col(c.name)}" if c.type else f"{source} AS {_col(c.name)}")
+    return f"SELECT {', '.join(select)} FROM ({query}) AS `__mt_query`"
+
+
+def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, partitioned_by: Sequence[str],
+               formatters: Mapping[str, str]) -> None:
+    """Primary key, partition and formatter columns must exist; formatter columns must be strings."""
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    names = ", ".join(f.name for f in schema.fields)
+    for col in (primary_key.columns if primary_key else ()):
+        if col.lower() not in types:
+            raise DefinitionError(f"{label}: PRIMARY KEY column {col} is not a column of the query ({names}).")
+    for col in partitioned_by:
+        if col.lower() not in types:
+            raise DefinitionError(f"{label}: PARTITIONED BY column {col} is not a column of the query ({names}).")
+    for col in formatters:
+        if col not in partitioned_by:
+            raise DefinitionError(
+                f"{label}: 'partition.fields.{col}.date-formatter' names {col}, which is not a partition column "
+                f"(PARTITIONED BY {', '.join(partitioned_by) or 'nothing'})."
+            )
+        if types[col.lower()].simpleString() != "string":
+            raise DefinitionError(
+                f"{label}: the date-formatter column {col} must be a STRING partition column, "
+                f"but the query makes it {types[col.lower()].simpleString()}. Cast it, e.g. date_format(…)."
+            )
+
+
+def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
+                         definition: MaterializedTableDefinition, comment: str | None) -> None:
+    """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    key = {c.lower() for c in definition.primary_key}
+    fields = [StructField(f.name, f.dataType, nullable=f.name.lower() not in key) for f in schema.fields]
+    writer = spark.createDataFrame([], StructType(fields)).writeTo(quote(name)).using("iceberg")
+    properties = {"format-version": "2", **definition.to_properties()}
+    if comment:
+        properties["comment"] = comment
+    for k, v in properties.items():
+        writer = writer.tableProperty(k, v)
+    if definition.partitioned_by:
+        writer = writer.partitionedBy(*[F.col(_col(c)) for c in definition.partitioned_by])
+    writer.create()
+    if definition.primary_key:
+        try:
+            spark.sql(f"ALTER TABLE {quote(name)} SET IDENTIFIER FIELDS "
+                      + ", ".join(_col(c) for c in definition.primary_key))
+        except Exception:
+            spark.sql(f"DROP TABLE IF EXISTS {quote(name)} PURGE")
+            raise
+
+
+def appended_columns(label: str, current: StructType, new: StructType) -> list[StructField]:
+    """The columns the new query appends; anything but appending is an error that says what changed."""
+    problems = []
+    for i, old in enumerate(current.fields):
+        if i >= len(new.fields):
+            problems.append(f"column {old.name} ({old.dataType.simpleString()}) would be removed")
+            continue
+        now = new.fields[i]
+        if now.name.lower() != old.name.lower():
+            problems.append(f"column {i + 1} is {now.name} instead of {old.name}")
+        elif now.dataType != old.dataType:
+            problems.append(
+                f"column {old.name} changes type {old.dataType.simpleString()} → {now.dataType.simpleString()}"
+            )
+    if problems:
+        raise DefinitionError(
+            f"{label}: only appending nullable columns at the end is allowed, but " + "; ".join(problems)
+            + ". Keep the existing columns as they are and add new ones last, or drop and recreate the table."
+        )
+    return list(new.fields[len(current.fields):])
+
+
+def add_columns(spark: SparkSession, name: str, fields: Sequence[StructField]) -> None:
+    if fields:
+        cols = ", ".join(f"{_col(f.name)} {f.dataType.simpleString()}" for f in fields)
+        spark.sql(f"ALTER TABLE {quote(name)} ADD COLUMNS ({cols})")
+
+
+def drop_columns(spark: SparkSession, name: str, columns: Sequence[str]) -> None:
+    for col in columns:
+        spark.sql(f"ALTER TABLE {quote(name)} DROP COLUMN {_col(col)}")

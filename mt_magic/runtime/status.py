@@ -1,0 +1,179 @@
+"""Immutable records the RefreshManager publishes and everything else reads (widgets, magics, runner).
+
+Nothing here does work; these are the shared vocabulary between the engine (``lifecycle``/``backend``),
+the scheduler (``manager``) and the views (``widgets``). Times are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from mt_magic.sql.statements import RefreshMode
+
+
+class JobState(enum.Enum):
+    """Where a table is in its refresh life, as the manager sees it."""
+
+    IDLE = "idle"
+    """Known, not suspended, and nothing scheduled (e.g. the manager is not running)."""
+    SCHEDULED = "scheduled"
+    """Waiting for its next refresh time."""
+    RUNNING = "running"
+    """A refresh job is executing on Spark."""
+    RETRYING = "retrying"
+    """The last attempt failed; another is scheduled after a backoff."""
+    SUSPENDED = "suspended"
+    """ALTER … SUSPEND: no refreshes until RESUME."""
+    FAILED = "failed"
+    """Repeated failures: shown as failed, still retried at a slow rate."""
+
+
+class RefreshTrigger(enum.Enum):
+    """Why a refresh ran."""
+
+    INITIAL = "initial"
+    """The first population right after CREATE."""
+    SCHEDULED = "scheduled"
+    """Its freshness interval or cron time came."""
+    MANUAL = "manual"
+    """ALTER … REFRESH, the Refresh button, or ``%mt refresh``."""
+    CASCADE = "cascade"
+    """An upstream materialized table committed, or a backfill cascaded down."""
+    CATCH_UP = "catch-up"
+    """A new kernel or runner found the table behind and caught it up once."""
+
+
+class RefreshKind(enum.Enum):
+    """What a refresh actually did to the table (recorded in the snapshot summary)."""
+
+    FULL = "full"
+    """Recomputed and overwrote the whole table."""
+    PARTITION = "partition"
+    """Recomputed and overwrote one partition (date formatter or backfill)."""
+    INCREMENTAL = "incremental"
+    """Merged only what changed in the sources since the consumed snapshots."""
+    NOOP = "noop"
+    """Sources unchanged since the last refresh: nothing written, no commit."""
+
+
+@dataclass(frozen=True)
+class ManagedTable:
+    """What the manager needs to schedule one materialized table; read from the catalog by the backend."""
+
+    name: str
+    """Fully qualified ``catalog.namespace.table``."""
+    mode: RefreshMode
+    freshness: timedelta
+    cron: str | None
+    """FULL mode's schedule (croniter syntax); ``None`` in CONTINUOUS mode."""
+    suspended: bool = False
+    upstream: tuple[str, ...] = ()
+    """Fully qualified names of the sources that are materialized tables themselves."""
+    last_refresh_at: datetime | None = None
+    """Commit time of the newest refresh snapshot, ``None`` before the first refresh."""
+    mode_reason: str = ""
+    """Why this mode / strategy (e.g. "incremental (aggregate merge)" or "fallback: window function")."""
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    """One unit of work handed to the backend."""
+
+    table: str
+    trigger: RefreshTrigger
+    scheduled_time: datetime
+    partition: tuple[tuple[str, str], ...] = ()
+    """``PARTITION (k = 'v')`` of a backfill; empty for the default (whole table or formatter partition)."""
+    options: tuple[tuple[str, str], ...] = ()
+    """Dynamic options of the current resumption (``RESUME WITH``), e.g. Spark settings."""
+    job_group: str = ""
+    """Spark job group for cancellation; set by the manager."""
+
+
+@dataclass(frozen=True)
+class RefreshOutcome:
+    """What a finished refresh did."""
+
+    kind: RefreshKind
+    snapshot_id: int | None
+    """The committed snapshot, ``None`` for NOOP."""
+    rows_written: int
+    committed_at: datetime | None
+    strategy: str = ""
+    """Human description, e.g. "incremental: aggregate merge" or "full: fallback — window function"."""
+
+
+@dataclass(frozen=True)
+class RefreshRecord:
+    """One refresh as remembered (from the catalog's snapshot summaries, so it survives restarts)."""
+
+    kind: RefreshKind
+    trigger: RefreshTrigger
+    started_at: datetime
+    duration: timedelta
+    rows_written: int
+    snapshot_id: int | None
+    error: str | None = None
+    staleness_before: timedelta | None = None
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Spark's view of a running refresh (from the status tracker)."""
+
+    tasks_done: int
+    tasks_total: int
+
+    @property
+    def fraction(self) -> float:
+        return self.tasks_done / self.tasks_total if self.tasks_total else 0.0
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """An immutable snapshot of one table's state, safe to hand to any thread."""
+
+    name: str
+    mode: RefreshMode
+    freshness: timedelta
+    state: JobState
+    mode_reason: str = ""
+    last_refresh: RefreshRecord | None = None
+    next_refresh_at: datetime | None = None
+    staleness: timedelta | None = None
+    """now − commit time of the oldest source change not yet reflected; zero when caught up."""
+    last_error: str | None = None
+    consecutive_failures: int = 0
+    progress: JobProgress | None = None
+    upstream: tuple[str, ...] = ()
+
+    @property
+    def within_freshness(self) -> bool | None:
+        """Whether staleness is within the target; ``None`` when unknown."""
+        return None if self.staleness is None else self.staleness <= self.freshness
+
+
+class EventKind(enum.Enum):
+    """What happened, for subscribers of the manager's event stream."""
+
+    TABLE_ADDED = "table-added"
+    TABLE_REMOVED = "table-removed"
+    STATE_CHANGED = "state-changed"
+    REFRESH_STARTED = "refresh-started"
+    REFRESH_PROGRESS = "refresh-progress"
+    REFRESH_SUCCEEDED = "refresh-succeeded"
+    REFRESH_FAILED = "refresh-failed"
+
+
+@dataclass(frozen=True)
+class RefreshEvent:
+    """One event of the manager's stream, carrying the table's status right after it."""
+
+    kind: EventKind
+    table: str
+    at: datetime
+    status: TableStatus | None
+    """``None`` only for TABLE_REMOVED."""
+    message: str = field(default="")
