@@ -1,0 +1,29 @@
+"""``python -m mt_magic demo`` runs the end-to-end demo; ``python -m mt_magic run`` keeps tables fresh."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mt_magic", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="the tutorial's ODS → DWD → DWS chain on the embedded defaults")
+    run = sub.add_parser("run", help="keep every materialized table of a catalog fresh, outside any notebook")
+    run.add_argument("--catalog", default="mt", help="catalog name (pyiceberg configuration); default: embedded")
+    run.add_argument("--namespace", default="default")
+    run.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    run.add_argument("--max-concurrent", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from mt_magic.demo import main as demo_main
+
+        return demo_main()
+    from mt_magic.runner import run_headless
+
+    return run_headless(args.catalog, args.namespace, args.master, args.max_concurrent)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

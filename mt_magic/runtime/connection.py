@@ -1,0 +1,109 @@
+"""Connect the pieces: catalog (configured or embedded) → Spark session → engine → refresh manager.
+
+Used by the IPython extension and by the headless runner (``python -m mt_magic run``), so a notebook that
+defines tables and a service that keeps them fresh run exactly the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.runtime.engine import Engine
+from mt_magic.runtime.jobs import SparkJobs
+from mt_magic.runtime.lifecycle import Workspace
+from mt_magic.runtime.service import MaterializedTables
+from mt_magic.runtime.session import SparkSettings, get_or_create_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from mt_magic.catalog.client import CatalogConfig
+    from mt_magic.runtime.manager import RefreshManager
+    from mt_magic.sql.freshness import FreshnessRules
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Everything ``connect`` needs; the magics fill it from their traitlets."""
+
+    catalog_name: str = "mt"
+    namespace: str = "default"
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    max_concurrent_refreshes: int = 2
+    rules: FreshnessRules | None = None
+    start_manager: bool = True
+    use_namespace: bool = True
+    """Make the catalog and namespace current in the user's session, so queries can use short names."""
+
+
+@dataclass
+class Connection:
+    """A live connection; ``close()`` stops the manager (the Spark session and catalog stay up)."""
+
+    catalog_config: CatalogConfig
+    spark: SparkSession
+    service: MaterializedTables
+    manager: RefreshManager | None
+
+    def close(self) -> None:
+        if self.manager is not None:
+            self.manager.stop()
+
+    def describe(self) -> dict[str, str]:
+        """The effective settings, for ``%mt config`` (secrets masked)."""
+        from mt_magic.catalog.client import masked
+
+        workspace = self.service.workspace
+        shown = {f"catalog.{k}": str(v) for k, v in masked(self.catalog_config).items()}
+        return {
+            "catalog": self.catalog_config.name,
+            **shown,
+            "namespace": workspace.default_namespace,
+            "spark.master": self.spark.sparkContext.master,
+            "spark.version": self.spark.version,
+            "freshness.threshold": str(workspace.rules.threshold),
+            "refresh manager": "running" if self.manager is not None else "off",
+        }
+
+
+def connect(settings: ConnectionSettings | None = None, clock: Callable[[], datetime] = utc_now) -> Connection:
+    """Open the catalog (the embedded server when none is configured), the Spark session, and the manager.
+
+    Raises:
+        RuntimeSetupError: Java, Spark or the Iceberg jars are missing.
+        CatalogError: the catalog cannot be opened.
+    """
+    from mt_magic.catalog.client import open_catalog, resolve_catalog, spark_catalog_conf
+    from mt_magic.sql.freshness import FreshnessRules
+
+    settings = settings or ConnectionSettings()
+    catalog_config = resolve_catalog(settings.catalog_name)
+    catalog_conf = spark_catalog_conf(catalog_config)
+    spark = get_or_create_session(settings.spark, catalog_conf)
+    pyiceberg_catalog = open_catalog(catalog_config)
+    pyiceberg_catalog.create_namespace_if_not_exists(settings.namespace)
+    if settings.use_namespace:
+        spark.sql(f"USE `{catalog_config.name}`.`{settings.namespace}`")
+    workspace = Workspace(
+        spark=spark,
+        catalog=MaterializedCatalog(pyiceberg_catalog, catalog_config.name),
+        default_namespace=settings.namespace,
+        rules=settings.rules or FreshnessRules(),
+        clock=clock,
+    )
+    engine = Engine(workspace, SparkJobs(spark, catalog_conf))
+    manager = None
+    if settings.start_manager:
+        from mt_magic.runtime.manager import RefreshManager
+
+        manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes)
+        manager.start()
+    return Connection(catalog_config, spark, MaterializedTables(engine, manager), manager)
