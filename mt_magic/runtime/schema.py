@@ -78,23 +78,30 @@ def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, p
             )
 
 
+def sql_string(value: str) -> str:
+    """A Spark SQL string literal holding ``value`` exactly."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
                          definition: MaterializedTableDefinition, comment: str | None) -> None:
-    """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
+    """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure.
 
+    Plain DDL rather than CTAS: CTAS makes every column optional, and identifier fields must be required.
+    """
     key = {c.lower() for c in definition.primary_key}
-    fields = [StructField(f.name, f.dataType, nullable=f.name.lower() not in key) for f in schema.fields]
-    writer = spark.createDataFrame([], StructType(fields)).writeTo(quote(name)).using("iceberg")
+    columns = ", ".join(
+        f"{_col(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
+        for f in schema.fields
+    )
     properties = {"format-version": "2", **definition.to_properties()}
-    if comment:
-        properties["comment"] = comment
-    for k, v in properties.items():
-        writer = writer.tableProperty(k, v)
+    ddl = [f"CREATE TABLE {quote(name)} ({columns}) USING iceberg"]
     if definition.partitioned_by:
-        writer = writer.partitionedBy(*[F.col(_col(c)) for c in definition.partitioned_by])
-    writer.create()
+        ddl.append("PARTITIONED BY (" + ", ".join(_col(c) for c in definition.partitioned_by) + ")")
+    if comment:
+        ddl.append(f"COMMENT {sql_string(comment)}")
+    ddl.append("TBLPROPERTIES (" + ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items()) + ")")
+    spark.sql("\n".join(ddl))
     if definition.primary_key:
         try:
             spark.sql(f"ALTER TABLE {quote(name)} SET IDENTIFIER FIELDS "
