@@ -43,7 +43,7 @@ class SqlError(MtMagicError):
             text += "."
         if self.fix:
             text += f" Fix: {self.fix}"
-            if not self.fix.endswith("."):
+            if not self.fix.endswith((".", "?", "!")):
                 text += "."
         return text
 

@@ -20,8 +20,7 @@ from mt_magic.sql.errors import SqlSyntaxError
 from mt_magic.sql.statements import Position
 
 STATEMENTS_HINT = (
-    "%%materialized runs CREATE [OR ALTER] MATERIALIZED TABLE, ALTER MATERIALIZED TABLE and "
-    "DROP MATERIALIZED TABLE"
+    "%%materialized runs CREATE [OR ALTER] MATERIALIZED TABLE, ALTER MATERIALIZED TABLE and DROP MATERIALIZED TABLE"
 )
 
 
@@ -68,7 +67,8 @@ class Tok:
         return self.kind is TokKind.WORD and (not words or self.upper in words)
 
     def is_punct(self, text: str) -> bool:
-        return self.kind is TokKind.PUNCT and self.text == text
+        """Punctuation or an operator symbol (``=`` lexes as an operator)."""
+        return self.kind in (TokKind.PUNCT, TokKind.OPERATOR) and self.text == text
 
 
 class Source:
@@ -138,6 +138,34 @@ def tokenize(text: str) -> list[Tok]:
 _QUOTE_NAMES = {"'": "string literal", '"': "double-quoted string", "`": "backtick-quoted identifier"}
 
 
+_LABEL_WORDS = ("CREATE", "OR", "ALTER", "REPLACE", "DROP", "MATERIALIZED", "TABLE")
+
+
+def statement_label(significant: list[Tok] | tuple[Tok, ...]) -> str:
+    """How errors name a statement before it is parsed: "CREATE MATERIALIZED TABLE dws_overall".
+
+    The leading words up to TABLE, then the table name if one follows; "statement 'SELECT'" for a
+    statement that does not start like ours.
+    """
+    if not significant or not significant[0].is_word("CREATE", "ALTER", "DROP"):
+        return f"statement {significant[0].text!r}" if significant else "statement"
+    words: list[str] = []
+    i = 0
+    while i < len(significant) and significant[i].is_word(*_LABEL_WORDS) and len(words) < 5:
+        words.append(significant[i].upper)
+        i += 1
+    parts: list[str] = []
+    while i < len(significant) and significant[i].kind in (TokKind.WORD, TokKind.QUOTED) and words[-1] == "TABLE":
+        tok = significant[i]
+        if tok.kind is TokKind.WORD and tok.upper in ("AS", "IF", "PARTITIONED", "WITH", "FRESHNESS"):
+            break
+        parts.append(tok.text[1:-1].replace("``", "`") if tok.kind is TokKind.QUOTED else tok.text)
+        if not (i + 1 < len(significant) and significant[i + 1].is_punct(".")):
+            break
+        i += 2
+    return " ".join(words + ([".".join(parts)] if parts else []))
+
+
 def check_terminated(toks: list[Tok], source: Source) -> None:
     """Reject unterminated strings, quoted identifiers and ``/*`` comments before anything else.
 
@@ -148,6 +176,7 @@ def check_terminated(toks: list[Tok], source: Source) -> None:
             what = _QUOTE_NAMES[tok.text]
             raise SqlSyntaxError(
                 f"unterminated {what}: the {tok.text} here is never closed",
+                statement=_label_before(toks, i),
                 offending=source.text[tok.start : tok.start + 20].split("\n")[0],
                 position=source.position(tok.start),
                 fix=f"close it with a matching {tok.text} (write {tok.text * 2} for a literal {tok.text})",
@@ -162,10 +191,19 @@ def check_terminated(toks: list[Tok], source: Source) -> None:
         ):
             raise SqlSyntaxError(
                 "unterminated comment: this /* is never closed",
+                statement=_label_before(toks, i),
                 offending="/*",
                 position=source.position(tok.end - 1),
                 fix="close the comment with */",
             )
+
+
+def _label_before(toks: list[Tok], index: int) -> str:
+    """The label of the statement that token ``index`` belongs to (it starts after the last ``;``)."""
+    start = index
+    while start > 0 and not toks[start - 1].is_punct(";"):
+        start -= 1
+    return statement_label([t for t in toks[start:index] if t.significant] or [toks[index]])
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,8 @@ class CreateMaterializedTable(Statement):
     refresh_mode: RefreshMode | None = field(default=None, kw_only=True)
     """As declared; ``None`` when omitted (inferred from the freshness)."""
     or_alter: bool = field(default=False, kw_only=True)
+    query_position: Position | None = field(default=None, compare=False, kw_only=True)
+    """Where the ``AS`` body starts in the cell, so errors in the query can point into the cell."""
 
     @property
     def options_dict(self) -> dict[str, str]:
@@ -160,6 +162,8 @@ class AlterQuery(Statement):
 
     name: TableName = field(kw_only=True)
     query: str = field(kw_only=True)
+    query_position: Position | None = field(default=None, compare=False, kw_only=True)
+    """Where the ``AS`` body starts in the cell, so errors in the query can point into the cell."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,103 @@
+"""The SQL front end: cell text → typed statements, FRESHNESS rules, date formatters, query facts.
+
+Pure Python (sqlparse for our DDL grammar, sqlglot for reading the query body, croniter for checking
+schedules); nothing here needs Spark, and nothing imports the rest of mt_magic except ``mt_magic.errors``.
+"""
+
+from __future__ import annotations
+
+from mt_magic.sql.analysis import analyze_query, analyze_statement
+from mt_magic.sql.errors import (
+    ClauseOrderError,
+    ColumnError,
+    ConstraintError,
+    DuplicateClauseError,
+    FormatterError,
+    FreshnessError,
+    OptionError,
+    QueryAnalysisError,
+    SqlError,
+    SqlSyntaxError,
+    UnsupportedClauseError,
+    UnsupportedStatementError,
+)
+from mt_magic.sql.facts import (
+    AggregateCall,
+    GroupingKind,
+    JoinFact,
+    JoinKind,
+    QueryFacts,
+    SetOperation,
+    SetOpKind,
+    WindowCall,
+)
+from mt_magic.sql.formatter import DateFormatter, PartitionFormatters, partition_formatters
+from mt_magic.sql.freshness import FULL_MODE_DIVISORS, FreshnessRules, RefreshSchedule, resolve_schedule
+from mt_magic.sql.parser import parse_cell
+from mt_magic.sql.statements import (
+    AlterFreshness,
+    AlterQuery,
+    AlterRefresh,
+    AlterResume,
+    AlterSuspend,
+    AnyStatement,
+    ColumnDef,
+    CreateMaterializedTable,
+    DropMaterializedTable,
+    Freshness,
+    FreshnessUnit,
+    Position,
+    PrimaryKey,
+    RefreshMode,
+    Statement,
+    TableName,
+)
+
+__all__ = [
+    "FULL_MODE_DIVISORS",
+    "AggregateCall",
+    "AlterFreshness",
+    "AlterQuery",
+    "AlterRefresh",
+    "AlterResume",
+    "AlterSuspend",
+    "AnyStatement",
+    "ClauseOrderError",
+    "ColumnDef",
+    "ColumnError",
+    "ConstraintError",
+    "CreateMaterializedTable",
+    "DateFormatter",
+    "DropMaterializedTable",
+    "DuplicateClauseError",
+    "FormatterError",
+    "Freshness",
+    "FreshnessError",
+    "FreshnessRules",
+    "FreshnessUnit",
+    "GroupingKind",
+    "JoinFact",
+    "JoinKind",
+    "OptionError",
+    "PartitionFormatters",
+    "Position",
+    "PrimaryKey",
+    "QueryAnalysisError",
+    "QueryFacts",
+    "RefreshMode",
+    "RefreshSchedule",
+    "SetOpKind",
+    "SetOperation",
+    "SqlError",
+    "SqlSyntaxError",
+    "Statement",
+    "TableName",
+    "UnsupportedClauseError",
+    "UnsupportedStatementError",
+    "WindowCall",
+    "analyze_query",
+    "analyze_statement",
+    "parse_cell",
+    "partition_formatters",
+    "resolve_schedule",
+]
