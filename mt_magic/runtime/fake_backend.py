@@ -110,8 +110,13 @@ class FakeBackend:
         block_timeout: seconds a blocked refresh waits before failing (so a broken test cannot hang).
     """
 
-    def __init__(self, tables: Iterable[ManagedTable] = (), *, clock: Callable[[], datetime] | None = None,
-                 block_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        tables: Iterable[ManagedTable] = (),
+        *,
+        clock: Callable[[], datetime] | None = None,
+        block_timeout: float = 10.0,
+    ) -> None:
         self.clock = clock or FakeClock()
         self.tables: dict[str, ManagedTable] = {table.name: table for table in tables}
         self.pending: dict[str, datetime | None] = {}
@@ -234,14 +239,20 @@ class FakeBackend:
         now = self.clock()
         if isinstance(result, RefreshKind):
             committed = result is not RefreshKind.NOOP
-            result = RefreshOutcome(result, next(self._snapshot_ids) if committed else None, 10 if committed else 0,
-                                    now if committed else None, f"fake {result.value}")
+            result = RefreshOutcome(
+                result,
+                next(self._snapshot_ids) if committed else None,
+                10 if committed else 0,
+                now if committed else None,
+                f"fake {result.value}",
+            )
         if result.kind is not RefreshKind.NOOP:
             table = self.tables.get(request.table)
             if table is not None:
                 self.tables[request.table] = replace(table, last_refresh_at=now)
             self.pending[request.table] = None
-            record = RefreshRecord(result.kind, request.trigger, now, timedelta(0), result.rows_written,
-                                   result.snapshot_id)
+            record = RefreshRecord(
+                result.kind, request.trigger, now, timedelta(0), result.rows_written, result.snapshot_id
+            )
             self.histories[request.table].insert(0, record)
         return result

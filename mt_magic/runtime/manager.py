@@ -94,12 +94,20 @@ class RefreshManager:
             raise ValueError(f"max_concurrent_jobs must be at least 1, got {max_concurrent_jobs}")
         self._state = SchedulerState(retry, rng if rng is not None else random.Random(), max_concurrent_jobs)
         self._lock = threading.RLock()
-        self._runner = RefreshRunner(backend, self._state, self._lock, clock, executor=executor,
-                                     rediscover_every=rediscover_every, progress_every=progress_every,
-                                     staleness_every=staleness_every)
+        self._runner = RefreshRunner(
+            backend,
+            self._state,
+            self._lock,
+            clock,
+            executor=executor,
+            rediscover_every=rediscover_every,
+            progress_every=progress_every,
+            staleness_every=staleness_every,
+        )
         self._clock = clock
         self._lifecycle = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._pool_hook_registered = False
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -133,12 +141,13 @@ class RefreshManager:
                 self._runner.discover(now)
             self._thread = threading.Thread(target=self._run_loop, name="mt-refresh-manager", daemon=True)
             self._thread.start()
-            atexit.register(self._stop_at_exit)
+            self._register_exit_hooks()
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Cancel running refreshes (they run again after a restart), end the thread and the worker pool.
 
-        Idempotent. Waiters on ``refresh_now`` futures get :class:`RefreshCancelledError`.
+        Idempotent. Waiters on ``refresh_now`` futures get :class:`RefreshCancelledError`; events still
+        queued are delivered on the calling thread.
 
         Args:
             timeout: seconds to wait, in total, for the thread and the cancelled jobs to end.
@@ -179,8 +188,23 @@ class RefreshManager:
         with self._runner.changed:
             return self._runner.changed.wait_for(self._runner.is_idle, timeout)
 
+    def _register_exit_hooks(self) -> None:
+        atexit.register(self._stop_at_exit)
+        if self._pool_hook_registered:
+            return
+        # Interpreter exit joins ThreadPoolExecutor workers (threading's exit hooks) *before* atexit runs, so a
+        # running refresh would block exit; this hook runs first and cancels it. Private API, hence optional.
+        register = getattr(threading, "_register_atexit", None)
+        if register is not None:
+            try:
+                register(self._stop_at_exit)
+            except RuntimeError:  # already shutting down
+                pass
+        self._pool_hook_registered = True
+
     def _stop_at_exit(self) -> None:
-        self.stop(timeout=5.0)
+        if self._thread is not None:
+            self.stop(timeout=5.0)
 
     def _run_loop(self) -> None:
         while not self._runner.stopping.is_set():
@@ -275,19 +299,25 @@ class RefreshManager:
                 effects = self._state.redefine(entry, table, now, local=True)
         self._runner.apply(effects)
 
-    def add(self, table: ManagedTable, initial: bool = True) -> None:
+    def add(self, table: ManagedTable, initial: bool = True) -> Future[RefreshOutcome] | None:
         """Track a table just created; with ``initial`` its first (INITIAL) refresh is due at once.
+
+        Returns:
+            With ``initial``, a future of that first refresh's outcome (it raises its error); else ``None``.
 
         Raises:
             ValueError: the table's cron or freshness is invalid.
         """
         self.upsert(table)
-        if initial:
-            with self._lock:
-                entry, now = self._state.tables[table.name], self._clock()
-                entry.request(PendingRun(RefreshTrigger.INITIAL, now, now))
-                self._state.note_state(entry, now)
-            self._runner.wake.set()
+        if not initial:
+            return None
+        future: Future[RefreshOutcome] = Future()
+        with self._lock:
+            entry, now = self._state.tables[table.name], self._clock()
+            entry.request(PendingRun(RefreshTrigger.INITIAL, now, now, futures=[future]))
+            self._state.note_state(entry, now)
+        self._runner.wake.set()
+        return future
 
     # -- status and events -----------------------------------------------------------------------------
 

@@ -27,9 +27,18 @@ Subscriber = Callable[[RefreshEvent], None]
 class RefreshRunner:
     """Runs scheduling passes against a backend for a :class:`SchedulerState` guarded by ``lock``."""
 
-    def __init__(self, backend: RefreshBackend, state: SchedulerState, lock: threading.RLock,
-                 clock: Callable[[], datetime], *, executor: Executor | None, rediscover_every: timedelta,
-                 progress_every: timedelta, staleness_every: timedelta) -> None:
+    def __init__(
+        self,
+        backend: RefreshBackend,
+        state: SchedulerState,
+        lock: threading.RLock,
+        clock: Callable[[], datetime],
+        *,
+        executor: Executor | None,
+        rediscover_every: timedelta,
+        progress_every: timedelta,
+        staleness_every: timedelta,
+    ) -> None:
         self.backend = backend
         self.state = state
         self.lock = lock
@@ -102,8 +111,12 @@ class RefreshRunner:
 
     def _poll_progress(self, now: datetime) -> None:
         with self.lock:
-            jobs = [job for job in self.state.jobs.values() if not job.cancelled and (
-                job.progress_polled_at is None or now - job.progress_polled_at >= self.progress_every)]
+            jobs = [
+                job
+                for job in self.state.jobs.values()
+                if not job.cancelled
+                and (job.progress_polled_at is None or now - job.progress_polled_at >= self.progress_every)
+            ]
         for job in jobs:
             try:
                 progress = self.backend.progress(job.request.job_group)
@@ -118,8 +131,11 @@ class RefreshRunner:
 
     def _poll_staleness(self, now: datetime) -> None:
         with self.lock:
-            entries = [entry for entry in self.state.tables.values()
-                       if entry.pending_checked_at is None or now - entry.pending_checked_at >= self.staleness_every]
+            entries = [
+                entry
+                for entry in self.state.tables.values()
+                if entry.pending_checked_at is None or now - entry.pending_checked_at >= self.staleness_every
+            ]
         for entry in entries:
             if self.state.pause_reason is not None or not self.poll_pending_since(entry):
                 return
@@ -144,8 +160,10 @@ class RefreshRunner:
         with self.lock:
             if self.stopping.is_set():
                 return []
-            jobs = [self.state.begin(entry, run, self._new_request(entry, run, now), now)
-                    for entry, run in self.state.select_due(now)]
+            jobs = [
+                self.state.begin(entry, run, self._new_request(entry, run, now), now)
+                for entry, run in self.state.select_due(now)
+            ]
         for job in jobs:
             self._submit(job)
         return [job.request for job in jobs]
@@ -165,7 +183,12 @@ class RefreshRunner:
                 self.state.cancel_job(job.request.table, "manager stopped", requeue=True)
             self._finish(job, None, exc)
             return
-        handle.add_done_callback(lambda f: f.cancelled() and self._finish(job, None, RefreshCancelledError()))
+        handle.add_done_callback(lambda f: self._finish_if_cancelled(job, f))
+
+    def _finish_if_cancelled(self, job: RunningJob, handle: Future[None]) -> None:
+        """A job cancelled in the pool's queue (``shutdown(cancel_futures=True)``) never ran ``_run_job``."""
+        if handle.cancelled():
+            self._finish(job, None, RefreshCancelledError(f"refresh of {job.request.table} never started"))
 
     def _run_job(self, job: RunningJob) -> None:
         try:
@@ -230,11 +253,17 @@ class RefreshRunner:
         with self.lock:
             now = self.clock()
             times = [self.state.next_deadline(now)]
-            times += [(job.progress_polled_at or now) + self.progress_every
-                      for job in self.state.jobs.values() if not job.cancelled]
+            times += [
+                (job.progress_polled_at or now) + self.progress_every
+                for job in self.state.jobs.values()
+                if not job.cancelled
+            ]
             if self.state.pause_reason is None:
-                times += [entry.pending_checked_at + self.staleness_every
-                          for entry in self.state.tables.values() if entry.pending_checked_at is not None]
+                times += [
+                    entry.pending_checked_at + self.staleness_every
+                    for entry in self.state.tables.values()
+                    if entry.pending_checked_at is not None
+                ]
         upcoming = [t for t in times if t is not None and t > now]
         return (min(upcoming) - now).total_seconds() if upcoming else self.rediscover_every.total_seconds()
 

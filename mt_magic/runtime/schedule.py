@@ -48,15 +48,13 @@ class CronSchedule:
     def __post_init__(self) -> None:
         fields = len(self.expression.split())
         if fields not in (5, 6) or not croniter.is_valid(self.expression):
-            raise ValueError(
-                f"invalid cron expression {self.expression!r}: expected 5 fields, or 6 with seconds last"
-            )
+            raise ValueError(f"invalid cron expression {self.expression!r}: expected 5 fields, or 6 with seconds last")
 
     def next_after(self, when: datetime) -> datetime:
         return croniter(self.expression, when).get_next(datetime)
 
     def latest_fire(self, due_at: datetime, now: datetime) -> datetime:
-        return due_at
+        return croniter(self.expression, now + _TICK).get_prev(datetime)
 
     def anchor(self, started_at: datetime, scheduled_time: datetime) -> datetime:
         return scheduled_time
@@ -160,3 +158,8 @@ def ancestors(name: str, upstream: Mapping[str, Iterable[str]]) -> set[str]:
 def dependents(name: str, upstream: Mapping[str, Iterable[str]]) -> list[str]:
     """The tables that read ``name`` directly, sorted by name."""
     return sorted(table for table, sources in upstream.items() if name in sources and table != name)
+
+
+def blocking_ancestors(name: str, upstream: Mapping[str, Iterable[str]]) -> set[str]:
+    """The ancestors ``name`` must wait for: all of them except those in a cycle with it (which would deadlock)."""
+    return {node for node in ancestors(name, upstream) if name not in ancestors(node, upstream)}

@@ -168,8 +168,9 @@ class ScheduledTable:
         self.arm(now)
         return self.last_refresh
 
-    def failed(self, job: RunningJob, error: BaseException, now: datetime, policy: RetryPolicy,
-               rng: random.Random) -> timedelta:
+    def failed(
+        self, job: RunningJob, error: BaseException, now: datetime, policy: RetryPolicy, rng: random.Random
+    ) -> timedelta:
         """Count a failure and queue the same run again after a backoff; returns the delay."""
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"

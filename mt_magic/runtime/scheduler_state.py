@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from mt_magic.runtime.backend import CatalogUnavailableError, RefreshCancelledError
-from mt_magic.runtime.schedule import RetryPolicy, ancestors, dependents
+from mt_magic.runtime.schedule import RetryPolicy, blocking_ancestors, dependents
 from mt_magic.runtime.scheduled_table import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.status import (
     EventKind,
@@ -157,7 +157,9 @@ class SchedulerState:
                 candidates.append((run.due_at, entry.name, entry, run))
         upstream = {name: entry.table.upstream for name, entry in self.tables.items()}
         busy = {name for name, job in self.jobs.items() if not job.cancelled} | {c[1] for c in candidates}
-        ready = [(entry, run) for _, name, entry, run in sorted(candidates) if not ancestors(name, upstream) & busy]
+        ready = [
+            (entry, run) for _, name, entry, run in sorted(candidates) if not blocking_ancestors(name, upstream) & busy
+        ]
         return ready[: max(self.max_jobs - len(self.jobs), 0)]
 
     def begin(self, entry: ScheduledTable, run: PendingRun, request: RefreshRequest, now: datetime) -> RunningJob:
@@ -168,8 +170,9 @@ class SchedulerState:
         self.publish(EventKind.REFRESH_STARTED, entry, now, run.trigger.value)
         return job
 
-    def settle(self, job: RunningJob, outcome: RefreshOutcome | None, error: BaseException | None,
-               now: datetime) -> Effects:
+    def settle(
+        self, job: RunningJob, outcome: RefreshOutcome | None, error: BaseException | None, now: datetime
+    ) -> Effects:
         """Account for a finished job: success, failure (backoff), cancellation or an unreachable catalog."""
         name = job.request.table
         if self.jobs.get(name) is job:
@@ -230,8 +233,9 @@ class SchedulerState:
 
     # -- catalog ---------------------------------------------------------------------------------------
 
-    def apply_discovery(self, tables: Sequence[ManagedTable], last_refresh: dict[str, RefreshRecord | None],
-                        now: datetime) -> Effects:
+    def apply_discovery(
+        self, tables: Sequence[ManagedTable], last_refresh: dict[str, RefreshRecord | None], now: datetime
+    ) -> Effects:
         """Reconcile with the catalog's list: new tables appear, dropped ones go, external changes apply."""
         seen = {table.name for table in tables}
         self.removed &= seen
@@ -241,8 +245,9 @@ class SchedulerState:
             try:
                 if entry is None and table.name not in self.removed:
                     self.insert(table, last_refresh.get(table.name), now)
-                elif entry is not None and replace(table, last_refresh_at=None) != replace(entry.table,
-                                                                                           last_refresh_at=None):
+                elif entry is not None and replace(table, last_refresh_at=None) != replace(
+                    entry.table, last_refresh_at=None
+                ):
                     effects.absorb(self.redefine(entry, table, now, local=False))
             except ValueError as exc:
                 log.error("cannot schedule materialized table %s: %s", table.name, exc)
@@ -288,8 +293,7 @@ class SchedulerState:
 
     def next_deadline(self, now: datetime) -> datetime | None:
         """The earliest future time a run, or discovery, becomes due (runs due already wait for a wake-up)."""
-        times = [self.discover_at] if self.discover_at is not None else []
+        times: list[datetime | None] = [self.discover_at]
         if self.pause_reason is None:
             times += [entry.next_due() for entry in self.tables.values() if entry.name not in self.jobs]
         return min((t for t in times if t is not None and t > now), default=None)
-

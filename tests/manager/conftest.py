@@ -1,0 +1,56 @@
+"""Fixtures for RefreshManager unit tests: a fake clock, a fake backend, and managers driven by step()."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from manager_helpers import T0
+
+from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.runtime.manager import RefreshManager
+from mt_magic.runtime.schedule import RetryPolicy
+
+RETRY = RetryPolicy(
+    base=timedelta(seconds=10),
+    factor=2,
+    max_delay=timedelta(minutes=5),
+    jitter=0.1,
+    fail_after=3,
+    failed_retry_every=timedelta(minutes=30),
+)
+
+ManagerFactory = Callable[..., RefreshManager]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def backend(clock: FakeClock) -> FakeBackend:
+    return FakeBackend(clock=clock)
+
+
+@pytest.fixture
+def executor() -> ManualExecutor:
+    """Refreshes submitted to it run only when the test calls ``run_all()``."""
+    return ManualExecutor()
+
+
+@pytest.fixture
+def make_manager(backend: FakeBackend, clock: FakeClock, executor: ManualExecutor) -> ManagerFactory:
+    """A manager on the fake clock; refreshes run inline, or via ``executor`` with ``deferred=True``."""
+
+    def make(*, deferred: bool = False, **kwargs: Any) -> RefreshManager:
+        kwargs.setdefault("rng", random.Random(1234))
+        kwargs.setdefault("retry", RETRY)
+        return RefreshManager(
+            backend, clock=clock, executor=executor if deferred else ManualExecutor(inline=True), **kwargs
+        )
+
+    return make

@@ -1,0 +1,28 @@
+"""Table builders and small assertions shared by the RefreshManager tests."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from mt_magic.runtime.fake_backend import FakeBackend
+from mt_magic.runtime.status import ManagedTable
+from mt_magic.sql.statements import RefreshMode
+
+T0 = datetime.fromisoformat("2025-01-01T10:00:00+00:00")
+MINUTE = timedelta(minutes=1)
+
+
+def continuous(name: str, every: timedelta = MINUTE, **kwargs: Any) -> ManagedTable:
+    """A CONTINUOUS table refreshed every ``every``."""
+    return ManagedTable(name=name, mode=RefreshMode.CONTINUOUS, freshness=every, cron=None, **kwargs)
+
+
+def full(name: str, cron: str = "*/5 * * * *", freshness: timedelta = 5 * MINUTE, **kwargs: Any) -> ManagedTable:
+    """A FULL table on ``cron``."""
+    return ManagedTable(name=name, mode=RefreshMode.FULL, freshness=freshness, cron=cron, **kwargs)
+
+
+def ran(backend: FakeBackend) -> list[tuple[str, str]]:
+    """``(table, trigger)`` of every refresh the backend received, in order."""
+    return [(r.table, r.trigger.value) for r in backend.requests]
