@@ -16,6 +16,9 @@ from mt_magic.sql.statements import TableName
 from mt_magic.widgets.render import ConfigView, HistoryView, StatementResultsView, StatusListView
 
 
+MT_COMMANDS = ("list", "status", "history", "refresh", "suspend", "resume", "config")
+
+
 @magics_class
 class MaterializedMagics(Magics):
     """``%%materialized`` (the statements) and ``%mt`` (status and controls)."""
@@ -98,6 +101,8 @@ class MaterializedMagics(Magics):
         """
         words = line.split()
         command, names = (words[0].lower(), words[1:]) if words else ("list", [])
+        if command not in MT_COMMANDS:
+            raise UsageError(f"Unknown %mt command {command!r}; use {', '.join(MT_COMMANDS)}.")
         try:
             if command == "list":
                 return StatusListView(tuple(self._manager().statuses()))
@@ -115,7 +120,7 @@ class MaterializedMagics(Magics):
                 return StatementResultsView((getattr(service, command)(name),))
         except MtMagicError as exc:
             raise UsageError(str(exc)) from None
-        raise UsageError(f"Unknown %mt command {command!r}; use list, status, history, refresh, suspend, resume or config.")
+        raise AssertionError(command)
 
     def _manager(self):  # type: ignore[no-untyped-def]
         manager = self.connection.manager
