@@ -42,18 +42,20 @@ AS SELECT ds, COALESCE(hh, 'day') AS hh, count(*) AS pv, count(DISTINCT user_id)
 
 
 def _load_sources(conn: Connection, day: str, users: int) -> None:
+    """One day of user logs; the product dimension is written once."""
     spark = conn.spark
     for ddl in ODS.split(";"):
         spark.sql(ddl)
     spark.sql(f"""
         INSERT INTO ods_user_log
         SELECT CAST(id % 50 AS INT), CAST(id % {users} AS INT),
-               to_timestamp('{day[:4]}-{day[4:6]}-{day[6:]} 00:00:00') + make_interval(0,0,0,0,0,0, id * 7 % 86400),
+               to_timestamp('{day[:4]}-{day[4:6]}-{day[6:]} 00:00:00') + make_interval(0,0,0,0,0,0, id * 17 % 86400),
                '{day}'
         FROM range(5000)""")
-    spark.sql("""INSERT INTO ods_dim_product
-        SELECT CAST(id AS INT), concat('product ', id), CAST(1000 + id % 7 AS INT), CAST(2000 + id % 3 AS INT)
-        FROM range(50)""")
+    if spark.table("ods_dim_product").isEmpty():
+        spark.sql("""INSERT INTO ods_dim_product
+            SELECT CAST(id AS INT), concat('product ', id), CAST(1000 + id % 7 AS INT), CAST(2000 + id % 3 AS INT)
+            FROM range(50)""")
 
 
 def _wait(futures: list[concurrent.futures.Future]) -> None:

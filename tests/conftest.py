@@ -1,27 +1,14 @@
-"""Session-scoped fixtures shared by every test layer: one real SparkSession with Iceberg per run."""
+"""Session-scoped fixtures shared by every test layer: one real SparkSession with Iceberg per run.
+
+The run's own MT_MAGIC_HOME is set in the repository's root conftest.py."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Keep every test run's embedded catalog, warehouse and state files out of the user's home."""
-    home = tmp_path_factory.mktemp("mt_home")
-    old = os.environ.get("MT_MAGIC_HOME")
-    os.environ["MT_MAGIC_HOME"] = str(home)
-    yield home
-    if old is None:
-        os.environ.pop("MT_MAGIC_HOME", None)
-    else:
-        os.environ["MT_MAGIC_HOME"] = old
 
 
 @pytest.fixture(scope="session")

@@ -217,13 +217,15 @@ class RefreshManager:
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def refresh_now(self, name: str, partition: Pairs = (), cascade: bool = False) -> Future[RefreshOutcome]:
+    def refresh_now(self, name: str, partition: Pairs = (), cascade: bool = False,
+                    trigger: RefreshTrigger = RefreshTrigger.MANUAL) -> Future[RefreshOutcome]:
         """Refresh a table now, even if suspended or backing off; a request during a run follows it once.
 
         Args:
             name: fully qualified table name.
             partition: ``PARTITION (k = 'v')`` of a backfill; empty for the whole table.
             cascade: afterwards refresh every downstream table, upstream first, with the same partition.
+            trigger: recorded with the refresh; the service's own cascade passes CASCADE.
 
         Returns:
             A future of this table's outcome; it raises the refresh's error, or RefreshCancelledError.
@@ -234,7 +236,7 @@ class RefreshManager:
         future: Future[RefreshOutcome] = Future()
         with self._lock:
             entry, now = self._entry(name), self._clock()
-            entry.request(PendingRun(RefreshTrigger.MANUAL, now, now, _pairs(partition), cascade, True, [future]))
+            entry.request(PendingRun(trigger, now, now, _pairs(partition), cascade, True, [future]))
             self._state.note_state(entry, now)
         self._runner.wake.set()
         return future

@@ -28,6 +28,7 @@ from mt_magic.runtime.status import (
     RefreshTrigger,
     TableStatus,
 )
+from mt_magic.sql.statements import RefreshMode
 
 log = logging.getLogger(__name__)
 
@@ -222,10 +223,16 @@ class SchedulerState:
         return Effects(settle=[(future, outcome, None) for future in job.run.futures])
 
     def _cascade(self, entry: ScheduledTable, run: PendingRun, now: datetime) -> None:
-        """Make the direct downstream tables due now; they cascade further when they commit in turn."""
+        """Make the direct downstream tables due now; they cascade further when they commit in turn.
+
+        An automatic cascade (an upstream commit) reaches CONTINUOUS tables only: FULL tables keep their cron
+        schedule, as in Flink, and a manual cascade (backfill) reaches every downstream table.
+        """
         upstream = {name: other.table.upstream for name, other in self.tables.items()}
         for name in dependents(entry.name, upstream):
             down = self.tables[name]
+            if not run.cascade and down.table.mode is not RefreshMode.CONTINUOUS:
+                continue
             if not down.suspended:
                 partition = run.partition if run.cascade else ()
                 down.request(PendingRun(RefreshTrigger.CASCADE, now, now, partition, run.cascade))

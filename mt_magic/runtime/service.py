@@ -7,7 +7,7 @@ without one (tests, scripts) they run inline, in the same order the manager woul
 from __future__ import annotations
 
 import concurrent.futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
@@ -27,6 +27,7 @@ from mt_magic.sql.statements import (
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager import RefreshManager
+    from mt_magic.sql.freshness import FreshnessRules
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class MaterializedTables:
         self.engine = engine
         self.workspace = engine.workspace
         self.manager = manager
+
+    def set_rules(self, rules: FreshnessRules) -> None:
+        """Apply new FRESHNESS rules (``%config``) to the statements that follow; existing tables keep theirs."""
+        self.workspace = replace(self.workspace, rules=rules)
+        self.engine.workspace = self.workspace
 
     # --- statements -------------------------------------------------------------------------------------
     def execute(self, stmt: AnyStatement, cascade: bool = False) -> StatementResult:
@@ -115,8 +121,10 @@ class MaterializedTables:
 
     def refresh(self, name: str, partition: tuple[tuple[str, str], ...] = (), cascade: bool = False,
                 ) -> StatementResult:
-        if self.manager is not None:
-            future = self.manager.refresh_now(name, partition=partition, cascade=cascade)
+        if self.manager is not None and cascade:
+            future = self._cascade_via_manager(name, partition)
+        elif self.manager is not None:
+            future = self.manager.refresh_now(name, partition=partition)
         else:
             future = self._refresh_inline(name, RefreshTrigger.MANUAL, partition, cascade)
         where = f" partition {dict(partition)}" if partition else ""
@@ -163,6 +171,41 @@ class MaterializedTables:
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
         return future
+
+    def _cascade_via_manager(self, name: str, partition: tuple[tuple[str, str], ...],
+                             ) -> concurrent.futures.Future[RefreshOutcome]:
+        """Refresh ``name``, then each downstream table after its upstream committed; one future for it all.
+
+        The future carries ``name``'s outcome and completes only when the whole cascade has, so "backfill
+        with cascade, then read the result" works.
+        """
+        assert self.manager is not None
+        manager = self.manager
+        defs = {i.name: i.definition for i in self.workspace.catalog.list_materialized() if i.definition}
+        order = [name, *lifecycle.downstream_of(defs, name)]
+        combined: concurrent.futures.Future[RefreshOutcome] = concurrent.futures.Future()
+        first: list[RefreshOutcome] = []
+
+        def start(index: int) -> None:
+            if index == len(order):
+                combined.set_result(first[0])
+                return
+            table = order[index]
+            part = partition if index == 0 else self._cascaded_partition(table, partition)
+            trigger = RefreshTrigger.MANUAL if index == 0 else RefreshTrigger.CASCADE
+            manager.refresh_now(table, partition=part, trigger=trigger).add_done_callback(lambda f: finished(index, f))
+
+        def finished(index: int, future: concurrent.futures.Future[RefreshOutcome]) -> None:
+            error = future.exception()
+            if error is not None:
+                combined.set_exception(error)
+                return
+            if index == 0:
+                first.append(future.result())
+            start(index + 1)
+
+        start(0)
+        return combined
 
     def _refresh_inline(self, name: str, trigger: RefreshTrigger, partition: tuple[tuple[str, str], ...],
                         cascade: bool) -> concurrent.futures.Future[RefreshOutcome]:
