@@ -29,6 +29,8 @@ class SnapshotInfo:
     committed_at: datetime
     operation: str
     summary: Mapping[str, str]
+    schema_id: int | None = None
+    """The schema the snapshot was written with (``None`` when the metadata does not say)."""
 
     @property
     def refresh_state(self) -> RefreshState | None:
@@ -50,6 +52,12 @@ class TableInfo:
     partition_columns: tuple[str, ...]
     identifier_columns: tuple[str, ...]
     schema_id: int
+    known_snapshot_ids: frozenset[int] = frozenset()
+    """Every snapshot still in the metadata (all branches), to tell an expired snapshot from a rolled-back one."""
+    partition_transforms: tuple[str, ...] = ()
+    """The current spec's transform of each of ``partition_columns`` (``identity``, ``day``, ``bucket[16]``)."""
+    partition_spec_count: int = 1
+    """How many partition specs the table has had (more than one: partitioning evolved)."""
 
     @property
     def definition(self) -> MaterializedTableDefinition | None:
@@ -100,7 +108,7 @@ def _ancestry(table: Table) -> tuple[SnapshotInfo, ...]:
         items = {} if summary is None else {k: str(v) for k, v in summary.additional_properties.items()}
         operation = "append" if summary is None else summary.operation.value
         chain.append(SnapshotInfo(snap.snapshot_id, snap.parent_snapshot_id, _ms_to_dt(snap.timestamp_ms), operation,
-                                  items))
+                                  items, snap.schema_id))
         current = snap.parent_snapshot_id
     return tuple(reversed(chain))
 
@@ -118,6 +126,9 @@ def _info(name: str, table: Table) -> TableInfo:
         partition_columns=tuple(schema.find_column_name(f.source_id) or "" for f in spec.fields),
         identifier_columns=tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids),
         schema_id=schema.schema_id,
+        known_snapshot_ids=frozenset(s.snapshot_id for s in table.metadata.snapshots),
+        partition_transforms=tuple(str(f.transform) for f in spec.fields),
+        partition_spec_count=len(table.metadata.partition_specs),
     )
 
 

@@ -1,0 +1,92 @@
+"""Command line of the REST catalog server.
+
+    python -m mt_magic.catalog serve [--host 127.0.0.1] [--port 0] [--warehouse DIR] [--uri SQLALCHEMY_URL]
+                                     [--token T] [--state-file PATH] [--log-level warning]
+    python -m mt_magic.catalog start  [--home DIR]     # the embedded server of $MT_MAGIC_HOME, in the background
+    python -m mt_magic.catalog status [--home DIR] [--show-token]
+    python -m mt_magic.catalog stop   [--home DIR]
+
+``serve`` runs in the foreground (port 0 picks a free port; the URL is printed). The token may also come
+from ``$MT_MAGIC_CATALOG_TOKEN`` so it does not show in the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from mt_magic.catalog import embedded
+from mt_magic.errors import MtMagicError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mt_magic.catalog", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run a REST catalog server in the foreground")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    serve.add_argument("--warehouse", help="warehouse directory or URI (default $MT_MAGIC_HOME/warehouse)")
+    serve.add_argument(
+        "--uri",
+        help=f"SQLAlchemy URL of the catalog database (default ${embedded.DATABASE_ENV}, "
+        "else SQLite in $MT_MAGIC_HOME)",
+    )
+    serve.add_argument("--token", help=f"required bearer token (default ${embedded.TOKEN_ENV}; none: no auth)")
+    serve.add_argument("--state-file", type=Path, help="write pid/port/token here once listening")
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    for name, text in (
+        ("start", "start (or find) the embedded server"),
+        ("status", "show the embedded server"),
+        ("stop", "stop the embedded server"),
+    ):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("--home", type=Path, help="state directory (default $MT_MAGIC_HOME or ~/.mt_magic)")
+        if name == "status":
+            cmd.add_argument("--show-token", action="store_true", help="print the token instead of masking it")
+    return parser
+
+
+def _describe(server: embedded.EmbeddedServer, show_token: bool = False) -> str:
+    token = server.token if show_token or not server.token else "****"
+    return (
+        f"running: {server.uri} (pid {server.pid})\nwarehouse: {server.warehouse}\n"
+        f"database: {embedded.display_database(server.database)}\ntoken: {token}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            from mt_magic.catalog.server import serve
+
+            serve(
+                host=args.host,
+                port=args.port,
+                warehouse=args.warehouse or str(embedded.default_warehouse()),
+                database=args.uri or os.environ.get(embedded.DATABASE_ENV) or embedded.default_database(),
+                token=args.token or os.environ.get(embedded.TOKEN_ENV) or None,
+                state_file=args.state_file,
+                log_level=args.log_level,
+            )
+        elif args.command == "start":
+            print(_describe(embedded.ensure_embedded_server(args.home)))
+        elif args.command == "status":
+            server = embedded.running_server(args.home)
+            if server is None:
+                print(f"not running (home {embedded.mt_home(args.home)})")
+                return 1
+            print(_describe(server, args.show_token))
+        elif args.command == "stop":
+            stopped = embedded.stop_embedded_server(args.home)
+            print("stopped" if stopped else "not running")
+    except (MtMagicError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

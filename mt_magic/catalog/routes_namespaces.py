@@ -1,0 +1,80 @@
+"""``/v1/namespaces`` routes: list (with ``parent`` and paging), create, load, exists, drop, properties."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from pyiceberg.exceptions import NamespaceNotEmptyError
+
+from mt_magic.catalog.service import CatalogService, raw_body, service
+from mt_magic.catalog.wire import (
+    CreateNamespaceBody,
+    UpdateNamespacePropertiesBody,
+    check_namespace,
+    display,
+    namespace_from_path,
+    page,
+    parse_body,
+)
+
+router = APIRouter(prefix="/v1/namespaces")
+Svc = Annotated[CatalogService, Depends(service)]
+Body = Annotated[bytes, Depends(raw_body)]
+
+
+@router.get("")
+def list_namespaces(
+    svc: Svc,
+    parent: str | None = None,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> dict[str, Any]:
+    parent_ns = namespace_from_path(parent) if parent else ()
+    items, token = page(svc.namespaces.children(parent_ns), page_token, page_size)
+    return {"namespaces": [list(ns) for ns in items], "next-page-token": token}
+
+
+@router.post("")
+def create_namespace(svc: Svc, raw: Body) -> dict[str, Any]:
+    body = parse_body(raw, CreateNamespaceBody)
+    namespace = check_namespace(body.namespace)
+    properties = svc.namespaces.create(namespace, body.properties)
+    return {"namespace": list(namespace), "properties": properties}
+
+
+@router.get("/{namespace}")
+def load_namespace(svc: Svc, namespace: str) -> dict[str, Any]:
+    ns = namespace_from_path(namespace)
+    return {"namespace": list(ns), "properties": svc.namespaces.properties(ns)}
+
+
+@router.head("/{namespace}", status_code=204)
+def namespace_exists(svc: Svc, namespace: str) -> Response:
+    svc.namespaces.require(namespace_from_path(namespace))
+    return Response(status_code=204)
+
+
+@router.delete("/{namespace}", status_code=204)
+def drop_namespace(svc: Svc, namespace: str) -> Response:
+    ns = namespace_from_path(namespace)
+    with svc.lock:
+        contents = [
+            f"{len(items)} {kind}"
+            for kind, items in (
+                ("table(s)", svc.tables.list_tables(ns)),
+                ("view(s)", svc.views.list_views(ns)),
+                ("namespace(s)", svc.namespaces.children(ns)),
+            )
+            if items
+        ]
+        if contents:
+            raise NamespaceNotEmptyError(f"Namespace {display(ns)} is not empty: it contains {', '.join(contents)}")
+        svc.namespaces.drop(ns)
+    return Response(status_code=204)
+
+
+@router.post("/{namespace}/properties")
+def update_properties(svc: Svc, namespace: str, raw: Body) -> dict[str, list[str]]:
+    body = parse_body(raw, UpdateNamespacePropertiesBody)
+    return svc.namespaces.update(namespace_from_path(namespace), body.removals, body.updates)

@@ -1,0 +1,145 @@
+"""Table routes: list, create (and ``stage-create``), load, exists, commit, drop, rename, register, metrics,
+and the multi-table ``/v1/transactions/commit``."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Query, Response
+from pyiceberg.catalog.rest import TableResponse
+from pyiceberg.table import CommitTableResponse
+from pyiceberg.table.metadata import TableMetadata
+
+from mt_magic.catalog.commits import refs_only
+from mt_magic.catalog.errors_http import BadRequest
+from mt_magic.catalog.service import CatalogService, raw_body, service
+from mt_magic.catalog.tables_store import TableChange
+from mt_magic.catalog.wire import (
+    CommitTableBody,
+    CommitTransactionBody,
+    CreateTableBody,
+    RegisterBody,
+    RenameBody,
+    identifier,
+    identifier_from_wire,
+    identifier_to_wire,
+    namespace_from_path,
+    page,
+    parse_body,
+    parse_json,
+)
+
+router = APIRouter(prefix="/v1")
+Svc = Annotated[CatalogService, Depends(service)]
+Body = Annotated[bytes, Depends(raw_body)]
+TABLE = "/namespaces/{namespace}/tables/{table}"
+
+
+def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(content=model.model_dump_json(), status_code=status, media_type="application/json", headers=headers)
+
+
+def _etag(location: str, snapshots: str) -> str:
+    return '"' + hashlib.sha256(f"{location}|{snapshots}".encode()).hexdigest()[:32] + '"'
+
+
+def _load_result(location: str | None, metadata: TableMetadata, etag: str | None = None) -> Response:
+    return _json(
+        TableResponse(metadata_location=location, metadata=metadata, config={}),
+        headers={"ETag": etag} if etag else None,
+    )
+
+
+@router.get("/namespaces/{namespace}/tables")
+def list_tables(
+    svc: Svc,
+    namespace: str,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> dict[str, Any]:
+    items, token = page(svc.tables.list_tables(namespace_from_path(namespace)), page_token, page_size)
+    return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
+
+
+@router.post("/namespaces/{namespace}/tables")
+def create_table(svc: Svc, namespace: str, raw: Body) -> Response:
+    body = parse_body(raw, CreateTableBody)
+    ident = identifier(namespace_from_path(namespace), body.name)
+    if body.stage_create:
+        return _load_result(None, svc.tables.new_metadata(ident, body))
+    location, metadata = svc.tables.create(ident, body)
+    return _load_result(location, metadata, _etag(location, "all"))
+
+
+@router.get(TABLE)
+def load_table(
+    svc: Svc,
+    namespace: str,
+    table: str,
+    snapshots: Literal["all", "refs"] = "all",
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    location, metadata = svc.tables.load(identifier(namespace_from_path(namespace), table))
+    etag = _etag(location, snapshots)
+    if if_none_match is not None and etag in {t.strip().removeprefix("W/") for t in if_none_match.split(",")}:
+        return Response(status_code=304, headers={"ETag": etag})
+    return _load_result(location, refs_only(metadata) if snapshots == "refs" else metadata, etag)
+
+
+@router.head(TABLE, status_code=204)
+def table_exists(svc: Svc, namespace: str, table: str) -> Response:
+    svc.tables.load(identifier(namespace_from_path(namespace), table))
+    return Response(status_code=204)
+
+
+@router.post(TABLE)
+def commit_table(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
+    body = parse_body(raw, CommitTableBody)
+    ident = identifier(namespace_from_path(namespace), table)
+    if body.identifier is not None and identifier_from_wire(body.identifier) != ident:
+        raise BadRequest(f"The body names table {identifier_from_wire(body.identifier)} but the path names {ident}")
+    [(location, metadata)] = svc.tables.commit([TableChange(ident, body.requirements, body.updates)])
+    return _json(CommitTableResponse(metadata_location=location, metadata=metadata))
+
+
+@router.delete(TABLE, status_code=204)
+def drop_table(
+    svc: Svc, namespace: str, table: str, purge: Annotated[bool, Query(alias="purgeRequested")] = False
+) -> Response:
+    svc.tables.drop(identifier(namespace_from_path(namespace), table), purge=purge)
+    return Response(status_code=204)
+
+
+@router.post(TABLE + "/metrics", status_code=204)
+def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
+    if not isinstance(parse_json(raw), dict):
+        raise BadRequest("Invalid request body: a metrics report must be a JSON object")
+    identifier(namespace_from_path(namespace), table)
+    return Response(status_code=204)
+
+
+@router.post("/namespaces/{namespace}/register")
+def register_table(svc: Svc, namespace: str, raw: Body) -> Response:
+    body = parse_body(raw, RegisterBody)
+    ident = identifier(namespace_from_path(namespace), body.name)
+    metadata = svc.tables.register(ident, body.metadata_location, body.overwrite)
+    return _load_result(body.metadata_location, metadata)
+
+
+@router.post("/tables/rename", status_code=204)
+def rename_table(svc: Svc, raw: Body) -> Response:
+    body = parse_body(raw, RenameBody)
+    svc.tables.rename(identifier_from_wire(body.source), identifier_from_wire(body.destination))
+    return Response(status_code=204)
+
+
+@router.post("/transactions/commit", status_code=204)
+def commit_transaction(svc: Svc, raw: Body) -> Response:
+    body = parse_body(raw, CommitTransactionBody)
+    changes = [
+        TableChange(identifier_from_wire(c.identifier), c.requirements, c.updates)  # type: ignore[arg-type]
+        for c in body.table_changes
+    ]
+    svc.tables.commit(changes)
+    return Response(status_code=204)

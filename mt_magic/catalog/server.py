@@ -1,0 +1,193 @@
+"""The embedded Iceberg REST catalog server: a FastAPI app over pyiceberg's ``SqlCatalog``.
+
+It follows ``rest-catalog-open-api.yaml`` closely enough that Spark's and pyiceberg's own REST clients use it
+unchanged: ``/v1/config`` advertises exactly the endpoints implemented, errors use the spec's
+``IcebergErrorResponse`` shape, and commits are serialized and compare-and-swapped so none is lost.
+The catalog lives in a SQL database (SQLite file by default, any SQLAlchemy URL) and a warehouse directory.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from pyiceberg.catalog.sql import SqlCatalog
+from sqlalchemy.engine import make_url
+
+from mt_magic.catalog import routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
+from mt_magic.catalog.errors_http import error_response, install_error_handlers
+from mt_magic.catalog.service import build_service
+
+log = logging.getLogger(__name__)
+CATALOG_NAME = "mt"
+
+ENDPOINTS = tuple(
+    f"{verb} /v1/{{prefix}}{path}"
+    for verb, path in (
+        ("GET", "/namespaces"),
+        ("POST", "/namespaces"),
+        ("GET", "/namespaces/{namespace}"),
+        ("HEAD", "/namespaces/{namespace}"),
+        ("DELETE", "/namespaces/{namespace}"),
+        ("POST", "/namespaces/{namespace}/properties"),
+        ("GET", "/namespaces/{namespace}/tables"),
+        ("POST", "/namespaces/{namespace}/tables"),
+        ("GET", "/namespaces/{namespace}/tables/{table}"),
+        ("HEAD", "/namespaces/{namespace}/tables/{table}"),
+        ("POST", "/namespaces/{namespace}/tables/{table}"),
+        ("DELETE", "/namespaces/{namespace}/tables/{table}"),
+        ("POST", "/namespaces/{namespace}/register"),
+        ("POST", "/namespaces/{namespace}/tables/{table}/metrics"),
+        ("POST", "/tables/rename"),
+        ("POST", "/transactions/commit"),
+        ("GET", "/namespaces/{namespace}/views"),
+        ("POST", "/namespaces/{namespace}/views"),
+        ("GET", "/namespaces/{namespace}/views/{view}"),
+        ("HEAD", "/namespaces/{namespace}/views/{view}"),
+        ("POST", "/namespaces/{namespace}/views/{view}"),
+        ("DELETE", "/namespaces/{namespace}/views/{view}"),
+        ("POST", "/views/rename"),
+        ("POST", "/namespaces/{namespace}/register-view"),
+    )
+)
+
+
+def open_sql_catalog(database: str, warehouse: str | Path, name: str = CATALOG_NAME) -> SqlCatalog:
+    """pyiceberg's ``SqlCatalog`` on a SQLAlchemy URL, with SQLite set up for a multi-threaded server.
+
+    Raises:
+        ValueError: an in-memory SQLite URL (each connection would see its own empty database).
+    """
+    url = make_url(database)
+    if url.get_backend_name() == "sqlite":
+        if url.database in (None, "", ":memory:"):
+            raise ValueError(f"{database!r} is an in-memory SQLite database; the server needs a file")
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse))
+    if url.get_backend_name() == "sqlite":
+        with catalog.engine.connect() as conn:  # readers never block the single writer
+            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+    return catalog
+
+
+def _bearer_ok(header: str | None, token: str) -> bool:
+    if not header or not header.lower().startswith("bearer "):
+        return False
+    return hmac.compare_digest(header[7:].strip().encode(), token.encode())
+
+
+def create_app(catalog: SqlCatalog, token: str | None = None, *, warehouse: str) -> FastAPI:
+    """The REST catalog as an ASGI app.
+
+    Args:
+        catalog: pyiceberg ``SqlCatalog`` holding the rows (see :func:`open_sql_catalog`).
+        token: when set, every request must carry ``Authorization: Bearer <token>`` (else 401).
+        warehouse: where new tables and views go by default (a URI or a local directory).
+
+    Returns:
+        The FastAPI application; serve it with uvicorn (see :func:`serve`).
+    """
+    app = FastAPI(title="mt_magic Iceberg REST catalog", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.service = build_service(catalog, warehouse_uri(warehouse))
+    install_error_handlers(app)
+
+    if token:
+
+        @app.middleware("http")
+        async def _authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+            if not _bearer_ok(request.headers.get("authorization"), token):
+                response = error_response(
+                    401,
+                    "NotAuthorizedException",
+                    "Not authorized: send the catalog token as 'Authorization: Bearer <token>'",
+                )
+                response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+            return await call_next(request)
+
+    @app.get("/v1/config")
+    def get_config(warehouse: str | None = None) -> dict[str, Any]:
+        """The ``warehouse`` query parameter is accepted and ignored: a server has exactly one warehouse."""
+        return {"defaults": {}, "overrides": {}, "endpoints": list(ENDPOINTS)}
+
+    app.include_router(routes_namespaces.router)
+    app.include_router(routes_tables.router)
+    app.include_router(routes_views.router)
+    return app
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; port 0 picks a free one (read it back with ``getsockname``)."""
+    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP, and
+    # without it every keep-alive response waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def serve(
+    *,
+    host: str,
+    port: int,
+    warehouse: str,
+    database: str,
+    token: str | None,
+    state_file: Path | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Run the server in this process until SIGTERM/SIGINT.
+
+    Prints one line with the URL once the socket listens; with ``state_file`` also writes the embedded
+    server's state there (and removes it on a clean exit).
+    """
+    import uvicorn
+
+    catalog = open_sql_catalog(database, warehouse)
+    app = create_app(catalog, token, warehouse=warehouse)
+    sock = bind(host, port)
+    actual_port = sock.getsockname()[1]
+    url = f"http://{host}:{actual_port}"
+    print(
+        f"mt_magic catalog serving {url} (warehouse {warehouse_uri(warehouse)}, database {display_database(database)})",
+        flush=True,
+    )
+    if state_file is not None:
+        write_state(
+            state_file,
+            EmbeddedServer(
+                uri=url,
+                port=actual_port,
+                pid=os.getpid(),
+                warehouse=warehouse_uri(warehouse),
+                database=database,
+                token=token,
+            ),
+        )
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug", timeout_graceful_shutdown=5)
+    )
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the previous handler:
+    # make that handler a clean exit so the state file is removed and the database closed.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_cleanly)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if state_file is not None:
+            remove_state(state_file, pid=os.getpid())
+        catalog.close()

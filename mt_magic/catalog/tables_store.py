@@ -1,0 +1,305 @@
+"""Tables in the SQL catalog database: load, create, commit (with compare-and-swap), drop, rename, register.
+
+The rows are pyiceberg ``SqlCatalog``'s own ``iceberg_tables`` table, so a database written here is a valid
+pyiceberg SQL catalog and vice versa. Commits do not go through ``SqlCatalog.commit_table`` because the
+server needs more than it offers: Java's id-reuse rules (:mod:`mt_magic.catalog.commits`), several tables
+swapped in one SQL transaction (``/v1/transactions/commit``), and a retry when another process moved the
+table between read and swap. Within one server, writes are serialized by a lock; across processes the
+``UPDATE … WHERE metadata_location = <read>`` compare-and-swap keeps every commit or rejects it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlparse
+
+from pyiceberg.catalog import delete_data_files, delete_files
+from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
+from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.serializers import FromInputFile, ToOutputFile
+from pyiceberg.table.locations import load_location_provider
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.update import TableRequirement
+from pyiceberg.typedef import Identifier
+from sqlalchemy import Table, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from mt_magic.catalog.commits import apply_commit, is_create, metadata_version
+from mt_magic.catalog.errors_http import BadRequest
+from mt_magic.catalog.namespaces import NamespaceStore
+from mt_magic.catalog.table_updates import AnyTableUpdate
+from mt_magic.catalog.wire import CreateTableBody, display
+
+_T = cast(Table, IcebergTables.__table__)
+MAX_CAS_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """One table's part of a commit: what the client requires and what it changes."""
+
+    ident: Identifier
+    requirements: tuple[TableRequirement, ...]
+    updates: tuple[AnyTableUpdate, ...]
+
+
+@dataclass(frozen=True)
+class _Staged:
+    ident: Identifier
+    previous: str | None
+    location: str
+    metadata: TableMetadata
+    changed: bool
+
+
+class _SwapConflict(Exception):
+    """Another process replaced a table's metadata between our read and our swap."""
+
+
+class TableStore:
+    """Table operations over one ``SqlCatalog``; all writes hold ``lock``."""
+
+    def __init__(
+        self,
+        catalog: SqlCatalog,
+        namespaces: NamespaceStore,
+        lock: threading.RLock,
+        view_exists: Callable[[Identifier], bool],
+    ) -> None:
+        self.catalog = catalog
+        self.namespaces = namespaces
+        self.lock = lock
+        self.view_exists = view_exists
+        self._read_cached = lru_cache(maxsize=512)(self._read_metadata)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _where(self, ident: Identifier) -> tuple[Any, ...]:
+        return (
+            _T.c.catalog_name == self.catalog.name,
+            _T.c.table_namespace == ".".join(ident[:-1]),
+            _T.c.table_name == ident[-1],
+        )
+
+    def _io(self, location: str) -> FileIO:
+        return load_file_io(self.catalog.properties, location)
+
+    def _read_metadata(self, location: str) -> TableMetadata:
+        return FromInputFile.table_metadata(self._io(location).new_input(location))
+
+    def location_of(self, ident: Identifier) -> str | None:
+        """The current metadata file of a table, ``None`` if there is no such table."""
+        with self.catalog.engine.connect() as conn:
+            return conn.execute(select(_T.c.metadata_location).where(*self._where(ident))).scalar_one_or_none()
+
+    def load(self, ident: Identifier) -> tuple[str, TableMetadata]:
+        """(metadata location, metadata) of a table. Raises NoSuchTableError."""
+        location = self.location_of(ident)
+        if location is None:
+            raise NoSuchTableError(f"Table does not exist: {display(ident)}")
+        return location, self._read_cached(location)
+
+    def list_tables(self, namespace: Identifier) -> list[Identifier]:
+        """Tables directly in a namespace, sorted. Raises NoSuchNamespaceError."""
+        self.namespaces.require(namespace)
+        stmt = select(_T.c.table_name).where(
+            _T.c.catalog_name == self.catalog.name, _T.c.table_namespace == ".".join(namespace)
+        )
+        with self.catalog.engine.connect() as conn:
+            return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
+
+    # -- creating --------------------------------------------------------------------------------
+    def _check_free(self, ident: Identifier) -> None:
+        self.namespaces.require(ident[:-1])
+        if self.location_of(ident) is not None:
+            raise TableAlreadyExistsError(f"Table already exists: {display(ident)}")
+        if self.view_exists(ident):
+            raise TableAlreadyExistsError(f"A view with the same name already exists: {display(ident)}")
+
+    def new_metadata(self, ident: Identifier, request: CreateTableBody) -> TableMetadata:
+        """Fresh metadata (new field ids, uuid) for a create request, written nowhere yet."""
+        self._check_free(ident)
+        location = (request.location or self.namespaces.default_location(ident)).rstrip("/")
+        return new_table_metadata(
+            schema=request.table_schema,
+            partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
+            sort_order=request.write_order or UNSORTED_SORT_ORDER,
+            location=location,
+            properties=dict(request.properties),
+        )
+
+    def create(self, ident: Identifier, request: CreateTableBody) -> tuple[str, TableMetadata]:
+        """Create a table now (not staged). Raises TableAlreadyExistsError, NoSuchNamespaceError."""
+        with self.lock:
+            metadata = self.new_metadata(ident, request)
+            staged = self._write(_Staged(ident, None, self._next_location(metadata, None), metadata, True))
+            self._swap([staged])
+            return staged.location, metadata
+
+    # -- committing ------------------------------------------------------------------------------
+    def commit(self, changes: Sequence[TableChange]) -> list[tuple[str, TableMetadata]]:
+        """Apply changes to one or more tables atomically: all are committed or none.
+
+        Raises:
+            NoSuchTableError: a table does not exist and the change does not create it.
+            CommitFailedException: a requirement failed, or the tables kept changing under us.
+            TableAlreadyExistsError: a create-through-commit lost the race for its name.
+        """
+        idents = [c.ident for c in changes]
+        if len(set(idents)) != len(idents):
+            raise BadRequest("A transaction may change each table only once")
+        with self.lock:
+            for _ in range(MAX_CAS_ATTEMPTS):
+                staged = [self._stage(change) for change in changes]
+                written = [self._write(s) for s in staged]
+                try:
+                    self._swap(written)
+                except _SwapConflict:
+                    self._discard(written)
+                    continue
+                except BaseException:
+                    self._discard(written)
+                    raise
+                for s in written:
+                    self._after_commit(s)
+                return [(s.location, s.metadata) for s in written]
+        raise CommitFailedException(f"Tables {[display(i) for i in idents]} kept changing; retry the commit")
+
+    def _stage(self, change: TableChange) -> _Staged:
+        creating = is_create(change.requirements)
+        previous = self.location_of(change.ident)
+        if previous is None and not creating:
+            raise NoSuchTableError(f"Table does not exist: {display(change.ident)}")
+        if creating and previous is None:
+            self._check_free(change.ident)
+        current = self._read_cached(previous) if previous else None
+        metadata = apply_commit(current, previous, change.requirements, change.updates)
+        if current is not None and metadata == current:
+            return _Staged(change.ident, previous, previous, current, changed=False)  # type: ignore[arg-type]
+        return _Staged(change.ident, previous, self._next_location(metadata, previous), metadata, True)
+
+    @staticmethod
+    def _next_location(metadata: TableMetadata, previous: str | None) -> str:
+        provider = load_location_provider(metadata.location, metadata.properties)
+        return provider.new_table_metadata_file_location(metadata_version(previous) + 1)
+
+    def _write(self, staged: _Staged) -> _Staged:
+        if staged.changed:
+            ToOutputFile.table_metadata(staged.metadata, self._io(staged.location).new_output(staged.location))
+        return staged
+
+    def _discard(self, staged: Sequence[_Staged]) -> None:
+        for s in staged:
+            if s.changed:
+                delete_files(self._io(s.location), {s.location}, "metadata")
+
+    def _swap(self, staged: Sequence[_Staged]) -> None:
+        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table)."""
+        with self.catalog.engine.begin() as conn:
+            for s in staged:
+                if not s.changed:
+                    continue
+                if s.previous is None:
+                    try:
+                        conn.execute(
+                            insert(_T).values(
+                                catalog_name=self.catalog.name,
+                                table_namespace=".".join(s.ident[:-1]),
+                                table_name=s.ident[-1],
+                                metadata_location=s.location,
+                                previous_metadata_location=None,
+                            )
+                        )
+                    except IntegrityError as exc:
+                        raise TableAlreadyExistsError(f"Table already exists: {display(s.ident)}") from exc
+                    continue
+                result = conn.execute(
+                    update(_T)
+                    .where(*self._where(s.ident), _T.c.metadata_location == s.previous)
+                    .values(metadata_location=s.location, previous_metadata_location=s.previous)
+                )
+                if result.rowcount != 1:
+                    raise _SwapConflict(display(s.ident))
+
+    def _after_commit(self, staged: _Staged) -> None:
+        """Honour ``write.metadata.delete-after-commit.enabled`` like Java's catalogs do."""
+        if not staged.changed or staged.previous is None:
+            return
+        flag = staged.metadata.properties.get("write.metadata.delete-after-commit.enabled", "false")
+        if flag.lower() == "true":
+            before = {e.metadata_file for e in self._read_cached(staged.previous).metadata_log}
+            kept = {e.metadata_file for e in staged.metadata.metadata_log}
+            delete_files(self._io(staged.location), before - kept, "previous metadata")
+
+    # -- dropping, renaming, registering ---------------------------------------------------------
+    def drop(self, ident: Identifier, purge: bool) -> None:
+        """Remove a table from the catalog; with ``purge`` also delete every file it references."""
+        with self.lock:
+            location, metadata = self.load(ident)
+            with self.catalog.engine.begin() as conn:
+                if conn.execute(delete(_T).where(*self._where(ident))).rowcount != 1:
+                    raise NoSuchTableError(f"Table does not exist: {display(ident)}")
+        if purge:
+            self._purge(location, metadata)
+
+    def _purge(self, location: str, metadata: TableMetadata) -> None:
+        io = self._io(location)
+        manifests = []
+        for snapshot in metadata.snapshots:
+            manifests.extend(snapshot.manifests(io))
+        delete_data_files(io, manifests)
+        delete_files(io, {m.manifest_path for m in manifests}, "manifest")
+        delete_files(io, {s.manifest_list for s in metadata.snapshots}, "manifest list")
+        delete_files(io, {f.statistics_path for f in metadata.statistics}, "statistics")
+        delete_files(io, {f.statistics_path for f in metadata.partition_statistics}, "partition statistics")
+        delete_files(io, {e.metadata_file for e in metadata.metadata_log} | {location}, "metadata")
+        _remove_empty_dirs(metadata.location)
+
+    def rename(self, source: Identifier, destination: Identifier) -> None:
+        """Rename a table, possibly into another namespace."""
+        with self.lock:
+            if self.location_of(source) is None:
+                raise NoSuchTableError(f"Table does not exist: {display(source)}")
+            self._check_free(destination)
+            with self.catalog.engine.begin() as conn:
+                conn.execute(
+                    update(_T)
+                    .where(*self._where(source))
+                    .values(table_namespace=".".join(destination[:-1]), table_name=destination[-1])
+                )
+
+    def register(self, ident: Identifier, metadata_location: str, overwrite: bool) -> TableMetadata:
+        """Add an existing metadata file as a table (or repoint one with ``overwrite``)."""
+        try:
+            metadata = self._read_cached(metadata_location)
+        except (OSError, ValueError) as exc:
+            raise BadRequest(f"Cannot read table metadata at {metadata_location!r}: {exc}") from exc
+        with self.lock:
+            previous = self.location_of(ident)
+            if previous is None or not overwrite:
+                self._check_free(ident)
+            self._swap([_Staged(ident, previous, metadata_location, metadata, True)])
+        return metadata
+
+
+def _remove_empty_dirs(table_location: str) -> None:
+    """After a purge, remove the table's now-empty local directories (never a file, never a non-empty dir)."""
+    parsed = urlparse(table_location)
+    if parsed.scheme not in ("", "file"):
+        return
+    root = Path(parsed.path)
+    if not root.is_dir():
+        return
+    for dirpath, _dirs, _files in sorted(os.walk(root), key=lambda t: -len(t[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass

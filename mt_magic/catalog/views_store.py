@@ -1,0 +1,178 @@
+"""Views: metadata JSON files in the warehouse, one row per view in the catalog's SQL database.
+
+pyiceberg's ``SqlCatalog`` stores no views, so they get a table of their own, ``mt_iceberg_views``, shaped
+like ``iceberg_tables`` (catalog, namespace, name, metadata location) and written with the same
+compare-and-swap, in the same database, under the same lock as tables.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import CommitFailedException, NoSuchViewError
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.typedef import Identifier
+from sqlalchemy import Column, MetaData, String, Table, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from mt_magic.catalog.commits import new_metadata_file_name
+from mt_magic.catalog.errors_http import BadRequest, ViewAlreadyExistsError
+from mt_magic.catalog.namespaces import NamespaceStore
+from mt_magic.catalog.views import AssertViewUUID, CreateViewBody, ViewMetadata, apply_view_commit, new_view_metadata
+from mt_magic.catalog.wire import display
+
+_META = MetaData()
+VIEWS = Table(
+    "mt_iceberg_views",
+    _META,
+    Column("catalog_name", String(255), primary_key=True),
+    Column("view_namespace", String(255), primary_key=True),
+    Column("view_name", String(255), primary_key=True),
+    Column("metadata_location", String(1000), nullable=False),
+    Column("previous_metadata_location", String(1000), nullable=True),
+)
+
+
+class ViewStore:
+    """View operations over the catalog's database; writes hold ``lock``."""
+
+    def __init__(
+        self,
+        catalog: SqlCatalog,
+        namespaces: NamespaceStore,
+        lock: threading.RLock,
+        table_exists: Callable[[Identifier], bool],
+    ) -> None:
+        self.catalog = catalog
+        self.namespaces = namespaces
+        self.lock = lock
+        self.table_exists = table_exists
+        _META.create_all(catalog.engine)
+
+    def _where(self, ident: Identifier) -> tuple[Any, ...]:
+        return (
+            VIEWS.c.catalog_name == self.catalog.name,
+            VIEWS.c.view_namespace == ".".join(ident[:-1]),
+            VIEWS.c.view_name == ident[-1],
+        )
+
+    def _io(self, location: str) -> FileIO:
+        return load_file_io(self.catalog.properties, location)
+
+    def location_of(self, ident: Identifier) -> str | None:
+        with self.catalog.engine.connect() as conn:
+            return conn.execute(select(VIEWS.c.metadata_location).where(*self._where(ident))).scalar_one_or_none()
+
+    def exists(self, ident: Identifier) -> bool:
+        return self.location_of(ident) is not None
+
+    def read(self, location: str) -> ViewMetadata:
+        with self._io(location).new_input(location).open() as stream:
+            return ViewMetadata.model_validate_json(stream.read())
+
+    def load(self, ident: Identifier) -> tuple[str, ViewMetadata]:
+        """(metadata location, metadata) of a view. Raises NoSuchViewError."""
+        location = self.location_of(ident)
+        if location is None:
+            raise NoSuchViewError(f"View does not exist: {display(ident)}")
+        return location, self.read(location)
+
+    def list_views(self, namespace: Identifier) -> list[Identifier]:
+        self.namespaces.require(namespace)
+        stmt = select(VIEWS.c.view_name).where(
+            VIEWS.c.catalog_name == self.catalog.name, VIEWS.c.view_namespace == ".".join(namespace)
+        )
+        with self.catalog.engine.connect() as conn:
+            return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
+
+    def _check_free(self, ident: Identifier) -> None:
+        self.namespaces.require(ident[:-1])
+        if self.exists(ident):
+            raise ViewAlreadyExistsError(f"View already exists: {display(ident)}")
+        if self.table_exists(ident):
+            raise ViewAlreadyExistsError(f"A table with the same name already exists: {display(ident)}")
+
+    def _write(self, metadata: ViewMetadata, previous: str | None) -> str:
+        location = f"{metadata.location}/metadata/{new_metadata_file_name(previous)}"
+        with self._io(location).new_output(location).create(overwrite=False) as out:
+            out.write(metadata.model_dump_json().encode("utf-8"))
+        return location
+
+    def create(self, ident: Identifier, body: CreateViewBody) -> tuple[str, ViewMetadata]:
+        with self.lock:
+            self._check_free(ident)
+            metadata = new_view_metadata(body, body.location or self.namespaces.default_location(ident))
+            location = self._write(metadata, None)
+            try:
+                with self.catalog.engine.begin() as conn:
+                    conn.execute(
+                        insert(VIEWS).values(
+                            catalog_name=self.catalog.name,
+                            view_namespace=".".join(ident[:-1]),
+                            view_name=ident[-1],
+                            metadata_location=location,
+                            previous_metadata_location=None,
+                        )
+                    )
+            except IntegrityError as exc:
+                raise ViewAlreadyExistsError(f"View already exists: {display(ident)}") from exc
+            return location, metadata
+
+    def commit(
+        self, ident: Identifier, requirements: Sequence[AssertViewUUID], updates: Sequence[Any]
+    ) -> tuple[str, ViewMetadata]:
+        """Replace a view's definition (requirements checked, compare-and-swap on the row)."""
+        with self.lock:
+            previous, base = self.load(ident)
+            metadata = apply_view_commit(base, requirements, updates)
+            if metadata == base:
+                return previous, base
+            location = self._write(metadata, previous)
+            with self.catalog.engine.begin() as conn:
+                result = conn.execute(
+                    update(VIEWS)
+                    .where(*self._where(ident), VIEWS.c.metadata_location == previous)
+                    .values(metadata_location=location, previous_metadata_location=previous)
+                )
+                if result.rowcount != 1:
+                    raise CommitFailedException(f"View {display(ident)} was changed concurrently; retry")
+            return location, metadata
+
+    def drop(self, ident: Identifier) -> None:
+        with self.lock, self.catalog.engine.begin() as conn:
+            if conn.execute(delete(VIEWS).where(*self._where(ident))).rowcount != 1:
+                raise NoSuchViewError(f"View does not exist: {display(ident)}")
+
+    def rename(self, source: Identifier, destination: Identifier) -> None:
+        with self.lock:
+            if not self.exists(source):
+                raise NoSuchViewError(f"View does not exist: {display(source)}")
+            self._check_free(destination)
+            with self.catalog.engine.begin() as conn:
+                conn.execute(
+                    update(VIEWS)
+                    .where(*self._where(source))
+                    .values(view_namespace=".".join(destination[:-1]), view_name=destination[-1])
+                )
+
+    def register(self, ident: Identifier, metadata_location: str) -> ViewMetadata:
+        try:
+            metadata = self.read(metadata_location)
+        except (OSError, ValueError) as exc:
+            raise BadRequest(f"Cannot read view metadata at {metadata_location!r}: {exc}") from exc
+        with self.lock:
+            self._check_free(ident)
+            with self.catalog.engine.begin() as conn:
+                conn.execute(
+                    insert(VIEWS).values(
+                        catalog_name=self.catalog.name,
+                        view_namespace=".".join(ident[:-1]),
+                        view_name=ident[-1],
+                        metadata_location=metadata_location,
+                        previous_metadata_location=None,
+                    )
+                )
+        return metadata
