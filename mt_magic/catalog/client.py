@@ -36,6 +36,7 @@ _SPARK_KEYS = frozenset(
         "resource",
         "oauth2-server-uri",
         "prefix",
+        "rest.auth.type",
         "io-impl",
         "snapshot-loading-mode",
         "rest.sigv4-enabled",
@@ -174,4 +175,8 @@ def spark_catalog_conf(config: CatalogConfig, spark_name: str | None = None) -> 
         java_key = _JAVA_NAMES.get(key, key)
         if key in _SPARK_KEYS or key in _JAVA_NAMES or key.startswith(_SPARK_PREFIXES):
             conf.setdefault(f"{prefix}.{java_key}", str(value))
+    if "token" in config.properties or "credential" in config.properties:
+        # Say explicitly what Iceberg 1.10 would otherwise infer, with a warning on every catalog load.
+        conf.setdefault(f"{prefix}.rest.auth.type", "oauth2")
+        conf.setdefault(f"{prefix}.oauth2-server-uri", f"{str(config.uri).rstrip('/')}/v1/oauth/tokens")
     return conf
