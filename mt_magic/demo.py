@@ -86,14 +86,18 @@ def run_demo() -> None:
         _wait([result.refresh])
         if conn.manager is not None:
             conn.manager.wait_idle(timeout=600)
-        print("\ndws_overall, read back from Iceberg through the REST catalog:")
-        conn.spark.sql("SELECT * FROM dws_overall ORDER BY ds, hh LIMIT 30").show(30, truncate=False)
+        print("\ndws_overall (daily rows; hourly rows too), read back from Iceberg through the REST catalog:")
+        conn.spark.sql("SELECT ds, hh, pv, uv, (SELECT count(*) FROM dws_overall i WHERE i.ds = o.ds) AS rows_of_day "
+                       "FROM dws_overall o WHERE hh = 'day' ORDER BY ds").show(truncate=False)
         history = service.engine.history(service.workspace.qualify(TableName("dws_overall")))
         print("refreshes of dws_overall (newest first):")
         for record in history:
             print(f"  {record.kind.value:<9} {record.trigger.value:<8} rows={record.rows_written:<5} "
                   f"snapshot={record.snapshot_id}")
         print(f"demo finished in {time.monotonic() - started:.1f}s")
+        if conn.catalog_config.embedded:
+            print(f"The embedded catalog keeps running at {conn.catalog_config.uri} for the next kernel "
+                  "(stop it with: python -m mt_magic.catalog stop).")
     finally:
         conn.close()
 
