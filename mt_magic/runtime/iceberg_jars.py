@@ -168,7 +168,8 @@ def _jackson_jars() -> list[Path]:
     import pyspark
 
     jar_dir = Path(pyspark.__file__).parent / "jars"
-    jars = [p for p in jar_dir.glob("jackson-*.jar") if re.fullmatch(r"jackson-(core|databind|annotations)-[\d.]+\.jar", p.name)]
+    wanted = re.compile(r"jackson-(core|databind|annotations)-[\d.]+\.jar")
+    jars = [p for p in jar_dir.glob("jackson-*.jar") if wanted.fullmatch(p.name)]
     if len(jars) != 3:
         raise RuntimeSetupError(f"Expected jackson-core/-databind/-annotations in {jar_dir}, found {jars}.")
     return jars

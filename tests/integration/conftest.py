@@ -7,8 +7,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-
 from mt_testing import CATALOG
+
 _namespaces = itertools.count()
 
 
@@ -43,7 +43,6 @@ def mt(connection) -> Iterator:
     from dataclasses import replace
 
     from mt_magic.runtime.engine import Engine
-    from mt_magic.runtime.jobs import SparkJobs
     from mt_magic.runtime.service import MaterializedTables
 
     base = connection.service.workspace
