@@ -1,66 +1,154 @@
-"""IPython glue: parse the cell, hand the statements to the runtime, display what happened. Nothing else."""
+"""IPython glue: parse the line or cell, hand it to the runtime, display what happened. Nothing else."""
 
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Integer, Unicode, validate
+from traitlets import Integer, TraitError, Unicode, observe, validate
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
+from mt_magic.runtime.service import StatementResult
 from mt_magic.runtime.session import SparkSettings
-from mt_magic.sql.statements import TableName
-from mt_magic.widgets.render import ConfigView, HistoryView, StatementResultsView, StatusListView
+from mt_magic.sql.freshness import FreshnessRules, full_mode_problem
+from mt_magic.sql.statements import AlterFreshness, CreateMaterializedTable, Freshness, TableName
+from mt_magic.widgets.render import StatementResultsView, StatusListView
+
+MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
 
 
-MT_COMMANDS = ("list", "status", "history", "refresh", "suspend", "resume", "config")
+def parse_interval(text: str) -> Freshness:
+    """``INTERVAL '5' MINUTE`` → Freshness, read by the statement grammar (its FRESHNESS clause)."""
+    from mt_magic.sql.parser import parse_cell
+
+    statements = parse_cell(f"ALTER MATERIALIZED TABLE t SET FRESHNESS = {text}")
+    if len(statements) != 1 or not isinstance(statements[0], AlterFreshness):
+        raise ValueError(f"{text!r} is not one interval such as INTERVAL '5' MINUTE")
+    return statements[0].freshness
+
+
+def _wait_for_refreshes(results: Sequence[StatementResult]) -> None:
+    futures = [r.refresh for r in results if r.refresh is not None]
+    concurrent.futures.wait(futures)
+    for future in futures:
+        if future.exception() is not None:
+            raise future.exception()  # type: ignore[misc]
 
 
 @magics_class
 class MaterializedMagics(Magics):
-    """``%%materialized`` (the statements) and ``%mt`` (status and controls)."""
+    """``%%materialized`` (the statements) and ``%mt`` (status, controls, lineage, history)."""
 
-    catalog_name = Unicode("mt", config=True, help="Spark/pyiceberg name of the Iceberg REST catalog to use.")
-    namespace = Unicode("default", config=True, help="Namespace for unqualified table names.")
-    spark_master = Unicode("", config=True, help="Spark master URL for a new session (default: local[*]).")
-    preview_rows = Integer(100, config=True, help="Rows shown in a table's preview.")
-    max_concurrent_refreshes = Integer(2, config=True, help="Cap on refresh jobs running on Spark at once.")
+    catalog_name = Unicode("mt", config=True, help="Spark/pyiceberg name of the Iceberg REST catalog to use "
+                                                   "(takes effect at the next %load_ext).")
+    namespace = Unicode("default", config=True, help="Namespace for unqualified table names (next %load_ext).")
+    spark_master = Unicode("", config=True, help="Spark master URL for a new session, e.g. spark://host:7077 "
+                                                 "(default local[*]; next %load_ext).")
+    max_concurrent_refreshes = Integer(2, config=True, help="Cap on refresh jobs running on Spark at once "
+                                                            "(next %load_ext).")
+    preview_rows = Integer(100, config=True, help="Rows in a card's preview of the newest data.")
+    default_freshness_continuous = Unicode(
+        "INTERVAL '3' MINUTE", config=True,
+        help="FRESHNESS of a table that declares none (Flink's materialized-table.default-freshness.continuous).")
+    default_freshness_full = Unicode(
+        "INTERVAL '1' HOUR", config=True,
+        help="FRESHNESS of a REFRESH_MODE = FULL table that declares none; must be a FULL-mode schedule "
+             "(materialized-table.default-freshness.full).")
+    freshness_threshold = Unicode(
+        "INTERVAL '30' MINUTE", config=True,
+        help="Without REFRESH_MODE, a freshness below this is CONTINUOUS, else FULL "
+             "(materialized-table.refresh-mode.freshness-threshold).")
 
     def __init__(self, shell=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(shell=shell, **kwargs)
         self._connection: Connection | None = None
+        self._live: Any = None
+        super().__init__(shell=shell, **kwargs)
+
+    # -- settings ----------------------------------------------------------------------------------------
 
     @validate("preview_rows", "max_concurrent_refreshes")
     def _positive(self, proposal):  # type: ignore[no-untyped-def]
         if proposal["value"] < 1:
-            raise ValueError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
+            raise TraitError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
         return proposal["value"]
+
+    @validate("catalog_name", "namespace")
+    def _identifier(self, proposal):  # type: ignore[no-untyped-def]
+        value = proposal["value"].strip()
+        if not value or any(c.isspace() or c == "." for c in value):
+            raise TraitError(f"{proposal['trait'].name} must be one identifier, got {proposal['value']!r}")
+        return value
+
+    @validate("default_freshness_continuous", "default_freshness_full", "freshness_threshold")
+    def _interval(self, proposal):  # type: ignore[no-untyped-def]
+        try:
+            freshness = parse_interval(proposal["value"])
+        except (MtMagicError, ValueError) as exc:
+            raise TraitError(f"{proposal['trait'].name}: {exc}") from None
+        if proposal["trait"].name == "default_freshness_full" and full_mode_problem(freshness):
+            raise TraitError(f"default_freshness_full: {full_mode_problem(freshness)}")
+        return freshness.sql()
+
+    @property
+    def rules(self) -> FreshnessRules:
+        """The FRESHNESS rules from the settings, used to parse cells and (via the service) to create tables."""
+        return FreshnessRules(parse_interval(self.default_freshness_continuous),
+                              parse_interval(self.default_freshness_full),
+                              parse_interval(self.freshness_threshold).to_timedelta())
+
+    @observe("default_freshness_continuous", "default_freshness_full", "freshness_threshold")
+    def _rules_changed(self, change) -> None:  # type: ignore[no-untyped-def]
+        if self._connection is not None:
+            self._connection.service.set_rules(self.rules)
+
+    # -- connection and live views ---------------------------------------------------------------------
 
     @property
     def connection(self) -> Connection:
         """The live connection; connects on first use."""
         if self._connection is None:
             spark = SparkSettings(master=self.spark_master) if self.spark_master else SparkSettings()
-            settings = ConnectionSettings(self.catalog_name, self.namespace, spark, self.max_concurrent_refreshes)
+            settings = ConnectionSettings(self.catalog_name, self.namespace, spark, self.max_concurrent_refreshes,
+                                          rules=self.rules)
             try:
                 self._connection = connect(settings)
             except MtMagicError as exc:
                 raise UsageError(str(exc)) from None
         return self._connection
 
+    def live_views(self):  # type: ignore[no-untyped-def]
+        """The kernel's live views (cards, dashboard); ``None`` when no refresh manager runs to feed them."""
+        connection = self.connection
+        if self._live is None and connection.manager is not None:
+            from mt_magic.widgets.actions import ServiceActions
+            from mt_magic.widgets.live import LiveViews
+
+            self._live = LiveViews(connection.manager, ServiceActions(connection.service),
+                                   preview_rows=lambda: self.preview_rows)
+        return self._live
+
     def close(self) -> None:
+        """Close the live views (their thread and subscriptions), then stop the refresh manager."""
+        if self._live is not None:
+            self._live.close()
+            self._live = None
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+    # -- %%materialized ----------------------------------------------------------------------------------
 
     @magic_arguments()
     @argument("--cascade", action="store_true", help="REFRESH/DROP also the materialized tables downstream.")
     @argument("--wait", action="store_true", help="Block until the refreshes the cell started have finished.")
     @cell_magic
-    def materialized(self, line: str, cell: str) -> StatementResultsView:
+    def materialized(self, line: str, cell: str) -> object:
         """Create and manage materialized tables: a query and a freshness; the kernel keeps the table fresh.
 
         Example::
@@ -73,57 +161,134 @@ class MaterializedMagics(Magics):
 
         Also: ``ALTER MATERIALIZED TABLE t SUSPEND | RESUME [WITH (...)] | REFRESH [PARTITION (k='v')]
         | AS SELECT ... | SET FRESHNESS = INTERVAL '1' HOUR``, ``CREATE OR ALTER ...``,
-        ``DROP MATERIALIZED TABLE [IF EXISTS] t``. Several statements may share a cell.
+        ``DROP MATERIALIZED TABLE [IF EXISTS] t``. Several statements may share a cell. The cell shows a
+        live card per table (state, freshness, last/next refresh, preview, controls).
         """
         from mt_magic.sql import parse_cell
 
         args = parse_argstring(self.materialized, line)
         service = self.connection.service
-        results = []
         try:
-            for statement in parse_cell(cell):
-                results.append(service.execute(statement, cascade=args.cascade))
+            results = [service.execute(statement, cascade=args.cascade) for statement in parse_cell(cell, self.rules)]
             if args.wait:
-                concurrent.futures.wait([r.refresh for r in results if r.refresh is not None])
-                for r in results:
-                    if r.refresh is not None and r.refresh.exception() is not None:
-                        raise r.refresh.exception()  # type: ignore[misc]
+                _wait_for_refreshes(results)
         except MtMagicError as exc:
             raise UsageError(str(exc)) from None
-        return StatementResultsView(tuple(results))
+        live = self.live_views()
+        return live.statement_output(results) if live is not None else StatementResultsView(results)
 
+    # -- %mt ---------------------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("command", nargs="?", default="list", help=" | ".join(MT_COMMANDS) + " (default: list)")
+    @argument("target", nargs="*", help="a table name (explain: a table name or a statement)")
+    @argument("--partition", default="", help="refresh: backfill one partition, e.g. --partition \"ds = '20250101'\"")
+    @argument("--cascade", action="store_true", help="refresh: then refresh the tables downstream")
     @line_magic
     def mt(self, line: str) -> object:
-        """Status and controls of materialized tables.
+        """Status, controls and lineage of materialized tables.
 
-        ``%mt`` / ``%mt list``: every table with its state and freshness · ``%mt status NAME`` ·
-        ``%mt history NAME`` · ``%mt refresh|suspend|resume NAME`` · ``%mt config``.
+        ``%mt`` / ``%mt list``: a live dashboard of every table · ``%mt status NAME``: its live card ·
+        ``%mt history NAME``: refresh durations and staleness over time · ``%mt lineage [NAME]``: the dependency
+        graph · ``%mt explain NAME|STATEMENT``: how it refreshes · ``%mt refresh NAME [--partition "ds = 'x'"]
+        [--cascade]`` · ``%mt suspend|resume NAME`` · ``%mt config``: the effective settings.
         """
-        words = line.split()
-        command, names = (words[0].lower(), words[1:]) if words else ("list", [])
+        command, _, rest = line.strip().partition(" ")
+        command = command.lower() or "list"
         if command not in MT_COMMANDS:
             raise UsageError(f"Unknown %mt command {command!r}; use {', '.join(MT_COMMANDS)}.")
         try:
-            if command == "list":
-                return StatusListView(tuple(self._manager().statuses()))
-            if command == "config":
-                return ConfigView(self.connection.describe())
-            if len(names) != 1:
-                raise UsageError(f"%mt {command} needs one table name, e.g. %mt {command} daily_orders")
-            service = self.connection.service
-            name = service.workspace.qualify(TableName(*reversed(names[0].split("."))))
-            if command == "status":
-                return StatusListView((self._manager().status(name),))
-            if command == "history":
-                return HistoryView(name, tuple(service.engine.history(name)))
-            if command in ("refresh", "suspend", "resume"):
-                return StatementResultsView((getattr(service, command)(name),))
+            if command == "explain":
+                return self._explain(rest.strip())
+            args = parse_argstring(self.mt, line)
+            handler: Callable[[Any], object] = getattr(self, f"_mt_{command}")
+            return handler(args)
         except MtMagicError as exc:
             raise UsageError(str(exc)) from None
-        raise AssertionError(command)
 
-    def _manager(self):  # type: ignore[no-untyped-def]
+    def _mt_list(self, args: Any) -> object:
+        live = self.live_views()
+        return live.dashboard() if live is not None else StatusListView(())
+
+    def _mt_status(self, args: Any) -> object:
+        return self._required_live("status").card(self._one_name(args))
+
+    def _mt_history(self, args: Any) -> object:
+        from mt_magic.runtime.history import refresh_history
+        from mt_magic.widgets.views import HistoryView
+
+        name = self._one_name(args)
+        service = self.connection.service
+        _, definition = service.workspace.catalog.load_materialized(name)
+        freshness = timedelta(seconds=definition.freshness_seconds) if definition.freshness_seconds else None
+        return HistoryView(name, tuple(refresh_history(service.engine, name)), freshness)
+
+    def _mt_lineage(self, args: Any) -> object:
+        from mt_magic.runtime.lineage import lineage
+        from mt_magic.widgets.views import LineageView
+
+        graph = lineage(self.connection.service.workspace)
+        focus = self._one_name(args) if args.target else None
+        if focus is not None:
+            if focus not in graph.nodes:
+                raise UsageError(f"{focus} is not a materialized table or one of their sources.")
+            graph = graph.around(focus)
         manager = self.connection.manager
-        if manager is None:
-            raise UsageError("The refresh manager is not running in this kernel.")
-        return manager
+        statuses = {s.name: s for s in manager.statuses()} if manager is not None else {}
+        return LineageView(graph, statuses, focus)
+
+    def _mt_refresh(self, args: Any) -> object:
+        from mt_magic.widgets.actions import parse_partition
+
+        partition = parse_partition(args.partition) if args.partition.strip() else ()
+        return StatementResultsView((self.connection.service.refresh(self._one_name(args), partition, args.cascade),))
+
+    def _mt_suspend(self, args: Any) -> object:
+        return StatementResultsView((self.connection.service.suspend(self._one_name(args)),))
+
+    def _mt_resume(self, args: Any) -> object:
+        return StatementResultsView((self.connection.service.resume(self._one_name(args)),))
+
+    def _mt_config(self, args: Any) -> object:
+        from mt_magic.widgets.views import ConfigView
+
+        settings = {name: str(getattr(self, name)) for name in sorted(self.class_own_traits(config=True))}
+        return ConfigView({**self.connection.describe(), **{f"MaterializedMagics.{k}": v for k, v in settings.items()}})
+
+    def _explain(self, text: str) -> object:
+        from mt_magic.sql import parse_cell
+        from mt_magic.widgets.views import ExplainView
+
+        if not text:
+            raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
+        try:
+            from mt_magic.runtime.incremental.explain import explain
+        except ImportError as exc:
+            if not (exc.name or "").startswith("mt_magic.runtime.incremental"):
+                raise
+            raise UsageError("%mt explain needs the incremental refresh planner "
+                             "(mt_magic.runtime.incremental.explain), which this installation does not have yet."
+                             ) from None
+        words = text.split()
+        if len(words) == 1:
+            return ExplainView(str(explain(self.connection.service.workspace, self._qualify(words[0]))))
+        statements = parse_cell(text, self.rules)
+        if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):
+            raise UsageError("%mt explain takes a table name or one CREATE MATERIALIZED TABLE statement.")
+        return ExplainView(str(explain(self.connection.service.workspace, statements[0])))
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def _qualify(self, name: str) -> str:
+        return self.connection.service.workspace.qualify(TableName(*reversed(name.split("."))))
+
+    def _one_name(self, args: Any) -> str:
+        if len(args.target) != 1:
+            raise UsageError(f"%mt {args.command} needs one table name, e.g. %mt {args.command} daily_orders")
+        return self._qualify(args.target[0])
+
+    def _required_live(self, command: str):  # type: ignore[no-untyped-def]
+        live = self.live_views()
+        if live is None:
+            raise UsageError(f"%mt {command} needs the refresh manager, which is not running in this kernel.")
+        return live

@@ -1,98 +1,171 @@
-"""Readable HTML and text for statement results and table status — what every front end can show.
+"""Readable HTML and text for cards, dashboards and statement results — what every front end can show.
 
-These views hold immutable records only; they render, they never run Spark. Jupyter picks
-``_repr_html_``; terminal IPython and plain ``repr`` get the text form.
+The live widgets build their HTML children from these functions, and use them again as the ``text/html``
+and ``text/plain`` entries of their mime bundle, so terminal IPython, nbconvert and front ends without the
+widget manager show the same content, frozen at display time. Pure functions of immutable records.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from mt_magic.runtime.status import JobState, RefreshRecord, TableStatus
+from mt_magic.runtime.preview import Preview
+from mt_magic.runtime.status import JobState, TableStatus
+from mt_magic.widgets.badges import (
+    freshness_badge,
+    freshness_badge_html,
+    human_duration,
+    human_time,
+    mode_text,
+    state_badge_html,
+)
 
-STATE_COLOURS = {
-    JobState.IDLE: "#6b7280",
-    JobState.SCHEDULED: "#2563eb",
-    JobState.RUNNING: "#7c3aed",
-    JobState.RETRYING: "#d97706",
-    JobState.SUSPENDED: "#6b7280",
-    JobState.FAILED: "#dc2626",
-}
-
-
-def human_duration(delta: timedelta | None) -> str:
-    """``3m 05s``-style durations; ``—`` when unknown."""
-    if delta is None:
-        return "—"
-    seconds = int(delta.total_seconds())
-    if seconds < 60:
-        return f"{max(seconds, 0)}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
+CARD_STYLE = "border:1px solid #d1d5db;border-radius:6px;padding:6px 10px;margin:4px 0"
+CELL = "text-align:left;padding:1px 8px 1px 0;vertical-align:top"
 
 
-def human_time(at: datetime | None) -> str:
-    return "—" if at is None else at.strftime("%Y-%m-%d %H:%M:%S UTC")
+def last_refresh_text(status: TableStatus, now: datetime | None = None) -> str:
+    """``full · 1.2s · 10 rows · 2025-01-01 10:00:00 UTC (5s ago)``."""
+    last = status.last_refresh
+    if last is None:
+        return "never"
+    parts = [last.kind.value, last.trigger.value, human_duration(last.duration), f"{last.rows_written} rows",
+             human_time(last.started_at, now)]
+    return " · ".join(parts)
 
 
-def freshness_badge(status: TableStatus) -> tuple[str, str]:
-    """(label, colour): green within target, amber up to twice the target, red beyond, grey unknown."""
-    if status.staleness is None:
-        return "staleness unknown", "#6b7280"
-    ratio = status.staleness / status.freshness if status.freshness else 0.0
-    colour = "#16a34a" if ratio <= 1 else "#d97706" if ratio <= 2 else "#dc2626"
-    return f"stale {human_duration(status.staleness)} / target {human_duration(status.freshness)}", colour
+def next_refresh_text(status: TableStatus, now: datetime | None = None) -> str:
+    if status.state is JobState.SUSPENDED:
+        return "suspended"
+    if status.state is JobState.RUNNING:
+        return "running now"
+    return human_time(status.next_refresh_at, now)
 
 
-def _badge(label: str, colour: str) -> str:
-    return (f'<span style="background:{colour};color:white;border-radius:8px;padding:1px 8px;'
-            f'font-size:85%">{html.escape(label)}</span>')
+def progress_text(status: TableStatus) -> str:
+    """``3/8 tasks`` while Spark runs the refresh, ``starting`` before the first task, else empty."""
+    if status.state is not JobState.RUNNING:
+        return ""
+    progress = status.progress
+    return "starting" if progress is None else f"{progress.tasks_done}/{progress.tasks_total} tasks"
 
 
-def _status_row(s: TableStatus) -> tuple[str, ...]:
-    last = s.last_refresh
-    last_text = "—" if last is None else (
-        f"{last.kind.value}, {human_duration(last.duration)}, {last.rows_written} rows, {human_time(last.started_at)}")
-    return (s.name, f"{s.mode.value}" + (f" · {s.mode_reason}" if s.mode_reason else ""), s.state.value,
-            freshness_badge(s)[0], last_text, human_time(s.next_refresh_at), s.last_error or "")
+def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[str, str]]:
+    """(label, text) lines of a card below its title."""
+    rows = [
+        ("freshness", f"target {human_duration(status.freshness)} · measured staleness "
+                      f"{human_duration(status.staleness)}"),
+        ("job", status.state.value + (f" · {progress_text(status)}" if progress_text(status) else "")),
+        ("last refresh", last_refresh_text(status, now)),
+        ("next refresh", next_refresh_text(status, now)),
+    ]
+    if status.upstream:
+        rows.append(("reads", ", ".join(status.upstream)))
+    if status.last_error:
+        failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
+        rows.append(("error", status.last_error + failures))
+    return rows
+
+
+def title_html(status: TableStatus) -> str:
+    return (f'<div class="mt-title"><b style="font-size:110%">{html.escape(status.name)}</b> '
+            f"{state_badge_html(status)} {freshness_badge_html(status)}</div>"
+            f'<div class="mt-mode" style="color:#4b5563">{html.escape(mode_text(status))}</div>')
+
+
+def details_html(status: TableStatus, now: datetime | None = None) -> str:
+    rows = "".join(
+        f'<tr class="mt-detail-{label.replace(" ", "-")}"><td style="{CELL};color:#6b7280">{html.escape(label)}</td>'
+        f'<td style="{CELL}">{html.escape(text)}</td></tr>'
+        for label, text in detail_rows(status, now))
+    return f'<table class="mt-details" style="border-collapse:collapse">{rows}</table>'
+
+
+def preview_html(preview: Preview | None) -> str:
+    """The preview rows as an HTML table (at most ``preview.limit`` rows)."""
+    if preview is None:
+        return '<div class="mt-preview" style="color:#6b7280">preview: loading…</div>'
+    if preview.snapshot_id is None:
+        return '<div class="mt-preview" style="color:#6b7280">preview: no rows yet (first refresh pending)</div>'
+    order = f", newest {', '.join(preview.ordered_by)} first" if preview.ordered_by else ""
+    caption = f"preview: {len(preview.rows)} row(s) of snapshot {preview.snapshot_id}{order}"
+    head = "".join(f'<th style="{CELL}">{html.escape(c)}</th>' for c in preview.columns)
+    body = "".join("<tr>" + "".join(f'<td style="{CELL}">{html.escape(_cell(v))}</td>' for v in row) + "</tr>"
+                   for row in preview.rows)
+    return (f'<div class="mt-preview"><div style="color:#6b7280">{html.escape(caption)}</div>'
+            f'<div style="max-height:220px;overflow:auto"><table style="border-collapse:collapse;font-size:90%">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>")
+
+
+def _cell(value: object) -> str:
+    return "NULL" if value is None else str(value)
+
+
+def card_html(status: TableStatus, preview: Preview | None, now: datetime | None = None) -> str:
+    """The whole card as static HTML (the fallback of the live card)."""
+    return (f'<div class="mt-card-static" style="{CARD_STYLE}">{title_html(status)}{details_html(status, now)}'
+            f"{preview_html(preview)}</div>")
+
+
+def card_text(status: TableStatus, preview: Preview | None, now: datetime | None = None) -> str:
+    lines = [f"{status.name} — {mode_text(status)}", f"  [{freshness_badge(status).label}]"]
+    lines += [f"  {label}: {text}" for label, text in detail_rows(status, now)]
+    if preview is not None and preview.snapshot_id is not None:
+        lines.append(f"  preview ({len(preview.rows)} of up to {preview.limit} rows): {', '.join(preview.columns)}")
+        lines += ["    " + " | ".join(_cell(v) for v in row) for row in preview.rows[:5]]
+        if len(preview.rows) > 5:
+            lines.append(f"    … {len(preview.rows) - 5} more")
+    return "\n".join(lines)
 
 
 STATUS_HEADERS = ("table", "mode", "state", "freshness", "last refresh", "next refresh", "error")
 
 
+def _status_cells(s: TableStatus, now: datetime | None) -> tuple[str, ...]:
+    return (s.name, mode_text(s), s.state.value, freshness_badge(s).label, last_refresh_text(s, now),
+            next_refresh_text(s, now), s.last_error or "")
+
+
+def dashboard_html(statuses: Sequence[TableStatus], now: datetime | None = None) -> str:
+    """Every table in one table, with the same badges as the cards."""
+    if not statuses:
+        return "<i>No materialized tables yet. Create one with <code>%%materialized</code>.</i>"
+    head = "".join(f'<th style="{CELL}">{h}</th>' for h in STATUS_HEADERS)
+    rows = []
+    for s in statuses:
+        cells = [html.escape(c) for c in _status_cells(s, now)]
+        cells[2], cells[3] = state_badge_html(s), freshness_badge_html(s)
+        rows.append(f'<tr class="mt-row" data-table="{html.escape(s.name)}">'
+                    + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
+    return (f'<table class="mt-dashboard-table" style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def dashboard_text(statuses: Sequence[TableStatus], now: datetime | None = None) -> str:
+    if not statuses:
+        return "No materialized tables yet."
+    return "\n".join(" | ".join(c for c in _status_cells(s, now) if c) for s in statuses)
+
+
 @dataclass(frozen=True)
 class StatusListView:
-    """A dashboard of table statuses."""
+    """A static dashboard of table statuses (when no refresh manager runs to keep one live)."""
 
     statuses: Sequence[TableStatus]
 
     def _repr_html_(self) -> str:
-        if not self.statuses:
-            return "<i>No materialized tables yet. Create one with <code>%%materialized</code>.</i>"
-        head = "".join(f"<th style='text-align:left'>{h}</th>" for h in STATUS_HEADERS)
-        rows = []
-        for s in self.statuses:
-            cells = list(map(html.escape, _status_row(s)))
-            cells[2] = _badge(s.state.value, STATE_COLOURS[s.state])
-            cells[3] = _badge(*freshness_badge(s))
-            rows.append("<tr>" + "".join(f"<td style='text-align:left'>{c}</td>" for c in cells) + "</tr>")
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        return dashboard_html(self.statuses)
 
     def __repr__(self) -> str:
-        if not self.statuses:
-            return "No materialized tables yet."
-        return "\n".join(" | ".join(_status_row(s)) for s in self.statuses)
+        return dashboard_text(self.statuses)
 
 
 @dataclass(frozen=True)
 class StatementResultsView:
-    """What a ``%%materialized`` cell did, one line per statement."""
+    """What a ``%%materialized`` cell or a ``%mt`` control did, one line per statement."""
 
     results: Sequence[object]
 
@@ -100,42 +173,11 @@ class StatementResultsView:
         return [getattr(r, "message", str(r)) for r in self.results]
 
     def _repr_html_(self) -> str:
-        return "<br>".join(f"✔ {html.escape(line)}" for line in self.lines())
+        return messages_html(self.lines())
 
     def __repr__(self) -> str:
         return "\n".join(self.lines())
 
 
-@dataclass(frozen=True)
-class HistoryView:
-    """A table's refresh history, newest first."""
-
-    table: str
-    records: Sequence[RefreshRecord]
-
-    def rows(self) -> list[tuple[str, ...]]:
-        return [(human_time(r.started_at), r.kind.value, r.trigger.value, human_duration(r.duration),
-                 str(r.rows_written), str(r.snapshot_id)) for r in self.records]
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("started", "kind", "trigger", "duration", "rows", "snapshot"))
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows())
-        return f"<b>{html.escape(self.table)}</b><table><tr>{head}</tr>{body}</table>"
-
-    def __repr__(self) -> str:
-        return "\n".join([self.table, *(" | ".join(r) for r in self.rows())])
-
-
-@dataclass(frozen=True)
-class ConfigView:
-    """The effective configuration, secrets already masked."""
-
-    settings: Mapping[str, str]
-
-    def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td>{html.escape(k)}</td><td><code>{html.escape(v)}</code></td></tr>"
-                       for k, v in self.settings.items())
-        return f"<table>{rows}</table>"
-
-    def __repr__(self) -> str:
-        return "\n".join(f"{k} = {v}" for k, v in self.settings.items())
+def messages_html(lines: Sequence[str]) -> str:
+    return "<br>".join(f'<span class="mt-message">✔ {html.escape(line)}</span>' for line in lines)

@@ -55,8 +55,9 @@ def test_mt_list_status_and_config(shell) -> None:
                                                    "FROM clicks")
     listing = shell.run_line_magic("mt", "list")
     assert "mt.default.if_list_t" in repr(listing).lower()
-    status = shell.run_line_magic("mt", "status IF_list_t")
-    assert status.statuses[0].name.lower() == "mt.default.if_list_t"
+    card = shell.run_line_magic("mt", "status IF_list_t")
+    assert card.status.name.lower() == "mt.default.if_list_t"
+    assert repr(card).lower().startswith("mt.default.if_list_t — continuous · freshness omitted")
     config = repr(shell.run_line_magic("mt", "config"))
     assert "catalog = mt" in config and "spark.master = local[2]" in config
     token = shell.magics_manager.registry["MaterializedMagics"].connection.catalog_config.properties.get("token")
@@ -74,7 +75,7 @@ def test_unload_stops_the_manager_thread(shell) -> None:
     shell.run_line_magic("unload_ext", "mt_magic")
 
     assert not manager.running
-    assert not any(t.name == "mt-refresh-manager" for t in threading.enumerate())
+    assert not any(t.name in ("mt-refresh-manager", "mt-live-views") for t in threading.enumerate())
     shell.run_line_magic("load_ext", "mt_magic")  # a new kernel-side manager resumes from the catalog
     assert shell._mt_magic_magics.connection.manager.running
     assert "mt.default.page_views" in {s.name for s in shell._mt_magic_magics.connection.manager.statuses()}

@@ -1,0 +1,61 @@
+"""A table's refresh history with the staleness each refresh ended, for ``%mt history`` (metadata only).
+
+Staleness before a refresh is, as everywhere, the refresh's start minus the commit time of the oldest source
+change it was the first to reflect: the source snapshots after those the previous refresh consumed, up to
+those this one consumed. The first refresh of a table has no "before" and gets ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from mt_magic.runtime.status import RefreshRecord
+
+if TYPE_CHECKING:
+    from mt_magic.catalog.definitions import RefreshState
+    from mt_magic.catalog.tables import TableInfo
+    from mt_magic.runtime.engine import Engine
+
+NO_DATA_CHANGE = frozenset({"replace"})
+
+
+def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshRecord]:
+    """The table's refreshes, newest first, each with ``staleness_before`` where it can be known.
+
+    Raises:
+        NoSuchMaterializedTableError: ``name`` is not a materialized table.
+    """
+    catalog = engine.workspace.catalog
+    info, definition = catalog.load_materialized(name)
+    sources = {}
+    for source in definition.upstream:
+        try:
+            sources[source] = catalog.load(source)
+        except Exception:  # a dropped source: its changes cannot be dated any more
+            continue
+    states = [(s.snapshot_id, s.refresh_state) for s in info.snapshots if s.refresh_state is not None]
+    before: dict[int, timedelta | None] = {}
+    for (_, previous), (snapshot_id, state) in zip(states, states[1:], strict=False):
+        before[snapshot_id] = _staleness_before(sources, previous, state)  # type: ignore[arg-type]
+    return [replace(r, staleness_before=before[r.snapshot_id]) if r.snapshot_id in before else r
+            for r in engine.history(name, limit)]
+
+
+def _staleness_before(sources: dict[str, TableInfo], previous: RefreshState, current: RefreshState,
+                      ) -> timedelta | None:
+    oldest = None
+    for name, source in sources.items():
+        changes = source.snapshots_after(previous.snapshot_of(name))
+        if changes is None:
+            return None
+        consumed = current.snapshot_of(name)
+        ids = [snap.snapshot_id for snap in changes]
+        reflected = changes[: ids.index(consumed) + 1] if consumed in ids else ()
+        dated = [snap.committed_at for snap in reflected if snap.operation not in NO_DATA_CHANGE]
+        if dated and (oldest is None or dated[0] < oldest):
+            oldest = dated[0]
+    if oldest is None or oldest > current.refresh_start:
+        return timedelta(0)
+    return current.refresh_start - oldest

@@ -1,0 +1,126 @@
+"""Badges and human-readable times shared by every view (cards, dashboard, lineage, fallbacks).
+
+Pure functions of immutable status records; no widgets, no Spark.
+"""
+
+from __future__ import annotations
+
+import enum
+import html
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from mt_magic.runtime.status import JobState, TableStatus
+
+
+class FreshnessLevel(enum.Enum):
+    """How a table's measured staleness compares with its freshness target."""
+
+    FRESH = "fresh"
+    """Staleness within the target."""
+    LATE = "late"
+    """Beyond the target, up to twice it."""
+    STALE = "stale"
+    """More than twice the target."""
+    UNKNOWN = "unknown"
+    """Not measured yet (no staleness poll since the table appeared)."""
+
+    @property
+    def colour(self) -> str:
+        return LEVEL_COLOURS[self]
+
+
+LEVEL_COLOURS = {
+    FreshnessLevel.FRESH: "#16a34a",
+    FreshnessLevel.LATE: "#d97706",
+    FreshnessLevel.STALE: "#dc2626",
+    FreshnessLevel.UNKNOWN: "#6b7280",
+}
+
+STATE_COLOURS = {
+    JobState.IDLE: "#6b7280",
+    JobState.SCHEDULED: "#2563eb",
+    JobState.RUNNING: "#7c3aed",
+    JobState.RETRYING: "#d97706",
+    JobState.SUSPENDED: "#6b7280",
+    JobState.FAILED: "#dc2626",
+}
+
+
+@dataclass(frozen=True)
+class FreshnessBadge:
+    """The freshness badge of one status: level (hence colour) and label."""
+
+    level: FreshnessLevel
+    label: str
+
+    @property
+    def colour(self) -> str:
+        return self.level.colour
+
+
+def freshness_level(staleness: timedelta | None, target: timedelta) -> FreshnessLevel:
+    """FRESH within ``target``, LATE up to twice it, STALE beyond, UNKNOWN when not measured."""
+    if staleness is None:
+        return FreshnessLevel.UNKNOWN
+    if staleness <= target:
+        return FreshnessLevel.FRESH
+    return FreshnessLevel.LATE if staleness <= 2 * target else FreshnessLevel.STALE
+
+
+def freshness_badge(status: TableStatus) -> FreshnessBadge:
+    """``fresh · 3s behind / target 10s``-style badge of a status."""
+    level = freshness_level(status.staleness, status.freshness)
+    if status.staleness is None:
+        return FreshnessBadge(level, f"staleness unknown · target {human_duration(status.freshness)}")
+    behind = "up to date" if not status.staleness else f"{human_duration(status.staleness)} behind"
+    return FreshnessBadge(level, f"{level.value} · {behind} / target {human_duration(status.freshness)}")
+
+
+def human_duration(delta: timedelta | None) -> str:
+    """``3m 05s``-style durations (``1.2s`` below ten seconds); ``—`` when unknown."""
+    if delta is None:
+        return "—"
+    total = max(delta.total_seconds(), 0.0)
+    if total < 10 and total != int(total):
+        return f"{total:.1f}s"
+    seconds = int(total)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
+
+
+def human_time(at: datetime | None, now: datetime | None = None) -> str:
+    """``2025-01-01 10:00:05 UTC (5s ago)``; ``—`` when unknown."""
+    if at is None:
+        return "—"
+    text = at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if now is None:
+        return text
+    delta = now - at
+    relative = f"{human_duration(delta)} ago" if delta >= timedelta(0) else f"in {human_duration(-delta)}"
+    return f"{text} ({relative})"
+
+
+def badge_html(label: str, colour: str, css_class: str, data: str = "") -> str:
+    """A rounded coloured label; ``css_class`` and ``data`` (``data-*`` attributes) let tests find it."""
+    return (f'<span class="mt-badge {css_class}" {data} style="background:{colour};color:white;'
+            f'border-radius:9px;padding:1px 9px;font-size:85%;white-space:nowrap">{html.escape(label)}</span>')
+
+
+def freshness_badge_html(status: TableStatus) -> str:
+    badge = freshness_badge(status)
+    return badge_html(badge.label, badge.colour, "mt-freshness", f'data-level="{badge.level.value}"')
+
+
+def state_badge_html(status: TableStatus) -> str:
+    return badge_html(status.state.value, STATE_COLOURS[status.state], "mt-state", f'data-state="{status.state.value}"')
+
+
+def mode_text(status: TableStatus) -> str:
+    """``CONTINUOUS · incremental (aggregate merge)``: the effective mode and why."""
+    return status.mode.value + (f" · {status.mode_reason}" if status.mode_reason else "")

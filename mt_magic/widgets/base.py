@@ -1,0 +1,96 @@
+"""The base of every live view: a ``VBox`` that follows the manager's events and falls back to HTML/text.
+
+Threading contract (STYLE §10): events arrive on the manager's thread and ticks on the updater thread;
+both only *set traits* of child widgets, under the view's lock. Nothing here displays or prints.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from mt_magic.runtime.status import RefreshEvent
+
+if TYPE_CHECKING:
+    from mt_magic.widgets.live import LiveViews
+
+
+def close_tree(widget: widgets.Widget) -> None:
+    """Close a widget and every widget inside it (boxes do not close their children themselves)."""
+    for child in getattr(widget, "children", ()):
+        close_tree(child)
+    parts = [getattr(widget, name, None) for name in ("layout", "style")]
+    widget.close()
+    for part in parts:
+        if isinstance(part, widgets.Widget):
+            part.close()
+
+
+class FallbackBundle:
+    """Adds readable ``text/plain`` and ``text/html`` to a widget's mime bundle.
+
+    JupyterLab with the widget manager renders the live widget (its mime type ranks first); terminal
+    IPython, nbconvert and front ends without the manager pick the HTML or the text.
+    """
+
+    def fallback_html(self) -> str:
+        raise NotImplementedError
+
+    def fallback_text(self) -> str:
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = widgets.Widget._repr_mimebundle_(self, **kwargs) or {}  # type: ignore[arg-type]
+        bundle["text/plain"] = self.fallback_text()
+        bundle["text/html"] = self.fallback_html()
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.fallback_text()
+
+
+class LiveView(FallbackBundle, widgets.VBox):
+    """A view registered with :class:`LiveViews` under ``key``, subscribed to the manager until closed."""
+
+    def __init__(self, live: LiveViews, key: str, children: list[widgets.Widget]) -> None:
+        super().__init__(children=children)
+        self.live = live
+        self.key = key
+        self.lock = threading.RLock()
+        self.closed = False
+        self._on_close: list[Callable[[LiveView], None]] = []
+        self._unsubscribe: Callable[[], None] | None = live.manager.subscribe(self._event)
+
+    def _event(self, event: RefreshEvent) -> None:
+        if not self.closed:
+            self.on_event(event)
+
+    def on_event(self, event: RefreshEvent) -> None:
+        """Called on the manager's thread with every event; set traits only."""
+
+    def tick(self) -> None:
+        """Called on the updater thread every tick (times and staleness move without events)."""
+
+    def when_closed(self, callback: Callable[[LiveView], None]) -> None:
+        self._on_close.append(callback)
+
+    def close(self) -> None:
+        """Unsubscribe from the manager, leave the registry, close every child widget. Idempotent."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
+        self.live.forget(self)
+        for callback in self._on_close:
+            callback(self)
+        for child in self.children:
+            close_tree(child)
+        layout = self.layout
+        super().close()
+        layout.close()

@@ -1,0 +1,188 @@
+"""The live card of one materialized table: state, freshness badge, progress, preview, and its controls.
+
+Kept current by the manager's events (manager thread) and the updater's ticks (staleness and relative times
+move without events); both only set traits. Buttons run on the kernel's main thread and call
+:class:`~mt_magic.widgets.actions.TableActions`. The preview is read off the manager's thread, on the
+updater thread, after each committed refresh.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import ipywidgets as widgets
+
+from mt_magic.errors import NoSuchMaterializedTableError
+from mt_magic.runtime.preview import Preview
+from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshKind, TableStatus
+from mt_magic.sql.statements import Freshness, FreshnessUnit
+from mt_magic.widgets.actions import parse_partition
+from mt_magic.widgets.base import LiveView
+from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
+
+if TYPE_CHECKING:
+    from mt_magic.widgets.live import LiveViews
+
+UNITS = [u.value for u in FreshnessUnit]
+
+
+def _split_freshness(status: TableStatus) -> tuple[int, str]:
+    seconds = int(status.freshness.total_seconds())
+    for unit in reversed(FreshnessUnit):
+        if seconds and seconds % unit.seconds == 0:
+            return seconds // unit.seconds, unit.value
+    return max(seconds, 1), FreshnessUnit.SECOND.value
+
+
+def _button(description: str, icon: str, css: str, on_click: Callable[[], None]) -> widgets.Button:
+    button = widgets.Button(description=description, icon=icon, layout=widgets.Layout(width="auto"))
+    button.add_class(css)
+    button.on_click(lambda _: on_click())
+    return button
+
+
+class TableCard(LiveView):
+    """The card of table ``name`` (fully qualified). Build it with :meth:`LiveViews.card`."""
+
+    def __init__(self, live: LiveViews, name: str) -> None:
+        self.name = name
+        self.status: TableStatus = live.manager.status(name)
+        self.preview: Preview | None = None
+        self.title = widgets.HTML()
+        self.details = widgets.HTML()
+        self.progress = widgets.FloatProgress(min=0.0, max=1.0, description="Spark",
+                                              layout=widgets.Layout(display="none", width="60%"))
+        self.preview_area = widgets.HTML(preview_html(None))
+        self.message = widgets.HTML()
+        self.message.add_class("mt-action-message")
+        value, unit = _split_freshness(self.status)
+        self.freshness_value = widgets.BoundedIntText(value=value, min=1, max=1_000_000,
+                                                      layout=widgets.Layout(width="80px"))
+        self.freshness_unit = widgets.Dropdown(options=UNITS, value=unit, layout=widgets.Layout(width="100px"))
+        self.partition = widgets.Text(placeholder="ds = '20250101' (empty: whole table)",
+                                      layout=widgets.Layout(width="240px"))
+        self.cascade = widgets.Checkbox(value=False, description="cascade downstream", indent=False,
+                                        layout=widgets.Layout(width="auto"))
+        self.refresh_button = _button("Refresh now", "refresh", "mt-refresh", self.refresh_now)
+        self.suspend_button = _button("Suspend", "pause", "mt-suspend", self.toggle_suspend)
+        self.freshness_button = _button("Set freshness", "clock-o", "mt-set-freshness", self.set_freshness)
+        self.backfill_button = _button("Backfill", "history", "mt-backfill", self.backfill)
+        controls = widgets.HBox([self.refresh_button, self.suspend_button, widgets.HTML("&nbsp;freshness"),
+                                 self.freshness_value, self.freshness_unit, self.freshness_button])
+        backfill = widgets.HBox([widgets.HTML("partition"), self.partition, self.cascade, self.backfill_button])
+        super().__init__(live, name, [self.title, self.details, self.progress, self.preview_area, controls,
+                                      backfill, self.message])
+        self.add_class("mt-card")
+        self.layout.border, self.layout.padding, self.layout.margin = "1px solid #d1d5db", "4px 10px", "4px 0"
+        self.tick()
+        self.request_preview()
+
+    # -- updates (manager thread / updater thread) ---------------------------------------------------
+
+    def on_event(self, event: RefreshEvent) -> None:
+        if event.table != self.name:
+            return
+        if event.kind is EventKind.TABLE_REMOVED or event.status is None:
+            self.show_removed(event.message or "dropped")
+            return
+        self.apply(event.status)
+        last = event.status.last_refresh
+        if event.kind is EventKind.REFRESH_SUCCEEDED and last is not None and last.kind is not RefreshKind.NOOP and (
+                last.snapshot_id is None or self.preview is None or self.preview.snapshot_id != last.snapshot_id):
+            self.request_preview()
+
+    def tick(self) -> None:
+        try:
+            status = self.live.manager.status(self.name)
+        except NoSuchMaterializedTableError:
+            self.show_removed("no longer known to the refresh manager")
+            return
+        self.apply(status)
+
+    def apply(self, status: TableStatus) -> None:
+        """Show ``status``: title with badges, details, progress bar, the Suspend/Resume label."""
+        with self.lock:
+            if self.closed:
+                return
+            self.status = status
+            now = self.live.clock()
+            self.title.value = title_html(status)
+            self.details.value = details_html(status, now)
+            running = status.state is JobState.RUNNING
+            self.progress.layout.display = "flex" if running else "none"
+            fraction = status.progress.fraction if running and status.progress else 0.0
+            self.progress.value = fraction
+            self.progress.bar_style = "info" if running else ""
+            suspended = status.state is JobState.SUSPENDED
+            self.suspend_button.description = "Resume" if suspended else "Suspend"
+            self.suspend_button.icon = "play" if suspended else "pause"
+
+    def show_removed(self, reason: str) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.details.value = f'<div class="mt-removed" style="color:#dc2626">{html.escape(self.name)}: ' \
+                                 f"{html.escape(reason)}</div>"
+            for button in (self.refresh_button, self.suspend_button, self.freshness_button, self.backfill_button):
+                button.disabled = True
+
+    def request_preview(self) -> None:
+        """Load the preview on the updater thread (never on the manager's)."""
+        self.live.submit(self.load_preview)
+
+    def load_preview(self) -> None:
+        if self.closed:
+            return
+        try:
+            preview = self.live.actions.preview(self.name, self.live.preview_rows())
+        except Exception as exc:  # shown on the card; the next refresh tries again
+            text = f"preview unavailable: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            self.preview_area.value = f'<div class="mt-preview" style="color:#dc2626">{html.escape(text)}</div>'
+            return
+        with self.lock:
+            if not self.closed:
+                self.preview = preview
+                self.preview_area.value = preview_html(preview)
+
+    # -- controls (kernel main thread) ----------------------------------------------------------------
+
+    def refresh_now(self) -> None:
+        self._act(lambda: self.live.actions.refresh(self.name))
+
+    def toggle_suspend(self) -> None:
+        actions = self.live.actions
+        if self.status.state is JobState.SUSPENDED:
+            self._act(lambda: actions.resume(self.name))
+        else:
+            self._act(lambda: actions.suspend(self.name))
+
+    def set_freshness(self) -> None:
+        freshness = Freshness(int(self.freshness_value.value), FreshnessUnit(self.freshness_unit.value))
+        self._act(lambda: self.live.actions.set_freshness(self.name, freshness))
+
+    def backfill(self) -> None:
+        def run() -> str:
+            text = self.partition.value.strip()
+            return self.live.actions.refresh(self.name, parse_partition(text) if text else (), self.cascade.value)
+
+        self._act(run)
+
+    def _act(self, action: Callable[[], str]) -> None:
+        try:
+            message = action()
+        except Exception as exc:  # the card is the user's console here: show the error where they clicked
+            self.message.value = f'<span style="color:#dc2626">✖ {html.escape(str(exc) or type(exc).__name__)}</span>'
+        else:
+            self.message.value = f'<span style="color:#16a34a">✔ {html.escape(message)}</span>'
+        self.tick()
+
+    # -- fallbacks ------------------------------------------------------------------------------------
+
+    def fallback_html(self) -> str:
+        return card_html(self.status, self.preview, self.live.clock())
+
+    def fallback_text(self) -> str:
+        return card_text(self.status, self.preview, self.live.clock())
+
