@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.runtime import iceberg_jars
 
@@ -89,6 +90,8 @@ def base_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.scheduler.mode": "FAIR",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
+        # Spark's built-in catalog is not ours; keep its warehouse out of the user's notebook folder.
+        "spark.sql.warehouse.dir": str(mt_home() / "spark-warehouse"),
     }
     conf.update(settings.extra)
     return conf
