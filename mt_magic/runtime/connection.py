@@ -6,7 +6,7 @@ defines tables and a service that keeps them fresh run exactly the same code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from mt_magic.catalog.client import CatalogConfig
     from mt_magic.runtime.manager import RefreshManager
+    from mt_magic.runtime.refresh_runner import Subscriber
     from mt_magic.sql.freshness import FreshnessRules
 
 
@@ -53,9 +54,11 @@ class Connection:
     service: MaterializedTables
     manager: RefreshManager | None
 
-    def close(self) -> None:
-        if self.manager is not None:
-            self.manager.stop()
+    def close(self, timeout: float = 10.0) -> bool:
+        """Stop the manager (running refreshes are cancelled); True if everything ended within ``timeout`` s."""
+        if self.manager is None:
+            return True
+        return self.manager.stop(timeout)
 
     def describe(self) -> dict[str, str]:
         """The effective settings, for ``%mt config`` (secrets masked)."""
@@ -74,8 +77,18 @@ class Connection:
         }
 
 
-def connect(settings: ConnectionSettings | None = None, clock: Callable[[], datetime] = utc_now) -> Connection:
+def connect(
+    settings: ConnectionSettings | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    subscribers: Sequence[Subscriber] = (),
+) -> Connection:
     """Open the catalog (the embedded server when none is configured), the Spark session, and the manager.
+
+    Args:
+        settings: what to connect to; the defaults use the embedded catalog.
+        clock: the manager's and the workspace's clock.
+        subscribers: event callbacks subscribed *before* the manager starts, so they also see the tables it
+            discovers and the catch-up refreshes it starts at once (the headless runner logs those).
 
     Raises:
         RuntimeSetupError: Java, Spark or the Iceberg jars are missing.
@@ -105,5 +118,7 @@ def connect(settings: ConnectionSettings | None = None, clock: Callable[[], date
         from mt_magic.runtime.manager import RefreshManager
 
         manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes)
+        for callback in subscribers:
+            manager.subscribe(callback)
         manager.start()
     return Connection(catalog_config, spark, MaterializedTables(engine, manager), manager)

@@ -14,6 +14,7 @@ import logging
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future
 from datetime import datetime, timedelta, timezone
@@ -170,11 +171,22 @@ class RefreshManager:
             if thread is not None:
                 thread.join(max(deadline - time.monotonic(), 0))
                 atexit.unregister(self._stop_at_exit)
-            with self._runner.changed:
-                ended = self._runner.changed.wait_for(lambda: not self._state.jobs, max(deadline - time.monotonic(), 0))
+            ended = self._wait_for_jobs(deadline)
             self._runner.shutdown_executor(wait=ended)
             self._runner.dispatch_events()
             return ended and (thread is None or not thread.is_alive())
+
+    def _wait_for_jobs(self, deadline: float) -> bool:
+        """Wait until every (cancelled) job has ended, cancelling lingering ones again as the thread would."""
+        step = self._runner.progress_every.total_seconds()
+        while True:
+            with self._runner.changed:
+                wait = min(max(deadline - time.monotonic(), 0), step)
+                if self._runner.changed.wait_for(lambda: not self._state.jobs, wait):
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            self._runner.recancel(self._clock())
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing runs, nothing is due now, and every event has been delivered.
@@ -194,10 +206,18 @@ class RefreshManager:
             return
         # Interpreter exit joins ThreadPoolExecutor workers (threading's exit hooks) *before* atexit runs, so a
         # running refresh would block exit; this hook runs first and cancels it. Private API, hence optional.
+        # It cannot be unregistered, so it holds the manager weakly: %unload_ext + %load_ext must not leak one.
         register = getattr(threading, "_register_atexit", None)
         if register is not None:
+            stop_at_exit = weakref.WeakMethod(self._stop_at_exit)
+
+            def hook() -> None:
+                method = stop_at_exit()
+                if method is not None:
+                    method()
+
             try:
-                register(self._stop_at_exit)
+                register(hook)
             except RuntimeError:  # already shutting down
                 pass
         self._pool_hook_registered = True

@@ -23,6 +23,12 @@ log = logging.getLogger(__name__)
 
 Subscriber = Callable[[RefreshEvent], None]
 
+MIN_STALENESS_EVERY = timedelta(seconds=1)
+STALENESS_POLLS_PER_FRESHNESS = 5
+"""A table's staleness is polled this many times per freshness period (but at most every ``staleness_every`` and
+at least every ``MIN_STALENESS_EVERY``): a 5-second table cached for 5 seconds would report a lag it no longer
+has, or miss one it has."""
+
 
 class RefreshRunner:
     """Runs scheduling passes against a backend for a :class:`SchedulerState` guarded by ``lock``."""
@@ -64,6 +70,7 @@ class RefreshRunner:
         if self.discovery_due(now):
             self.discover(now)
         self._poll_progress(now)
+        self.recancel(now)
         self._poll_staleness(now)
         started: list[RefreshRequest] = []
         for _ in range(4 * len(self.state.tables) + 4):  # inline executors finish runs that make others due
@@ -129,12 +136,35 @@ class RefreshRunner:
                     job.progress = progress
                     self.state.publish(EventKind.REFRESH_PROGRESS, job.table, now)
 
+    def recancel(self, now: datetime) -> None:
+        """Cancel again the job groups of cancelled jobs that still run, every ``progress_every``.
+
+        Spark cancels only the jobs a group has *at that moment*: a refresh cancelled while it plans (between
+        its last cancellation check and the write job's submission) would otherwise run its write to the end.
+        """
+        groups = []
+        with self.lock:
+            for job in self.state.jobs.values():
+                if not job.cancelled:
+                    continue
+                if job.cancelled_at is None:  # first seen: whoever cancelled it has just cancelled its group
+                    job.cancelled_at = now
+                elif now - job.cancelled_at >= self.progress_every:
+                    job.cancelled_at = now
+                    groups.append(job.request.job_group)
+        self._cancel_groups(groups)
+
+    def staleness_every_for(self, entry: ScheduledTable) -> timedelta:
+        """How often ``entry``'s staleness is polled: a fraction of its freshness, within the configured bounds."""
+        scaled = max(entry.table.freshness / STALENESS_POLLS_PER_FRESHNESS, MIN_STALENESS_EVERY)
+        return min(self.staleness_every, scaled)
+
     def _poll_staleness(self, now: datetime) -> None:
         with self.lock:
             entries = [
                 entry
                 for entry in self.state.tables.values()
-                if entry.pending_checked_at is None or now - entry.pending_checked_at >= self.staleness_every
+                if entry.pending_checked_at is None or now - entry.pending_checked_at >= self.staleness_every_for(entry)
             ]
         for entry in entries:
             if self.state.pause_reason is not None or not self.poll_pending_since(entry):
@@ -203,10 +233,11 @@ class RefreshRunner:
     def _finish(self, job: RunningJob, outcome: RefreshOutcome | None, error: BaseException | None) -> None:
         with self.lock:
             counted = error is None and not job.cancelled and self.state.tables.get(job.request.table) is job.table
+        if counted:  # before settling, so the success event carries the staleness after this commit
+            self.poll_pending_since(job.table)
+        with self.lock:
             effects = self.state.settle(job, outcome, error, self.clock())
             self.changed.notify_all()
-        if counted:
-            self.poll_pending_since(job.table)
         self.apply(effects)
 
     def shutdown_executor(self, wait: bool) -> None:
@@ -221,14 +252,17 @@ class RefreshRunner:
 
     def apply(self, effects: Effects) -> None:
         """Do what a transition asked for, outside the lock: cancel job groups, resolve waiters, wake up."""
-        for group in effects.cancel:
+        self._cancel_groups(effects.cancel)
+        for future, outcome, error in effects.settle:
+            _settle(future, outcome, error)
+        self.wake.set()
+
+    def _cancel_groups(self, groups: list[str]) -> None:
+        for group in groups:
             try:
                 self.backend.cancel(group)
             except Exception:
                 log.exception("cancelling job group %s failed", group)
-        for future, outcome, error in effects.settle:
-            _settle(future, outcome, error)
-        self.wake.set()
 
     def dispatch_events(self) -> None:
         """Deliver queued events to subscribers, in order; a failing subscriber is logged and skipped."""
@@ -258,9 +292,12 @@ class RefreshRunner:
                 for job in self.state.jobs.values()
                 if not job.cancelled
             ]
+            times += [
+                (job.cancelled_at or now) + self.progress_every for job in self.state.jobs.values() if job.cancelled
+            ]
             if self.state.pause_reason is None:
                 times += [
-                    entry.pending_checked_at + self.staleness_every
+                    entry.pending_checked_at + self.staleness_every_for(entry)
                     for entry in self.state.tables.values()
                     if entry.pending_checked_at is not None
                 ]

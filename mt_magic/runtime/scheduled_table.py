@@ -72,6 +72,8 @@ class RunningJob:
     started_at: datetime
     staleness_before: timedelta | None
     cancel_reason: str | None = None
+    cancelled_at: datetime | None = None
+    """When its job group was last cancelled (it is cancelled again while the job still runs)."""
     requeue: bool = False
     """Cancelled only to start over (ALTER AS, stop): run it again once it has ended."""
     progress: JobProgress | None = None
