@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 import pytest
-from manager_helpers import T0
+from manager_helpers import RETRY, T0, ManagerFactory
 
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.manager import RefreshManager
-from mt_magic.runtime.schedule import RetryPolicy
-
-RETRY = RetryPolicy(
-    base=timedelta(seconds=10),
-    factor=2,
-    max_delay=timedelta(minutes=5),
-    jitter=0.1,
-    fail_after=3,
-    failed_retry_every=timedelta(minutes=30),
-)
-
-ManagerFactory = Callable[..., RefreshManager]
 
 
 @pytest.fixture

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from mt_magic.runtime.fake_backend import FakeBackend
+from mt_magic.runtime.manager import RefreshManager
+from mt_magic.runtime.schedule import RetryPolicy
 from mt_magic.runtime.status import ManagedTable
 from mt_magic.sql.statements import RefreshMode
 
 T0 = datetime.fromisoformat("2025-01-01T10:00:00+00:00")
 MINUTE = timedelta(minutes=1)
+
+RETRY = RetryPolicy(
+    base=timedelta(seconds=10),
+    factor=2,
+    max_delay=timedelta(minutes=5),
+    jitter=0.1,
+    fail_after=3,
+    failed_retry_every=timedelta(minutes=30),
+)
+
+ManagerFactory = Callable[..., RefreshManager]
 
 
 def continuous(name: str, every: timedelta = MINUTE, **kwargs: Any) -> ManagedTable:

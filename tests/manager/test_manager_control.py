@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import ManagerFactory
-from manager_helpers import MINUTE, T0, continuous, full, ran
+from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full, ran
 
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.backend import RefreshCancelledError

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import RETRY, ManagerFactory
-from manager_helpers import MINUTE, T0, continuous, ran
+from manager_helpers import MINUTE, RETRY, T0, ManagerFactory, continuous, ran
 
 from mt_magic.runtime.backend import CatalogUnavailableError
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from manager_helpers import MINUTE, T0, continuous
+from manager_helpers import MINUTE, T0, ManagerFactory, continuous
 
-from conftest import ManagerFactory
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from conftest import ManagerFactory
-from manager_helpers import MINUTE, T0, continuous, full
+from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full
 
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshKind, RefreshRecord, RefreshTrigger

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import ManagerFactory
-from manager_helpers import MINUTE, T0, continuous, full, ran
+from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full, ran
 
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.status import JobState, RefreshKind, RefreshTrigger

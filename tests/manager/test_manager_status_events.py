@@ -7,8 +7,7 @@ import logging
 from datetime import timedelta
 
 import pytest
-from conftest import ManagerFactory
-from manager_helpers import MINUTE, T0, continuous
+from manager_helpers import MINUTE, T0, ManagerFactory, continuous
 
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.status import EventKind, JobProgress, JobState, RefreshEvent, RefreshKind

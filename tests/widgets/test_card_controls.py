@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import ipywidgets as widgets
+from widget_helpers import NAME, ManagerActions, subscribers
 
-from conftest import NAME, ManagerActions, subscribers
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.manager import RefreshManager
 from mt_magic.runtime.service import StatementResult

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from conftest import NAME, T0, ManagerActions
+from widget_helpers import NAME, T0, ManagerActions
+
 from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.manager import RefreshManager
 from mt_magic.runtime.preview import Preview
@@ -108,7 +109,7 @@ def test_the_fallbacks_are_readable_html_and_text(live: LiveViews) -> None:
 
 def test_the_dashboard_shows_every_table_with_the_same_badges(
         live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock) -> None:
-    from conftest import continuous
+    from widget_helpers import continuous
 
     dashboard = live.dashboard()
     assert dashboard.table.value.count('class="mt-row"') == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 import nbformat
 from IPython.core.interactiveshell import InteractiveShell
 from nbconvert import HTMLExporter
+from widget_helpers import NAME
 
-from conftest import NAME
 from mt_magic.runtime.service import StatementResult
 from mt_magic.widgets.live import LiveViews
 

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 from datetime import timedelta
 
 import pytest
+from widget_helpers import T0
 
-from conftest import T0
 from mt_magic.runtime.lineage import Lineage
 from mt_magic.runtime.status import JobState, RefreshKind, RefreshRecord, RefreshTrigger, TableStatus
 from mt_magic.sql.statements import RefreshMode
