@@ -25,6 +25,11 @@ REFRESH_SESSION_CONF = {
 }
 
 
+def job_group_prefix(table: str) -> str:
+    """Every Spark job group of ``table``'s refreshes starts with this; a run appends its number."""
+    return f"mt-refresh:{table}:"
+
+
 class SparkJobs:
     """Child sessions, cancellation and progress for refresh jobs on one SparkSession."""
 
@@ -32,7 +37,9 @@ class SparkJobs:
         self.spark = spark
         self.session_conf = dict(session_conf)
         self._cancelled: set[str] = set()
+        self._active: set[str] = set()
         self._lock = threading.Lock()
+        self._finished = threading.Condition(self._lock)
 
     def child_session(self, options: Mapping[str, str] = ()) -> SparkSession:  # type: ignore[assignment]
         """A new session sharing the context, with the catalog settings and the run's options."""
@@ -47,6 +54,8 @@ class SparkJobs:
         sc = self.spark.sparkContext
         if group:
             sc.setJobGroup(group, description, interruptOnCancel=True)
+        with self._lock:
+            self._active.add(group)
         try:
             self.check_cancelled(group)
             yield
@@ -62,6 +71,18 @@ class SparkJobs:
                 sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
             with self._lock:
                 self._cancelled.discard(group)
+                self._active.discard(group)
+                self._finished.notify_all()
+
+    def wait_finished(self, prefix: str, timeout: float) -> bool:
+        """Wait until no refresh whose job group starts with ``prefix`` is running; False on timeout.
+
+        A drop waits here after cancelling, so a write that is being aborted cannot leave files behind in a
+        table that is already purged.
+        """
+        with self._finished:
+            return self._finished.wait_for(
+                lambda: not any(g.startswith(prefix) for g in self._active), timeout=timeout)
 
     def is_cancelled(self, group: str) -> bool:
         with self._lock:

@@ -15,6 +15,7 @@ from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolEx
 from datetime import datetime, timedelta
 
 from mt_magic.runtime.backend import CatalogUnavailableError, RefreshBackend, RefreshCancelledError
+from mt_magic.runtime.jobs import job_group_prefix
 from mt_magic.runtime.scheduled_table import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.scheduler_state import Effects, SchedulerState
 from mt_magic.runtime.status import EventKind, RefreshEvent, RefreshOutcome, RefreshRecord, RefreshRequest
@@ -200,7 +201,7 @@ class RefreshRunner:
 
     def _new_request(self, entry: ScheduledTable, run: PendingRun, now: datetime) -> RefreshRequest:
         scheduled = run.scheduled_time or entry.schedule.latest_fire(run.due_at, now)
-        group = f"mt-refresh:{entry.name}:{next(self._job_numbers)}"
+        group = f"{job_group_prefix(entry.name)}{next(self._job_numbers)}"
         return RefreshRequest(entry.name, run.trigger, scheduled, run.partition, entry.options, group)
 
     def _submit(self, job: RunningJob) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime import lifecycle
 from mt_magic.runtime.engine import Engine, managed_table
+from mt_magic.runtime.jobs import job_group_prefix
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest, RefreshTrigger, TableStatus
 from mt_magic.sql.statements import (
     AlterFreshness,
@@ -28,6 +29,10 @@ from mt_magic.sql.statements import (
 if TYPE_CHECKING:
     from mt_magic.runtime.manager import RefreshManager
     from mt_magic.sql.freshness import FreshnessRules
+
+
+DROP_WAIT_SECONDS = 60.0
+"""How long a DROP waits for a cancelled refresh of the table to abort before purging its files."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,7 @@ class MaterializedTables:
         if self.manager is not None and self.workspace.catalog.exists(name):
             for victim in self._drop_order(name, cascade):
                 self.manager.remove(victim)
+                self.engine.jobs.wait_finished(job_group_prefix(victim), timeout=DROP_WAIT_SECONDS)
         dropped = lifecycle.drop_table(self.workspace, name, if_exists, cascade)
         if not dropped:
             return StatementResult("dropped", (), f"{name} does not exist; nothing to drop (IF EXISTS).")

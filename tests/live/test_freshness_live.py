@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from live_support import (
@@ -207,9 +208,13 @@ def test_drop_during_a_run_cancels_the_spark_job_and_forgets_the_table(conn, spa
     name, ident, _ = start_slow_refresh(conn, spark, iceberg, "slow_dropped", "slow_src2")
     tracker = spark.sparkContext.statusTracker()
 
+    location = iceberg.load_table(ident).location()
     started, dropped_at = time.monotonic(), utc_now()
     execute(conn, "DROP MATERIALIZED TABLE slow_dropped")
-    wait_until(lambda: not tracker.getActiveJobsIds(), 20, "the Spark job to be cancelled")
+    # DROP returns only after the cancelled write aborted, so the purge leaves no data files behind
+    assert not tracker.getActiveJobsIds()
+    leftovers = list(Path(location.removeprefix("file:")).rglob("*.parquet"))
+    assert leftovers == [], f"the dropped table left data files: {leftovers}"
     assert time.monotonic() - started < 25, "the job ran on instead of being cancelled"
 
     with pytest.raises(NoSuchMaterializedTableError):
