@@ -14,7 +14,7 @@ from mt_magic.errors import CatalogError, NoSuchMaterializedTableError
 from mt_magic.runtime.backend import CatalogUnavailableError
 from mt_magic.runtime.jobs import SparkJobs
 from mt_magic.runtime.lifecycle import Workspace
-from mt_magic.runtime.refresh import RefreshContext, run_full_refresh
+from mt_magic.runtime.refresh import RefreshContext, run_refresh
 from mt_magic.runtime.status import (
     JobProgress,
     ManagedTable,
@@ -72,7 +72,7 @@ class Engine:
 
     def refresh(self, request: RefreshRequest) -> RefreshOutcome:
         try:
-            return run_full_refresh(self.context, request)
+            return run_refresh(self.context, request)
         except (NoSuchMaterializedTableError, CatalogError):
             raise
         except Exception as exc:

@@ -20,6 +20,7 @@ from mt_magic.errors import (
     MaterializedTableExistsError,
     NoSuchMaterializedTableError,
 )
+from mt_magic.runtime import incremental
 from mt_magic.runtime import schema as schema_rules
 from mt_magic.sql.statements import CreateMaterializedTable, Freshness, TableName
 from mt_magic.sql.rewrite import qualify_sources
@@ -119,7 +120,7 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
         freshness_seconds=int(schedule.freshness.to_timedelta().total_seconds()),
         refresh_mode=schedule.mode.value,
         declared_refresh_mode=stmt.refresh_mode.value if stmt.refresh_mode else "",
-        mode_reason=schedule.reason,
+        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode.value, expanded),
         cron=schedule.cron or "",
         options=options,
         date_formatters=formatters,

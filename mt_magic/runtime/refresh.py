@@ -1,5 +1,10 @@
 """One refresh of one materialized table: pin the sources, compute, and commit data + refresh state atomically.
 
+:func:`run_refresh` dispatches: a CONTINUOUS table whose last refresh left a state is refreshed
+incrementally (:mod:`mt_magic.runtime.incremental`) when its query and its sources' history allow, else it
+recomputes fully and records why (``mt.strategy``); with ``'incremental' = 'strict'`` in WITH, a refresh that
+would fall back fails instead. The first refresh, partition refreshes and FULL mode always recompute.
+
 The refresh state (which source snapshots were read, why and when) is attached to the data commit through
 Iceberg's ``snapshot-property.*`` write options, so the commit and its bookkeeping cannot diverge: a crash
 before the commit leaves the previous snapshot (and state) current; a crash after it repeats nothing.
@@ -15,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
+from mt_magic.errors import RefreshError
 from mt_magic.runtime.jobs import SparkJobs
 from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest, RefreshTrigger
 from mt_magic.sql.rewrite import pin_sources
@@ -23,6 +29,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 REFRESH_ID_KEY = "mt.refresh-id"
+INCREMENTAL_OPTION = "incremental"
+"""WITH option: ``'strict'`` makes a CONTINUOUS refresh fail rather than fall back to a full recompute."""
 FORMATTER_TRIGGERS = (RefreshTrigger.SCHEDULED, RefreshTrigger.CATCH_UP, RefreshTrigger.CASCADE)
 
 
@@ -35,14 +43,18 @@ class RefreshContext:
     clock: Callable[[], datetime]
 
 
+def load_sources(catalog: MaterializedCatalog, upstream: tuple[str, ...]) -> tuple[TableInfo, ...]:
+    """Every source's metadata, read once at the start of a refresh: its current snapshot is the pinned one."""
+    return tuple(catalog.load(name) for name in upstream)
+
+
+def source_state(info: TableInfo, catalog_name: str) -> SourceState:
+    return SourceState(info.namespace, info.table_name, info.uuid, info.current_snapshot_id, catalog_name)
+
+
 def pin_source_states(catalog: MaterializedCatalog, upstream: tuple[str, ...]) -> tuple[SourceState, ...]:
     """The current snapshot of every source, read once at the start of a refresh."""
-    states = []
-    for name in upstream:
-        info = catalog.load(name)
-        states.append(SourceState(info.namespace, info.table_name, info.uuid, info.current_snapshot_id,
-                                  catalog.spark_name))
-    return tuple(states)
+    return tuple(source_state(info, catalog.spark_name) for info in load_sources(catalog, upstream))
 
 
 def target_partition(request: RefreshRequest, definition: MaterializedTableDefinition) -> dict[str, str]:
@@ -106,7 +118,8 @@ def write_with_state(df: DataFrame, table: str, state: RefreshState, refresh_id:
     writer.overwrite(condition if condition is not None else F.lit(True))
 
 
-def _committed(ctx: RefreshContext, table: str, refresh_id: str) -> tuple[int | None, int, datetime | None]:
+def committed_snapshot(ctx: RefreshContext, table: str, refresh_id: str) -> tuple[int | None, int, datetime | None]:
+    """(snapshot id, added records, commit time) of the commit tagged ``refresh_id``."""
     info = ctx.catalog.load(table)
     for snap in reversed(info.snapshots):
         if snap.summary.get(REFRESH_ID_KEY) == refresh_id:
@@ -114,16 +127,12 @@ def _committed(ctx: RefreshContext, table: str, refresh_id: str) -> tuple[int | 
     return None, 0, None
 
 
-def run_full_refresh(ctx: RefreshContext, request: RefreshRequest) -> RefreshOutcome:
-    """Recompute the table (or one partition) from sources pinned now; one atomic commit or nothing."""
-    started = ctx.clock()
-    info, definition = ctx.catalog.load_materialized(request.table)
-    states = pin_source_states(ctx.catalog, definition.upstream)
-    partition = target_partition(request, definition)
-    if is_noop(info, definition, request, states, partition):
-        return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
+def _recompute(ctx: RefreshContext, request: RefreshRequest, definition: MaterializedTableDefinition,
+               states: tuple[SourceState, ...], partition: Mapping[str, str], started: datetime,
+               strategy: str | None = None) -> RefreshOutcome:
+    """Recompute the table (or one partition) from the pinned sources; one atomic commit or nothing."""
     kind = RefreshKind.PARTITION if partition else RefreshKind.FULL
-    strategy = f"partition {partition}" if partition else "full recompute"
+    strategy = strategy or (f"partition {partition}" if partition else "full recompute")
     state = RefreshState(states, started, kind.value, request.trigger.value, request.scheduled_time,
                          definition.definition_version, partition, strategy)
     refresh_id = uuid.uuid4().hex
@@ -138,5 +147,51 @@ def run_full_refresh(ctx: RefreshContext, request: RefreshRequest) -> RefreshOut
             df = df.where(condition)
         ctx.jobs.check_cancelled(request.job_group)
         write_with_state(df, request.table, state, refresh_id, condition)
-    snapshot_id, rows, committed_at = _committed(ctx, request.table, refresh_id)
+    snapshot_id, rows, committed_at = committed_snapshot(ctx, request.table, refresh_id)
     return RefreshOutcome(kind, snapshot_id, rows, committed_at, strategy)
+
+
+def run_full_refresh(ctx: RefreshContext, request: RefreshRequest) -> RefreshOutcome:
+    """Recompute the table (or one partition) from sources pinned now; one atomic commit or nothing."""
+    started = ctx.clock()
+    info, definition = ctx.catalog.load_materialized(request.table)
+    states = pin_source_states(ctx.catalog, definition.upstream)
+    partition = target_partition(request, definition)
+    if is_noop(info, definition, request, states, partition):
+        return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
+    return _recompute(ctx, request, definition, states, partition, started)
+
+
+def tries_incremental(request: RefreshRequest, info: TableInfo, definition: MaterializedTableDefinition,
+                      partition: Mapping[str, str]) -> bool:
+    """CONTINUOUS, not the first refresh, not a partition refresh, and a previous refresh state to start from."""
+    return (definition.refresh_mode == "CONTINUOUS" and not partition
+            and request.trigger is not RefreshTrigger.INITIAL and info.last_refresh() is not None)
+
+
+def run_refresh(ctx: RefreshContext, request: RefreshRequest) -> RefreshOutcome:
+    """Refresh incrementally where the table's mode, query and sources allow, else recompute (and say why).
+
+    Raises:
+        RefreshError: ``'incremental' = 'strict'`` and this refresh would have fallen back; nothing was written.
+    """
+    from mt_magic.runtime.incremental.runner import run_incremental  # builds on this module
+
+    started = ctx.clock()
+    info, definition = ctx.catalog.load_materialized(request.table)
+    sources = load_sources(ctx.catalog, definition.upstream)
+    states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
+    partition = target_partition(request, definition)
+    if is_noop(info, definition, request, states, partition):
+        return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
+    if not tries_incremental(request, info, definition, partition):
+        return _recompute(ctx, request, definition, states, partition, started)
+    result = run_incremental(ctx, request, info, definition, sources, states, started)
+    if isinstance(result, RefreshOutcome):
+        return result
+    if definition.options.get(INCREMENTAL_OPTION, "").strip().lower() == "strict":
+        raise RefreshError(
+            f"{request.table}: 'incremental' = 'strict' forbids a full refresh, but {result.describe()} "
+            f"[{result.reason.name}]. Nothing was written; change the query or the sources, or drop the option."
+        )
+    return _recompute(ctx, request, definition, states, partition, started, f"full: fallback — {result.describe()}")

@@ -88,6 +88,63 @@ class WindowCall:
     sql: str
 
 
+class OutputKind(enum.Enum):
+    """What one output column of the result SELECT computes, as far as incremental maintenance cares."""
+
+    GROUP_KEY = "group key"
+    """Exactly one of the grouping expressions (``ds`` in ``SELECT ds, … GROUP BY ds``)."""
+    KEY_EXPRESSION = "key expression"
+    """A function of the grouping expressions, no aggregate inside (``COALESCE(hh, 'day')``)."""
+    AGGREGATE = "aggregate"
+    """Exactly one aggregate call, possibly with ``FILTER (WHERE …)`` (``count(*)``, ``sum(v)``)."""
+    AGGREGATE_EXPRESSION = "aggregate expression"
+    """An expression over aggregates (``sum(a) / count(*)``)."""
+    ROW = "row"
+    """A per-row value of a query without aggregation."""
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One column of the result SELECT (in select-list order)."""
+
+    name: str | None
+    """The output name; ``None`` for an unnamed expression."""
+    kind: OutputKind
+    sql: str
+    """The expression in the result SELECT's scope, Spark SQL (``date_format(vtime, 'HH')``)."""
+    aggregate: AggregateCall | None = None
+    """The call, for ``AGGREGATE`` columns."""
+    group_key: str | None = None
+    """The grouping expression it is (as in ``ResultSelect.group_keys``), for ``GROUP_KEY`` columns."""
+
+
+@dataclass(frozen=True)
+class ResultSelect:
+    """The SELECT whose rows are the result: the outermost one, looking through a renaming wrapper.
+
+    A wrapper is ``SELECT c AS x, CAST(d AS T) AS y FROM (<aggregating select>) alias`` (what a column list
+    in CREATE produces); its columns are mapped onto the inner SELECT's, a cast column keeping only the
+    "derived" kind (``KEY_EXPRESSION`` or ``AGGREGATE_EXPRESSION``).
+    """
+
+    outputs: tuple[OutputColumn, ...] | None
+    """``None`` when a ``*`` is projected."""
+    aggregated: bool
+    """GROUP BY, aggregate calls or SELECT DISTINCT at this level (DISTINCT groups by every column)."""
+    group_keys: tuple[str, ...]
+    """Every grouping expression, ordinals resolved, in order, deduplicated."""
+    common_group_keys: tuple[str, ...]
+    """The grouping expressions present in every grouping set (never rolled up to NULL)."""
+    grouping_set_count: int
+    """How many grouping sets (1 for a plain GROUP BY, 0 without grouping)."""
+    distinct: bool
+    having: bool
+    wrapped: bool
+    """The result was read through a renaming wrapper."""
+    nested_aggregation: bool
+    """GROUP BY, aggregates or DISTINCT in any other SELECT (subqueries, CTE bodies)."""
+
+
 @dataclass(frozen=True)
 class QueryFacts:
     """Everything the planner may need to know about a query's shape."""
@@ -120,6 +177,10 @@ class QueryFacts:
     table_functions: tuple[str, ...]
     """Table-valued functions in FROM (``range(10)``)."""
     lateral_views: bool
+    result: ResultSelect | None = None
+    """The result SELECT's shape; ``None`` when the query is a set operation."""
+    repeated_sources: tuple[TableName, ...] = ()
+    """Sources read more than once (self-joins, a CTE over a source referenced twice)."""
 
     @property
     def is_aggregate(self) -> bool:

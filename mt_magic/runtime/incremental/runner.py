@@ -1,0 +1,60 @@
+"""One incremental refresh end to end: plan from metadata, register deltas, run the strategy, commit once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.incremental.commit import commit
+from mt_magic.runtime.incremental.delta import register_deltas
+from mt_magic.runtime.incremental.planner import RefreshPlan, plan_refresh
+from mt_magic.runtime.incremental.reasons import Fallback
+from mt_magic.runtime.incremental.strategies import Execution, StrategyContext, execute
+from mt_magic.runtime.refresh import RefreshContext, committed_snapshot
+from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest
+
+
+def describe(execution: Execution, plan: RefreshPlan) -> str:
+    """The outcome's strategy line, e.g. "incremental: merge the aggregated delta · delta join (1 of 2 changed)"."""
+    text = f"incremental: {execution.strategy.label}"
+    if len(plan.changes) > 1:
+        changed = sum(1 for c in plan.changes if c.changed)
+        text += f" · delta join ({changed} of {len(plan.changes)} sources changed)"
+    if execution.write.scope:
+        text += f" · {execution.write.scope}"
+    return text
+
+
+def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
+                    definition: MaterializedTableDefinition, sources: Sequence[TableInfo],
+                    states: tuple[SourceState, ...], started: datetime) -> RefreshOutcome | Fallback:
+    """Refresh incrementally, or return why a full refresh is needed (nothing was committed then).
+
+    Args:
+        info: the table's metadata, loaded at the start of this refresh.
+        sources: every source's metadata, loaded when the sources were pinned (``definition.upstream`` order).
+        states: the pinned source states the commit records.
+    """
+    plan = plan_refresh(info, definition, sources)
+    if isinstance(plan, Fallback):
+        return plan
+    session = ctx.jobs.child_session(dict(request.options))
+    refresh_id = uuid.uuid4().hex
+    with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
+        views = register_deltas(session, plan.changes)
+        try:
+            result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))
+            if isinstance(result, Fallback):
+                return result
+            text = describe(result, plan)
+            state = RefreshState(states, started, RefreshKind.INCREMENTAL.value, request.trigger.value,
+                                 request.scheduled_time, definition.definition_version, {}, text)
+            ctx.jobs.check_cancelled(request.job_group)
+            commit(ctx.catalog, request.table, result.write, state, refresh_id, plan.table_snapshot)
+        finally:
+            views.release()
+    snapshot_id, rows, committed_at = committed_snapshot(ctx, request.table, refresh_id)
+    return RefreshOutcome(RefreshKind.INCREMENTAL, snapshot_id, rows, committed_at, text)

@@ -1,0 +1,79 @@
+"""Change classification from snapshot metadata alone (no Spark): what each source history allows."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from mt_magic.catalog.definitions import SourceState
+from mt_magic.catalog.tables import SnapshotInfo, TableInfo
+from mt_magic.runtime.incremental.changes import ChangeKind, classify
+from mt_magic.runtime.incremental.reasons import FallbackReason
+
+UUID = "5f0c9d3e-0000-4000-8000-000000000001"
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def snap(snapshot_id: int, operation: str = "append", schema_id: int = 0, **summary: int) -> SnapshotInfo:
+    items = {k.replace("_", "-"): str(v) for k, v in summary.items()}
+    return SnapshotInfo(snapshot_id, snapshot_id - 1 if snapshot_id > 1 else None, T0, operation, items, schema_id)
+
+
+def table(*snapshots: SnapshotInfo, known: tuple[int, ...] = (), uuid: str = UUID) -> TableInfo:
+    return TableInfo(
+        name="c.db.src", uuid=uuid, current_snapshot_id=snapshots[-1].snapshot_id if snapshots else None,
+        snapshots=snapshots, properties={}, columns=(), partition_columns=(), identifier_columns=(), schema_id=0,
+        known_snapshot_ids=frozenset(known or tuple(s.snapshot_id for s in snapshots)))
+
+
+def recorded(snapshot_id: int | None, uuid: str = UUID) -> SourceState:
+    return SourceState(("db",), "src", uuid, snapshot_id, "c")
+
+
+def test_same_snapshot_and_compactions_are_no_change() -> None:
+    assert classify(table(snap(1), snap(2)), recorded(2)).kind is ChangeKind.NONE
+    assert classify(table(snap(1), snap(2, "replace")), recorded(1)).kind is ChangeKind.NONE
+
+
+def test_appends_only_and_appends_after_a_compaction() -> None:
+    change = classify(table(snap(1), snap(2), snap(3, "replace"), snap(4)), recorded(1))
+    assert (change.kind, change.consumed, change.pinned, change.changes) == (ChangeKind.APPENDS, 1, 4, 2)
+
+
+def test_an_empty_source_at_the_last_refresh_makes_everything_new() -> None:
+    change = classify(table(snap(1), snap(2, "overwrite")), recorded(None))
+    assert (change.kind, change.consumed) == (ChangeKind.APPENDS, None)
+
+
+def test_copy_on_write_overwrites_and_deletes_are_row_level() -> None:
+    history = table(snap(1), snap(2), snap(3, "overwrite", added_data_files=1, deleted_data_files=1), snap(4, "delete"))
+    assert classify(history, recorded(1)).kind is ChangeKind.ROW_LEVEL
+
+
+@pytest.mark.parametrize("key", ["added_delete_files", "added_position_delete_files", "added_equality_delete_files",
+                                 "added_dvs"])
+def test_merge_on_read_delete_files_rule_out(key: str) -> None:
+    change = classify(table(snap(1), snap(2, "overwrite", **{key: 1})), recorded(1))
+    assert (change.kind, change.reason) == (ChangeKind.RULES_OUT, FallbackReason.MERGE_ON_READ_DELETES)
+
+
+def test_existing_delete_files_rule_out_the_changelog_but_not_appends() -> None:
+    with_deletes = snap(1, "overwrite", total_delete_files=2)
+    appended = table(with_deletes, snap(2, "append", total_delete_files=2))
+    assert classify(appended, recorded(1)).kind is ChangeKind.APPENDS
+    change = classify(table(with_deletes, snap(2, "overwrite", total_delete_files=2)), recorded(1))
+    assert change.reason is FallbackReason.MERGE_ON_READ_DELETES
+
+
+def test_schema_change_rules_out() -> None:
+    change = classify(table(snap(1), snap(2, schema_id=1)), recorded(1))
+    assert change.reason is FallbackReason.SCHEMA_CHANGED
+
+
+def test_expired_rolled_back_recreated_and_unrecorded_sources_rule_out() -> None:
+    assert classify(table(snap(5), snap(6)), recorded(2)).reason is FallbackReason.SNAPSHOT_EXPIRED
+    rolled_back = table(snap(1), snap(2), known=(1, 2, 3))
+    assert classify(rolled_back, recorded(3)).reason is FallbackReason.HISTORY_REWRITTEN
+    assert classify(table(snap(1), snap(2)), recorded(1, uuid="other")).reason is FallbackReason.SOURCE_RECREATED
+    assert classify(table(snap(1)), None).reason is FallbackReason.SOURCE_NOT_RECORDED

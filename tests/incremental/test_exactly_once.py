@@ -1,0 +1,83 @@
+"""Exactly once: an incremental refresh is one commit carrying its refresh state. A crash before the commit
+changes nothing and the next refresh produces the right result; a crash after it repeats nothing."""
+
+from __future__ import annotations
+
+import pytest
+from incremental_testing import COW, assert_matches_oracle, multiset, qualified, refresh, run
+
+from mt_magic.errors import RefreshError
+from mt_magic.runtime.incremental import Strategy, runner
+from mt_magic.runtime.status import RefreshKind
+
+pytestmark = pytest.mark.spark
+
+
+class InjectedCrash(Exception):
+    """Stands for the kernel dying at the injection point."""
+
+
+def _crash(*_args, **_kwargs):
+    raise InjectedCrash("injected crash")
+
+
+@pytest.fixture
+def sums(mt, spark) -> str:
+    """A merge-strategy table (re-applying its delta would double-count) with one pending append."""
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
+    run(mt, "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k")
+    spark.sql("INSERT INTO src VALUES (1, 5), (3, 30)")
+    return "sums"
+
+
+def test_a_crash_right_before_the_commit_leaves_everything_unchanged(mt, spark, sums, monkeypatch) -> None:
+    name = qualified(mt, sums)
+    before = mt.workspace.catalog.load(name)
+    rows_before = multiset(spark.table(name))
+    monkeypatch.setattr(runner, "commit", _crash)
+
+    with pytest.raises(InjectedCrash):
+        refresh(mt, sums)
+
+    after = mt.workspace.catalog.load(name)
+    assert after.current_snapshot_id == before.current_snapshot_id
+    assert multiset(spark.table(name)) == rows_before
+    monkeypatch.undo()
+    outcome = refresh(mt, sums)
+    assert outcome.strategy == f"incremental: {Strategy.AGGREGATE_MERGE.label}"
+    assert_matches_oracle(mt, sums)
+    assert refresh(mt, sums).kind is RefreshKind.NOOP
+
+
+def test_a_crash_right_after_the_commit_repeats_nothing(mt, spark, sums, monkeypatch) -> None:
+    name = qualified(mt, sums)
+    monkeypatch.setattr(runner, "committed_snapshot", _crash)
+
+    with pytest.raises(InjectedCrash):
+        refresh(mt, sums)
+
+    monkeypatch.undo()
+    assert_matches_oracle(mt, sums)
+    rows = multiset(spark.table(name))
+    assert refresh(mt, sums).kind is RefreshKind.NOOP
+    assert multiset(spark.table(name)) == rows
+    assert rows[(1, 2, 15)] == 1  # merged once: (1,10) + (1,5)
+
+
+def test_a_concurrent_write_to_the_table_aborts_the_commit(mt, spark, sums, monkeypatch) -> None:
+    name = qualified(mt, sums)
+    real_commit = runner.commit
+
+    def write_first(catalog, table, write, state, refresh_id, read_snapshot):
+        spark.sql(f"INSERT INTO {name} VALUES (9, 1, 1)")  # another writer lands between read and commit
+        real_commit(catalog, table, write, state, refresh_id, read_snapshot)
+
+    monkeypatch.setattr(runner, "commit", write_first)
+    with pytest.raises(RefreshError, match=r"sums changed during the refresh .*nothing was committed"):
+        refresh(mt, sums)
+    monkeypatch.undo()
+    outcome = refresh(mt, sums)  # the outside write is detected and repaired by a full recompute
+    assert outcome.kind is RefreshKind.FULL and "written outside refreshes" in outcome.strategy
+    assert_matches_oracle(mt, sums)

@@ -1,0 +1,131 @@
+"""Refreshes that cannot be incremental recompute fully, record why (outcome and ``mt.strategy``), and still
+equal a full recompute; with ``'incremental' = 'strict'`` they fail instead and write nothing."""
+
+from __future__ import annotations
+
+import pytest
+from incremental_testing import COW, MOR, assert_matches_oracle, qualified, refresh, run
+
+from mt_magic.errors import RefreshError
+from mt_magic.runtime.incremental import FallbackReason, Strategy
+from mt_magic.runtime.status import RefreshKind
+
+pytestmark = pytest.mark.spark
+
+
+def last_strategy(mt, table: str) -> str:
+    _, state = mt.workspace.catalog.load(qualified(mt, table)).last_refresh()
+    return state.strategy
+
+
+def assert_fell_back(mt, table: str, outcome, reason: FallbackReason) -> None:
+    assert outcome.kind is RefreshKind.FULL, outcome
+    assert outcome.strategy.startswith(f"full: fallback — {reason.sentence}"), outcome.strategy
+    assert last_strategy(mt, table) == outcome.strategy
+    assert_matches_oracle(mt, table)
+
+
+def test_query_shapes_that_need_the_whole_input_fall_back_with_their_reason(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20), (1, 30)")
+    run(mt, """
+        CREATE MATERIALIZED TABLE ranked FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v) AS rn FROM src;
+        CREATE MATERIALIZED TABLE top2 FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, v FROM src ORDER BY v DESC LIMIT 2;
+        CREATE MATERIALIZED TABLE stamped FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT k, v, rand(7) < 2 AS always FROM src""")
+    spark.sql("INSERT INTO src VALUES (2, 5), (3, 40)")
+
+    assert_fell_back(mt, "ranked", refresh(mt, "ranked"), FallbackReason.WINDOW_FUNCTION)
+    top2 = refresh(mt, "top2")
+    assert_fell_back(mt, "top2", top2, FallbackReason.LIMIT)
+    assert top2.strategy.endswith("; also: order by")
+    assert_fell_back(mt, "stamped", refresh(mt, "stamped"), FallbackReason.NONDETERMINISTIC)
+    _, definition = mt.workspace.catalog.load_materialized(qualified(mt, "ranked"))
+    assert definition.mode_reason.endswith(f"CONTINUOUS · fallback: {FallbackReason.WINDOW_FUNCTION.sentence}")
+
+
+def test_merge_on_read_deletes_fall_back_and_appends_after_them_do_not(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {MOR}")
+    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20), (3, 30)")
+    run(mt, "CREATE MATERIALIZED TABLE kept FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, v FROM src WHERE v > 10")
+    spark.sql("DELETE FROM src WHERE k = 2")
+
+    assert_fell_back(mt, "kept", refresh(mt, "kept"), FallbackReason.MERGE_ON_READ_DELETES)
+    spark.sql("INSERT INTO src VALUES (4, 40)")
+    outcome = refresh(mt, "kept")
+    assert outcome.strategy == f"incremental: {Strategy.APPEND_DELTA.label}"
+    assert_matches_oracle(mt, "kept")
+
+
+def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 10)")
+    run(mt, "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT k, sum(v) AS s FROM src GROUP BY k")
+    consumed = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
+    spark.sql("INSERT INTO src VALUES (2, 20)")
+    spark.sql("INSERT INTO src VALUES (3, 30)")
+    spark.sql(f"CALL mtinc.system.expire_snapshots(table => '{mt.workspace.default_namespace}.src', "
+              "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert consumed not in mt.workspace.catalog.load(qualified(mt, "src")).known_snapshot_ids
+
+    assert_fell_back(mt, "sums", refresh(mt, "sums"), FallbackReason.SNAPSHOT_EXPIRED)
+
+    before = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
+    spark.sql("INSERT INTO src VALUES (4, 40)")
+    assert refresh(mt, "sums").strategy == f"incremental: {Strategy.AGGREGATE_MERGE.label}"
+    spark.sql(f"CALL mtinc.system.rollback_to_snapshot('{mt.workspace.default_namespace}.src', {before})")
+    assert_fell_back(mt, "sums", refresh(mt, "sums"), FallbackReason.HISTORY_REWRITTEN)
+
+
+def test_table_history_rules_out_incremental_after_alter_backfill_or_outside_writes(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT, ds STRING) USING iceberg PARTITIONED BY (ds) {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 10, 'a'), (2, 20, 'b')")
+    run(mt, "CREATE MATERIALIZED TABLE m PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT ds, k, v FROM src")
+    run(mt, "ALTER MATERIALIZED TABLE m AS SELECT ds, k, v + 1 AS v FROM src")
+    spark.sql("INSERT INTO src VALUES (3, 30, 'a')")
+    assert_fell_back(mt, "m", refresh(mt, "m"), FallbackReason.DEFINITION_CHANGED)
+
+    spark.sql("INSERT INTO src VALUES (4, 40, 'b')")
+    run(mt, "ALTER MATERIALIZED TABLE m REFRESH PARTITION (ds = 'b')")
+    spark.sql("INSERT INTO src VALUES (5, 50, 'a')")
+    assert_fell_back(mt, "m", refresh(mt, "m"), FallbackReason.PARTIAL_LAST_REFRESH)
+
+    spark.sql("INSERT INTO m VALUES ('z', 0, 0)")
+    spark.sql("INSERT INTO src VALUES (6, 60, 'a')")
+    assert_fell_back(mt, "m", refresh(mt, "m"), FallbackReason.TABLE_MODIFIED)
+
+    spark.sql("ALTER TABLE src ADD COLUMN note STRING")
+    spark.sql("INSERT INTO src VALUES (7, 70, 'a', 'x')")
+    assert_fell_back(mt, "m", refresh(mt, "m"), FallbackReason.SCHEMA_CHANGED)
+
+
+def test_strict_fails_instead_of_falling_back_and_writes_nothing(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
+    run(mt, """
+        CREATE MATERIALIZED TABLE ranked WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT k, v, rank() OVER (ORDER BY v) AS r FROM src;
+        CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT k, v FROM src WHERE v > 10""")
+    before = mt.workspace.catalog.load(qualified(mt, "ranked")).current_snapshot_id
+    spark.sql("INSERT INTO src VALUES (3, 30)")
+
+    with pytest.raises(RefreshError, match=r"ranked: 'incremental' = 'strict' forbids a full refresh, but window "
+                                           r"functions need the whole input.*\[WINDOW_FUNCTION\]"):
+        refresh(mt, "ranked")
+    assert mt.workspace.catalog.load(qualified(mt, "ranked")).current_snapshot_id == before
+    assert refresh(mt, "kept").kind is RefreshKind.INCREMENTAL
+
+
+def test_the_first_refresh_and_full_mode_recompute_without_a_fallback_reason(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 10)")
+    run(mt, "CREATE MATERIALIZED TABLE hourly FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = FULL "
+            "AS SELECT k, sum(v) AS s FROM src GROUP BY k")
+    assert last_strategy(mt, "hourly") == "full recompute"
+    spark.sql("INSERT INTO src VALUES (2, 20)")
+    outcome = refresh(mt, "hourly")
+    assert (outcome.kind, outcome.strategy) == (RefreshKind.FULL, "full recompute")
