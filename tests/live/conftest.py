@@ -45,7 +45,9 @@ def iceberg(live_server):
     """A pyiceberg client of the live catalog (metadata, appends and scans without Spark jobs)."""
     from pyiceberg.catalog import load_catalog
 
-    return load_catalog(CATALOG)
+    # explicit properties: pyiceberg reads PYICEBERG_CATALOG__* once, at its first import in the run
+    token = {"token": live_server.token} if live_server.token else {}
+    return load_catalog(CATALOG, type="rest", uri=live_server.uri, **token)
 
 
 @pytest.fixture(scope="session")
