@@ -1,14 +1,22 @@
-"""Session-scoped fixtures shared by every test layer: one real SparkSession with Iceberg per run.
+"""Fixtures shared by every test layer: one real SparkSession with Iceberg per run, and the real embedded
+REST catalog server with services bound to it.
 
+Every ``mt`` gets a fresh namespace of the shared test catalog, so tests never see each other's tables.
 The run's own MT_MAGIC_HOME is set in the repository's root conftest.py."""
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shared_catalog import CATALOG
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+_namespaces = itertools.count()
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +37,47 @@ def hadoop_catalog(spark, tmp_path: Path) -> str:
     spark.conf.set(f"spark.sql.catalog.{name}.type", "hadoop")
     spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(tmp_path / "warehouse"))
     return name
+
+
+@pytest.fixture(scope="session")
+def catalog_server(tmp_path_factory: pytest.TempPathFactory):
+    """One real REST catalog server process for the whole run, on loopback."""
+    from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
+
+    home = tmp_path_factory.mktemp("catalog_home")
+    server = ensure_embedded_server(home)
+    yield server
+    stop_embedded_server(home)
+
+
+@pytest.fixture(scope="session")
+def connection(spark, catalog_server):
+    """A connection without a manager, found through pyiceberg's env configuration: refreshes run inline,
+    so tests see each one complete."""
+    from mt_magic.runtime.connection import ConnectionSettings, connect
+
+    prefix = f"PYICEBERG_CATALOG__{CATALOG.upper()}__"
+    os.environ[prefix + "URI"] = catalog_server.uri
+    os.environ[prefix + "TYPE"] = "rest"
+    if catalog_server.token:
+        os.environ[prefix + "TOKEN"] = catalog_server.token
+    conn = connect(ConnectionSettings(catalog_name=CATALOG, namespace="default",
+                                      start_manager=False))
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def mt(connection) -> Iterator:
+    """A service whose unqualified names live in a fresh namespace (also made current in the session)."""
+    from dataclasses import replace
+
+    from mt_magic.runtime.engine import Engine
+    from mt_magic.runtime.service import MaterializedTables
+
+    base = connection.service.workspace
+    namespace = f"t{next(_namespaces)}"
+    base.catalog.catalog.create_namespace(namespace)
+    workspace = replace(base, default_namespace=namespace)
+    connection.spark.sql(f"USE {CATALOG}.{namespace}")
+    yield MaterializedTables(Engine(workspace, connection.service.engine.jobs))

@@ -22,8 +22,8 @@ from mt_magic.errors import (
 )
 from mt_magic.runtime import incremental
 from mt_magic.runtime import schema as schema_rules
-from mt_magic.sql.statements import CreateMaterializedTable, Freshness, TableName
 from mt_magic.sql.rewrite import qualify_sources
+from mt_magic.sql.statements import CreateMaterializedTable, Freshness, TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,6 +103,26 @@ def _check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSche
     return resolve_schedule(stmt.freshness, stmt.refresh_mode, ws.rules)
 
 
+def _check_incremental_option(label: str, options: dict[str, str], mode: str, expanded: str) -> None:
+    """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
+    from mt_magic.runtime.refresh import INCREMENTAL_OPTION
+
+    value = options.get(INCREMENTAL_OPTION)
+    if value is None:
+        return
+    if value.strip().lower() not in ("strict", "auto"):
+        raise DefinitionError(
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{value}') is not a known value. Use 'strict' (fail rather "
+            "than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
+        )
+    why = incremental.strict_violation(mode, expanded) if value.strip().lower() == "strict" else None
+    if why is not None:
+        raise DefinitionError(
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = 'strict') can never be honoured: {why}. Nothing was "
+            "created; remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)."
+        )
+
+
 def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[MaterializedTableDefinition, StructType]:
     """Validate a CREATE against Spark and the catalog; nothing is written."""
     label = f"CREATE MATERIALIZED TABLE {stmt.name}"
@@ -111,6 +131,7 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
     schema = _infer_schema(ws, label, expanded)
     options = stmt.options_dict
+    _check_incremental_option(label, options, schedule.mode.value, expanded)
     formatters = date_formatters(options)
     schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
     definition = MaterializedTableDefinition(
@@ -156,8 +177,11 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     expanded, upstream = _resolve_query(ws, label, query)
     expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
     new_schema = _infer_schema(ws, label, expanded)
+    _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     added = schema_rules.appended_columns(label, ws.spark.table(name).schema, new_schema)
+    schedule_reason = current.mode_reason.split(" · ", 1)[0]  # the freshness part; the plan part is redone
     updated = replace(current, query=query, expanded_query=expanded, upstream=upstream,
+                      mode_reason=incremental.mode_reason(schedule_reason, current.refresh_mode, expanded),
                       definition_version=current.definition_version + 1)
     schema_rules.add_columns(ws.spark, name, added)
     try:

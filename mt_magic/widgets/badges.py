@@ -122,5 +122,9 @@ def state_badge_html(status: TableStatus) -> str:
 
 
 def mode_text(status: TableStatus) -> str:
-    """``CONTINUOUS · incremental (aggregate merge)``: the effective mode and why."""
-    return status.mode.value + (f" · {status.mode_reason}" if status.mode_reason else "")
+    """``CONTINUOUS · freshness 5 minutes < 30 minutes threshold · incremental (…)``: the mode and why.
+
+    The stored reason reads "… → CONTINUOUS · …" on its own; the card names the mode first, so not again.
+    """
+    reason = status.mode_reason.replace(f" → {status.mode.value}", "")
+    return status.mode.value + (f" · {reason}" if reason else "")

@@ -10,9 +10,10 @@ import random
 from collections import Counter
 from datetime import datetime, timezone
 
+from shared_catalog import CATALOG
+
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest, RefreshTrigger
 
-CATALOG = "mtinc"
 COW = ("TBLPROPERTIES ('write.delete.mode' = 'copy-on-write', 'write.update.mode' = 'copy-on-write', "
        "'write.merge.mode' = 'copy-on-write')")
 MOR = ("TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read', "

@@ -4,8 +4,8 @@ group keys of date, timestamp and decimal types located by literal filters."""
 from __future__ import annotations
 
 import pytest
-
 from incremental_testing import COW, assert_matches_oracle, qualified, refresh, run
+
 from mt_magic.runtime.incremental import Strategy
 from mt_magic.runtime.status import RefreshKind
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from incremental_testing import COW, MOR, assert_matches_oracle, qualified, refresh, run
+from shared_catalog import CATALOG
 
-from mt_magic.errors import RefreshError
+from mt_magic.errors import DefinitionError, RefreshError
 from mt_magic.runtime.incremental import FallbackReason, Strategy
 from mt_magic.runtime.status import RefreshKind
 
@@ -44,6 +45,11 @@ def test_query_shapes_that_need_the_whole_input_fall_back_with_their_reason(mt, 
     _, definition = mt.workspace.catalog.load_materialized(qualified(mt, "ranked"))
     assert definition.mode_reason.endswith(f"CONTINUOUS · fallback: {FallbackReason.WINDOW_FUNCTION.sentence}")
 
+    run(mt, "ALTER MATERIALIZED TABLE ranked AS SELECT k, v, 0 AS rn FROM src")  # no window any more
+    _, altered = mt.workspace.catalog.load_materialized(qualified(mt, "ranked"))
+    assert altered.mode_reason.startswith("freshness 1 minute") and "· incremental (" in altered.mode_reason
+    assert "fallback" not in altered.mode_reason
+
 
 def test_merge_on_read_deletes_fall_back_and_appends_after_them_do_not(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {MOR}")
@@ -66,7 +72,7 @@ def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
     consumed = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
     spark.sql("INSERT INTO src VALUES (2, 20)")
     spark.sql("INSERT INTO src VALUES (3, 30)")
-    spark.sql(f"CALL mtinc.system.expire_snapshots(table => '{mt.workspace.default_namespace}.src', "
+    spark.sql(f"CALL {CATALOG}.system.expire_snapshots(table => '{mt.workspace.default_namespace}.src', "
               "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
     assert consumed not in mt.workspace.catalog.load(qualified(mt, "src")).known_snapshot_ids
 
@@ -75,7 +81,7 @@ def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
     before = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
     spark.sql("INSERT INTO src VALUES (4, 40)")
     assert refresh(mt, "sums").strategy == f"incremental: {Strategy.AGGREGATE_MERGE.label}"
-    spark.sql(f"CALL mtinc.system.rollback_to_snapshot('{mt.workspace.default_namespace}.src', {before})")
+    spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{mt.workspace.default_namespace}.src', {before})")
     assert_fell_back(mt, "sums", refresh(mt, "sums"), FallbackReason.HISTORY_REWRITTEN)
 
 
@@ -102,22 +108,43 @@ def test_table_history_rules_out_incremental_after_alter_backfill_or_outside_wri
     assert_fell_back(mt, "m", refresh(mt, "m"), FallbackReason.SCHEMA_CHANGED)
 
 
-def test_strict_fails_instead_of_falling_back_and_writes_nothing(mt, spark) -> None:
+def test_strict_is_refused_at_create_when_no_refresh_could_honour_it(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
-    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
-    run(mt, """
-        CREATE MATERIALIZED TABLE ranked WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
-          AS SELECT k, v, rank() OVER (ORDER BY v) AS r FROM src;
-        CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
-          AS SELECT k, v FROM src WHERE v > 10""")
-    before = mt.workspace.catalog.load(qualified(mt, "ranked")).current_snapshot_id
-    spark.sql("INSERT INTO src VALUES (3, 30)")
+    with pytest.raises(DefinitionError, match=r"ranked: WITH \('incremental' = 'strict'\) can never be honoured: "
+                                              r"window functions need the whole input.*`%mt explain`"):
+        run(mt, "CREATE MATERIALIZED TABLE ranked WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE "
+                "AS SELECT k, v, rank() OVER (ORDER BY v) AS r FROM src")
+    with pytest.raises(DefinitionError, match=r"hourly: .*can never be honoured: the table refreshes in FULL mode"):
+        run(mt, "CREATE MATERIALIZED TABLE hourly WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' HOUR "
+                "AS SELECT k, v FROM src")
+    with pytest.raises(DefinitionError, match=r"\('incremental' = 'always'\) is not a known value. Use 'strict'"):
+        run(mt, "CREATE MATERIALIZED TABLE odd WITH ('incremental' = 'always') FRESHNESS = INTERVAL '1' MINUTE "
+                "AS SELECT k, v FROM src")
+    assert not any(mt.workspace.catalog.exists(qualified(mt, t)) for t in ("ranked", "hourly", "odd"))
 
-    with pytest.raises(RefreshError, match=r"ranked: 'incremental' = 'strict' forbids a full refresh, but window "
-                                           r"functions need the whole input.*\[WINDOW_FUNCTION\]"):
-        refresh(mt, "ranked")
-    assert mt.workspace.catalog.load(qualified(mt, "ranked")).current_snapshot_id == before
-    assert refresh(mt, "kept").kind is RefreshKind.INCREMENTAL
+    run(mt, "CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT k, v FROM src WHERE v > 10")
+    with pytest.raises(DefinitionError, match=r"ALTER MATERIALIZED TABLE .*kept AS: .*can never be honoured: LIMIT"):
+        run(mt, "ALTER MATERIALIZED TABLE kept AS SELECT k, v FROM src ORDER BY v LIMIT 3")
+
+
+def test_strict_fails_at_refresh_instead_of_falling_back_and_writes_nothing(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {MOR}")
+    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20), (3, 30)")
+    run(mt, """
+        CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT k, v FROM src WHERE v > 10;
+        CREATE MATERIALIZED TABLE everything WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT k, v FROM src""")
+    spark.sql("INSERT INTO src VALUES (4, 40)")
+    assert refresh(mt, "everything").kind is RefreshKind.INCREMENTAL
+    before = mt.workspace.catalog.load(qualified(mt, "kept")).current_snapshot_id
+    spark.sql("DELETE FROM src WHERE k = 2")
+
+    with pytest.raises(RefreshError, match=r"kept: 'incremental' = 'strict' forbids a full refresh, but .*"
+                                           r"\[MERGE_ON_READ_DELETES\]"):
+        refresh(mt, "kept")
+    assert mt.workspace.catalog.load(qualified(mt, "kept")).current_snapshot_id == before
 
 
 def test_the_first_refresh_and_full_mode_recompute_without_a_fallback_reason(mt, spark) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-CATALOG = "mtit"
-
 
 def run(service, cell: str, cascade: bool = False) -> list:
     """Execute every statement of a cell and wait for the refreshes it started."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from mt_testing import run, utc
+from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, DependencyError, MaterializedTableExistsError, MtMagicError
 from mt_magic.runtime.status import RefreshKind, RefreshRequest, RefreshTrigger
-
-from mt_testing import CATALOG, run, utc
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,8 @@ Public surface: :func:`explain` (``%mt explain``), :func:`mode_reason` (CREATE's
 
 from __future__ import annotations
 
-from mt_magic.runtime.incremental.explain import Explanation, SourcePlan, explain, mode_reason
+from mt_magic.runtime.incremental.explain import Explanation, SourcePlan, explain, mode_reason, strict_violation
 from mt_magic.runtime.incremental.reasons import Fallback, FallbackReason, Strategy
 
-__all__ = ["Explanation", "Fallback", "FallbackReason", "SourcePlan", "Strategy", "explain", "mode_reason"]
+__all__ = ["Explanation", "Fallback", "FallbackReason", "SourcePlan", "Strategy", "explain", "mode_reason",
+           "strict_violation"]

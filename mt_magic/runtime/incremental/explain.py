@@ -180,3 +180,11 @@ def mode_reason(schedule_reason: str, mode: str, expanded_query: str) -> str:
     except Exception:  # the reason is informative only; Spark has already validated the query
         return schedule_reason
     return f"{schedule_reason} · {plan.describe()}"
+
+
+def strict_violation(mode: str, expanded_query: str) -> str | None:
+    """Why ``'incremental' = 'strict'`` can never hold for this table, or ``None`` when it can."""
+    if mode != "CONTINUOUS":
+        return f"the table refreshes in {mode} mode, which always recomputes"
+    plan = plan_query(analyze_query(expanded_query))
+    return plan.fallback.describe() if plan.fallback is not None else None

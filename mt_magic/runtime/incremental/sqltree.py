@@ -1,6 +1,6 @@
 """Rewrites of the definition query that incremental strategies run, on sqlglot's tree (spark dialect).
 
-Each rewrite touches only the result SELECT (found as :func:`mt_magic.sql.analysis.result_select` finds it),
+Each rewrite touches only the result SELECT (found as :func:`mt_magic.sql.result_shape.result_select` finds it),
 so the facts the planner read and the SQL the strategies run describe the same SELECT.
 """
 
@@ -13,7 +13,7 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-from mt_magic.sql.analysis import result_select
+from mt_magic.sql.result_shape import result_select
 
 DIALECT = "spark"
 
