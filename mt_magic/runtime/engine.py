@@ -6,6 +6,7 @@ snapshot summaries), so a new kernel or a headless runner picks up exactly where
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -15,6 +16,7 @@ from mt_magic.runtime.backend import CatalogUnavailableError
 from mt_magic.runtime.jobs import SparkJobs
 from mt_magic.runtime.lifecycle import Workspace
 from mt_magic.runtime.refresh import RefreshContext, run_refresh
+from mt_magic.runtime.retention import expire_if_due
 from mt_magic.runtime.status import (
     JobProgress,
     ManagedTable,
@@ -25,6 +27,8 @@ from mt_magic.runtime.status import (
     RefreshTrigger,
 )
 from mt_magic.sql.statements import RefreshMode
+
+log = logging.getLogger(__name__)
 
 NO_DATA_CHANGE = frozenset({"replace"})
 """Snapshot operations that carry no logical change (compaction)."""
@@ -72,13 +76,25 @@ class Engine:
 
     def refresh(self, request: RefreshRequest) -> RefreshOutcome:
         try:
-            return run_refresh(self.context, request)
+            outcome = run_refresh(self.context, request)
         except (NoSuchMaterializedTableError, CatalogError):
             raise
         except Exception as exc:
             if _unavailable(exc):
                 raise CatalogUnavailableError(f"catalog unreachable during refresh: {exc}") from exc
             raise
+        if outcome.kind is not RefreshKind.NOOP:
+            self._expire_old_snapshots(request)
+        return outcome
+
+    def _expire_old_snapshots(self, request: RefreshRequest) -> None:
+        """Housekeeping after a committed refresh (see :mod:`.retention`); a failure here is only logged."""
+        try:
+            info = self.workspace.catalog.load(request.table)
+            with self.jobs.job_group(request.job_group, f"expire old snapshots of {request.table}"):
+                expire_if_due(self.jobs.child_session(), info, self.workspace.clock())
+        except Exception as exc:  # cancelled by a DROP, catalog hiccup: the refresh itself has committed
+            log.warning("snapshot retention for %s skipped: %s", request.table, str(exc).splitlines()[0])
 
     def cancel(self, job_group: str) -> None:
         self.jobs.cancel(job_group)

@@ -87,14 +87,29 @@ def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: R
 
 
 def conform(df: DataFrame, target: DataFrame) -> DataFrame:
-    """The query result as the table's columns: by name, in table order, cast to the table's types."""
+    """The query result as the table's columns: by name, in table order, cast to the table's types.
+
+    One ``selectExpr`` (a single call into the JVM), not a Column per field: this runs on every refresh.
+    Struct types go through Columns: their type strings do not quote nested field names.
+    """
     from pyspark.sql import functions as F
 
     present = set(df.columns)
-    return df.select([
-        (F.col(f"`{f.name}`") if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
-        for f in target.schema.fields
+    fields = target.schema.fields
+    if any("struct<" in f.dataType.simpleString() for f in fields):
+        return df.select([
+            (F.col(quoted(f.name)) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in fields
+        ])
+    return df.selectExpr(*[
+        f"CAST({quoted(f.name) if f.name in present else 'NULL'} AS {f.dataType.simpleString()}) AS {quoted(f.name)}"
+        for f in fields
     ])
+
+
+def quoted(name: str) -> str:
+    """A Spark SQL identifier in backquotes."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Column:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import DefinitionError
+from mt_magic.runtime.retention import retention_properties
 from mt_magic.sql.statements import ColumnDef, PrimaryKey
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
         f"{_col(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
         for f in schema.fields
     )
-    properties = {"format-version": "2", **definition.to_properties()}
+    properties = {"format-version": "2", **retention_properties(definition.freshness_seconds, definition.options),
+                  **definition.to_properties()}
     ddl = [f"CREATE TABLE {quote(name)} ({columns}) USING iceberg"]
     if definition.partitioned_by:
         ddl.append("PARTITIONED BY (" + ", ".join(_col(c) for c in definition.partitioned_by) + ")")

@@ -77,3 +77,32 @@ def test_expired_rolled_back_recreated_and_unrecorded_sources_rule_out() -> None
     assert classify(rolled_back, recorded(3)).reason is FallbackReason.HISTORY_REWRITTEN
     assert classify(table(snap(1), snap(2)), recorded(1, uuid="other")).reason is FallbackReason.SOURCE_RECREATED
     assert classify(table(snap(1)), None).reason is FallbackReason.SOURCE_NOT_RECORDED
+
+
+def test_the_delta_size_is_read_from_the_summaries() -> None:
+    appends = classify(table(snap(1, added_records=5), snap(2, added_records=7), snap(3, "replace", added_records=99),
+                             snap(4, added_records=3)), recorded(1))
+    assert appends.rows == 10  # the compaction's rewritten rows are no change
+    updates = classify(table(snap(1), snap(2, "overwrite", added_records=4, deleted_records=4)), recorded(1))
+    assert (updates.kind, updates.rows) == (ChangeKind.ROW_LEVEL, 8)
+
+
+def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None:
+    from dataclasses import replace
+
+    from mt_magic.runtime.incremental.planner import RefreshPlan
+    from mt_magic.runtime.incremental.reasons import Strategy
+    from mt_magic.runtime.incremental.runner import sized_options
+    from mt_magic.runtime.incremental.shape import QueryPlan
+
+    target = table(snap(1, total_records=2_500_000))
+    change = classify(table(snap(1), snap(2, added_records=600_000)), recorded(1))
+    plan = RefreshPlan(Strategy.AGGREGATE_MERGE, QueryPlan(shape=None), (change,), 1)
+    assert sized_options(plan, target, {"k": "v"}, 8) == {"k": "v", "spark.sql.shuffle.partitions": "4"}
+    assert sized_options(plan, table(snap(1, total_records=10)), {}, 8) == {"spark.sql.shuffle.partitions": "1"}
+    assert sized_options(plan, table(snap(1, total_records=10**12)), {}, 8) == {"spark.sql.shuffle.partitions": "8"}
+    # an explicit setting wins; joins and affected-group recomputes read more than the delta and the table
+    assert sized_options(plan, target, {"spark.sql.shuffle.partitions": "3"}, 8) == {
+        "spark.sql.shuffle.partitions": "3"}
+    assert sized_options(replace(plan, query=QueryPlan(shape=None, joins=1)), target, {}, 8) == {}
+    assert sized_options(replace(plan, strategy=Strategy.AFFECTED_GROUPS), target, {}, 8) == {}

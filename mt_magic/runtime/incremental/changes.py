@@ -46,6 +46,8 @@ class SourceChange:
     reason: FallbackReason | None = None
     changes: int = 0
     """Snapshots with a logical change in the range."""
+    rows: int = 0
+    """Rows those snapshots added plus rows they removed, from the summaries: the size of the delta."""
 
     @property
     def changed(self) -> bool:
@@ -89,8 +91,9 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         reason = FallbackReason.SNAPSHOT_EXPIRED if expired else FallbackReason.HISTORY_REWRITTEN
         return _ruled_out(name, consumed, pinned, reason)
     logical = [s for s in after if s.operation not in NO_LOGICAL_CHANGE_OPS]
+    rows = sum(_count(s, "added-records") + _count(s, "deleted-records") for s in logical)
     if consumed is None:
-        return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical))
+        return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical), rows=rows)
     before = next(s for s in info.snapshots if s.snapshot_id == consumed)
     if None not in (before.schema_id, after[-1].schema_id) and before.schema_id != after[-1].schema_id:
         return _ruled_out(name, consumed, pinned, FallbackReason.SCHEMA_CHANGED)
@@ -99,7 +102,7 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
     if any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS):
         return _ruled_out(name, consumed, pinned, FallbackReason.MERGE_ON_READ_DELETES)
     if all(s.operation == "append" for s in logical):
-        return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical))
+        return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows)
     if _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0:
         return _ruled_out(name, consumed, pinned, FallbackReason.MERGE_ON_READ_DELETES)
-    return SourceChange(name, ChangeKind.ROW_LEVEL, consumed, pinned, changes=len(logical))
+    return SourceChange(name, ChangeKind.ROW_LEVEL, consumed, pinned, changes=len(logical), rows=rows)

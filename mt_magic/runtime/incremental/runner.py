@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
@@ -11,7 +11,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.incremental.commit import commit
 from mt_magic.runtime.incremental.delta import register_deltas
 from mt_magic.runtime.incremental.planner import RefreshPlan, plan_refresh
-from mt_magic.runtime.incremental.reasons import Fallback
+from mt_magic.runtime.incremental.reasons import Fallback, Strategy
 from mt_magic.runtime.incremental.strategies import Execution, StrategyContext, execute
 from mt_magic.runtime.refresh import RefreshContext, committed_snapshot
 from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest
@@ -28,6 +28,28 @@ def describe(execution: Execution, plan: RefreshPlan) -> str:
     return text
 
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+ROWS_PER_SHUFFLE_PARTITION = 1_000_000
+SIZED_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.AGGREGATE_MERGE})
+"""Strategies that read only the delta and the table itself, so the rows they shuffle are known up front."""
+
+
+def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str],
+                  configured: int) -> dict[str, str]:
+    """The run's session options, with the shuffle sized to the rows this refresh reads.
+
+    A small delta merged into a small table needs one shuffle partition, not the session's setting: each
+    extra task is fixed overhead on a refresh that may run every few seconds. Only for strategies whose
+    input is the delta plus the table (no joins), and never over an explicit setting.
+    """
+    if SHUFFLE_PARTITIONS in options or plan.strategy not in SIZED_STRATEGIES or plan.query.joins:
+        return dict(options)
+    current = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
+    rows = sum(c.rows for c in plan.changes) + (int(current) if current.isdigit() else configured * 10**9)
+    partitions = max(1, min(configured, -(-rows // ROWS_PER_SHUFFLE_PARTITION)))
+    return {**options, SHUFFLE_PARTITIONS: str(partitions)}
+
+
 def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
                     definition: MaterializedTableDefinition, sources: Sequence[TableInfo],
                     states: tuple[SourceState, ...], started: datetime) -> RefreshOutcome | Fallback:
@@ -41,7 +63,9 @@ def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInf
     plan = plan_refresh(info, definition, sources)
     if isinstance(plan, Fallback):
         return plan
-    session = ctx.jobs.child_session(dict(request.options))
+    configured = int(ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS)
+                     or "200")
+    session = ctx.jobs.child_session(sized_options(plan, info, request.options, configured))
     refresh_id = uuid.uuid4().hex
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         views = register_deltas(session, plan.changes)
