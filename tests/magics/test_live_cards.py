@@ -53,7 +53,8 @@ def output(shell) -> StatementOutput:  # type: ignore[no-untyped-def]
 def test_a_create_cell_shows_a_live_card_with_the_newest_rows(output: StatementOutput) -> None:
     [card] = output.cards
     assert isinstance(card, TableCard) and card.name == NAME
-    assert "freshness 10 minutes &lt; 30 minutes threshold → CONTINUOUS" in card.title.value
+    assert "CONTINUOUS · freshness 10 minutes &lt; 30 minutes threshold · incremental (" in card.title.value
+    assert "→ CONTINUOUS" not in card.title.value  # the mode is named once
     eventually(lambda: card.preview is not None and card.preview.rows != (), what="preview loaded")
     assert sorted(card.preview.rows) == [("cart", 7), ("home", 6)]  # type: ignore[union-attr]
     assert "Created mt.default.live_totals" in repr(output) and "preview (2 of up to 100 rows)" in repr(output)
