@@ -17,20 +17,11 @@ from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.runtime.service import StatementResult
 from mt_magic.runtime.session import SparkSettings
 from mt_magic.sql.freshness import FreshnessRules, full_mode_problem
-from mt_magic.sql.statements import AlterFreshness, CreateMaterializedTable, Freshness, TableName
+from mt_magic.sql.parser import parse_interval, parse_partition
+from mt_magic.sql.statements import CreateMaterializedTable, TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
-
-
-def parse_interval(text: str) -> Freshness:
-    """``INTERVAL '5' MINUTE`` → Freshness, read by the statement grammar (its FRESHNESS clause)."""
-    from mt_magic.sql.parser import parse_cell
-
-    statements = parse_cell(f"ALTER MATERIALIZED TABLE t SET FRESHNESS = {text}")
-    if len(statements) != 1 or not isinstance(statements[0], AlterFreshness):
-        raise ValueError(f"{text!r} is not one interval such as INTERVAL '5' MINUTE")
-    return statements[0].freshness
 
 
 def _wait_for_refreshes(results: Sequence[StatementResult]) -> None:
@@ -238,8 +229,6 @@ class MaterializedMagics(Magics):
         return LineageView(graph, statuses, focus)
 
     def _mt_refresh(self, args: Any) -> object:
-        from mt_magic.widgets.actions import parse_partition
-
         partition = parse_partition(args.partition) if args.partition.strip() else ()
         return StatementResultsView((self.connection.service.refresh(self._one_name(args), partition, args.cascade),))
 
@@ -261,14 +250,8 @@ class MaterializedMagics(Magics):
 
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
-        try:
-            from mt_magic.runtime.incremental.explain import explain
-        except ImportError as exc:
-            if not (exc.name or "").startswith("mt_magic.runtime.incremental"):
-                raise
-            raise UsageError("%mt explain needs the incremental refresh planner "
-                             "(mt_magic.runtime.incremental.explain), which this installation does not have yet."
-                             ) from None
+        from mt_magic.runtime.incremental.explain import explain
+
         words = text.split()
         if len(words) == 1:
             return ExplainView(str(explain(self.connection.service.workspace, self._qualify(words[0]))))
@@ -280,7 +263,7 @@ class MaterializedMagics(Magics):
     # -- helpers -----------------------------------------------------------------------------------------
 
     def _qualify(self, name: str) -> str:
-        return self.connection.service.workspace.qualify(TableName(*reversed(name.split("."))))
+        return self.connection.service.workspace.qualify(TableName.from_parts(name.split(".")))
 
     def _one_name(self, args: Any) -> str:
         if len(args.target) != 1:

@@ -26,7 +26,7 @@ from mt_magic.sql.facts import (
 )
 from mt_magic.sql.result_shape import result_facts
 from mt_magic.sql.statements import AlterQuery, CreateMaterializedTable, Position, TableName
-from mt_magic.sql.tree import DIALECT, aggregate_calls, function_name, spark_sql, table_name
+from mt_magic.sql.tree import DIALECT, aggregate_calls, function_name, spark_sql
 
 E = TypeVar("E", bound=exp.Expression)
 
@@ -167,7 +167,7 @@ def _sources(tree: exp.Expression, ctes: set[str]) -> tuple[TableName, ...]:
         parts = [p.name for p in table.parts]
         if len(parts) == 1 and parts[0].lower() in ctes:
             continue
-        found.setdefault(tuple(p.lower() for p in parts), table_name(parts))
+        found.setdefault(tuple(p.lower() for p in parts), TableName.from_parts(parts))
     return tuple(found.values())
 
 
@@ -276,5 +276,5 @@ def _repeated_sources(tree: exp.Expression, ctes: set[str]) -> tuple[TableName, 
         parts = [p.name for p in table.parts]
         key = tuple(p.lower() for p in parts)
         counts[key] = counts.get(key, 0) + multiplicity(context)
-        names.setdefault(key, table_name(parts))
+        names.setdefault(key, TableName.from_parts(parts))
     return tuple(names[k] for k, n in counts.items() if n > 1)

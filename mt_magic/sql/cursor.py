@@ -157,8 +157,7 @@ class Cursor:
                 first,
                 "use at most catalog.namespace.table",
             )
-        padded: list[str | None] = [None] * (3 - len(parts)) + list(parts)
-        return first, TableName(name=parts[-1], namespace=padded[1], catalog=padded[0])
+        return first, TableName.from_parts(parts)
 
     # --- errors --------------------------------------------------------------------------------------
     def error(self, cls: type[SqlError], problem: str, tok: Tok | None, fix: str | None = None) -> SqlError:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from mt_magic.sql.clauses import freshness_interval, option_list, partition_spec
 from mt_magic.sql.create import NAME_RESERVED, parse_create, query_body
 from mt_magic.sql.cursor import Cursor, describe
-from mt_magic.sql.errors import SqlSyntaxError, UnsupportedStatementError
+from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
 from mt_magic.sql.freshness import FreshnessRules
 from mt_magic.sql.lexing import (
     STATEMENTS_HINT,
@@ -39,6 +39,7 @@ from mt_magic.sql.statements import (
     AlterSuspend,
     AnyStatement,
     DropMaterializedTable,
+    Freshness,
     TableName,
 )
 
@@ -61,6 +62,53 @@ def parse_cell(text: str, rules: FreshnessRules | None = None) -> tuple[AnyState
     check_terminated(toks, source)
     rules = rules or FreshnessRules()
     return tuple(_parse_statement(raw, source, rules) for raw in split_statements(toks, source))
+
+
+def parse_interval(text: str) -> Freshness:
+    """``INTERVAL '5' MINUTE`` → :class:`Freshness`, read by the FRESHNESS clause's grammar (for settings).
+
+    Raises:
+        SqlError: not exactly one interval; the message says what is wrong with it.
+    """
+    cur = _clause("FRESHNESS", f"= {text}")
+    freshness = freshness_interval(cur)
+    _end_of_clause(cur, "the interval", "write one interval such as INTERVAL '5' MINUTE")
+    return freshness
+
+
+def parse_partition(text: str) -> tuple[tuple[str, str], ...]:
+    """``ds = '20250101'`` → ``(("ds", "20250101"),)``, read by the grammar of ``REFRESH PARTITION (…)``.
+
+    Raises:
+        SqlError: not a partition spec; the message quotes ``text``.
+    """
+    fix = "write it as ds = '20250101'"
+    try:
+        cur = _clause("PARTITION", f"({text})")
+        spec = partition_spec(cur)
+        _end_of_clause(cur, "the partition spec", fix)
+    except SqlError as exc:
+        raise SqlError(exc.problem, statement=f"PARTITION ({text})", fix=fix) from None
+    return spec.pairs
+
+
+def _clause(keyword: str, text: str) -> Cursor:
+    """A cursor just past ``keyword`` over ``keyword text``: one clause, read outside a statement."""
+    body = f"{keyword} {text}"
+    source = Source(body)
+    toks = tokenize(body)
+    check_terminated(toks, source)
+    raws = split_statements(toks, source)
+    if len(raws) != 1:
+        raise SqlSyntaxError(f"{text!r} is not one {keyword} clause", statement=keyword)
+    cur = Cursor(raws[0], source, keyword)
+    cur.advance()
+    return cur
+
+
+def _end_of_clause(cur: Cursor, what: str, fix: str) -> None:
+    if not cur.at_end():
+        raise cur.error(SqlSyntaxError, f"unexpected {describe(cur.peek())} after {what}", cur.peek(), fix)
 
 
 def _parse_statement(raw: RawStatement, source: Source, rules: FreshnessRules) -> AnyStatement:

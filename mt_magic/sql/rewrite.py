@@ -14,8 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from mt_magic.errors import MtMagicError
-
-DIALECT = "spark"
+from mt_magic.sql.tree import DIALECT
 
 
 class QueryRewriteError(MtMagicError):

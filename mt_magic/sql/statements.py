@@ -8,6 +8,7 @@ come from :mod:`mt_magic.sql.freshness`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -74,6 +75,15 @@ class TableName:
     name: str
     namespace: str | None = None
     catalog: str | None = None
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[str]) -> TableName:
+        """1 part: name; 2: namespace.name; 3+: catalog.namespace.name (nested namespaces joined by '.')."""
+        if len(parts) == 1:
+            return cls(name=parts[0])
+        if len(parts) == 2:
+            return cls(name=parts[1], namespace=parts[0])
+        return cls(name=parts[-1], namespace=".".join(parts[1:-1]), catalog=parts[0])
 
     def parts(self) -> tuple[str, ...]:
         return tuple(p for p in (self.catalog, self.namespace, self.name) if p is not None)

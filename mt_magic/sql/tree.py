@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from mt_magic.sql.facts import AggregateCall
-from mt_magic.sql.statements import TableName
 
 DIALECT = "spark"
 
@@ -48,11 +47,3 @@ def aggregate_calls(tree: exp.Expression) -> list[AggregateCall]:
         calls.append(AggregateCall(function_name(fn), distinct, filtered, spark_sql(fn.parent if filtered else fn)))
     return calls
 
-
-def table_name(parts: list[str]) -> TableName:
-    """1 part: name; 2: namespace.name; 3+: catalog.namespace.name (nested namespaces joined by '.')."""
-    if len(parts) == 1:
-        return TableName(name=parts[0])
-    if len(parts) == 2:
-        return TableName(name=parts[1], namespace=parts[0])
-    return TableName(name=parts[-1], namespace=".".join(parts[1:-1]), catalog=parts[0])

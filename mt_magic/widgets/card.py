@@ -17,8 +17,8 @@ import ipywidgets as widgets
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.preview import Preview
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshKind, TableStatus
+from mt_magic.sql.parser import parse_partition
 from mt_magic.sql.statements import Freshness, FreshnessUnit
-from mt_magic.widgets.actions import parse_partition
 from mt_magic.widgets.base import LiveView
 from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from mt_magic.runtime.incremental.sqltree import in_list, literal
+from mt_magic.sql.result_rewrite import in_list, literal
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -15,8 +15,8 @@ from mt_magic.runtime.incremental.delta import DeltaViews, delta_terms
 from mt_magic.runtime.incremental.planner import RefreshPlan
 from mt_magic.runtime.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
-from mt_magic.runtime.incremental.sqltree import key_probe, with_input_filter, without_having
 from mt_magic.runtime.refresh import conform
+from mt_magic.sql.result_rewrite import key_probe, with_input_filter, without_having
 from mt_magic.sql.rewrite import pin_sources
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Rewrites of the definition query that incremental strategies run, on sqlglot's tree (spark dialect).
+"""Rewrites of the result SELECT that incremental strategies run, on sqlglot's tree (spark dialect).
 
 Each rewrite touches only the result SELECT (found as :func:`mt_magic.sql.result_shape.result_select` finds it),
 so the facts the planner read and the SQL the strategies run describe the same SELECT.
@@ -14,8 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from mt_magic.sql.result_shape import result_select
-
-DIALECT = "spark"
+from mt_magic.sql.tree import DIALECT
 
 
 def _result(query: str) -> tuple[exp.Expression, exp.Select]:
