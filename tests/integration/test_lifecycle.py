@@ -220,8 +220,11 @@ def test_pyiceberg_reads_the_table_and_its_definition(mt, spark, catalog_server)
 def test_bad_definitions_are_clear_errors_and_leave_nothing(mt, spark, cell: str, message: str) -> None:
     spark.sql("CREATE TABLE IF NOT EXISTS err_src (v INT) USING iceberg")
     spark.range(1).createOrReplaceTempView("tmp_view")
-    with pytest.raises(MtMagicError, match=message):
-        run(mt, cell)
+    try:
+        with pytest.raises(MtMagicError, match=message):
+            run(mt, cell)
+    finally:  # the session is shared: a leftover temp view shows up in other tests' SHOW VIEWS
+        spark.catalog.dropTempView("tmp_view")
     tables = [t for t in mt.workspace.catalog.catalog.list_tables(mt.workspace.default_namespace)]
     assert tables == [(mt.workspace.default_namespace, "err_src")]
 
