@@ -36,6 +36,11 @@ class SnapshotInfo:
     def refresh_state(self) -> RefreshState | None:
         return RefreshState.from_summary(self.summary)
 
+    @property
+    def changes_data(self) -> bool:
+        """False for snapshots that rewrite files without changing rows (compaction, manifest rewrites)."""
+        return self.operation != "replace"
+
 
 @dataclass(frozen=True)
 class TableInfo:

@@ -101,22 +101,26 @@ class ViewStore:
             out.write(metadata.model_dump_json().encode("utf-8"))
         return location
 
+    def _insert(self, ident: Identifier, location: str) -> None:
+        """The catalog row of a new view (raises IntegrityError when the name is taken)."""
+        with self.catalog.engine.begin() as conn:
+            conn.execute(
+                insert(VIEWS).values(
+                    catalog_name=self.catalog.name,
+                    view_namespace=".".join(ident[:-1]),
+                    view_name=ident[-1],
+                    metadata_location=location,
+                    previous_metadata_location=None,
+                )
+            )
+
     def create(self, ident: Identifier, body: CreateViewBody) -> tuple[str, ViewMetadata]:
         with self.lock:
             self._check_free(ident)
             metadata = new_view_metadata(body, body.location or self.namespaces.default_location(ident))
             location = self._write(metadata, None)
             try:
-                with self.catalog.engine.begin() as conn:
-                    conn.execute(
-                        insert(VIEWS).values(
-                            catalog_name=self.catalog.name,
-                            view_namespace=".".join(ident[:-1]),
-                            view_name=ident[-1],
-                            metadata_location=location,
-                            previous_metadata_location=None,
-                        )
-                    )
+                self._insert(ident, location)
             except IntegrityError as exc:
                 raise ViewAlreadyExistsError(f"View already exists: {display(ident)}") from exc
             return location, metadata
@@ -165,14 +169,5 @@ class ViewStore:
             raise BadRequest(f"Cannot read view metadata at {metadata_location!r}: {exc}") from exc
         with self.lock:
             self._check_free(ident)
-            with self.catalog.engine.begin() as conn:
-                conn.execute(
-                    insert(VIEWS).values(
-                        catalog_name=self.catalog.name,
-                        view_namespace=".".join(ident[:-1]),
-                        view_name=ident[-1],
-                        metadata_location=metadata_location,
-                        previous_metadata_location=None,
-                    )
-                )
+            self._insert(ident, metadata_location)
         return metadata

@@ -30,8 +30,6 @@ from mt_magic.sql.statements import RefreshMode
 
 log = logging.getLogger(__name__)
 
-NO_DATA_CHANGE = frozenset({"replace"})
-"""Snapshot operations that carry no logical change (compaction)."""
 
 
 def _unavailable(exc: Exception) -> bool:
@@ -117,7 +115,7 @@ class Engine:
                 since = last[0].committed_at if last else None
                 changes_at = [since] if since else []
             else:
-                changes_at = [s.committed_at for s in changes if s.operation not in NO_DATA_CHANGE]
+                changes_at = [s.committed_at for s in changes if s.changes_data]
             if changes_at and (oldest is None or changes_at[0] < oldest):
                 oldest = changes_at[0]
         return oldest

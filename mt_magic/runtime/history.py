@@ -18,9 +18,6 @@ if TYPE_CHECKING:
     from mt_magic.catalog.tables import TableInfo
     from mt_magic.runtime.engine import Engine
 
-NO_DATA_CHANGE = frozenset({"replace"})
-
-
 def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshRecord]:
     """The table's refreshes, newest first, each with ``staleness_before`` where it can be known.
 
@@ -53,7 +50,7 @@ def _staleness_before(sources: dict[str, TableInfo], previous: RefreshState, cur
         consumed = current.snapshot_of(name)
         ids = [snap.snapshot_id for snap in changes]
         reflected = changes[: ids.index(consumed) + 1] if consumed in ids else ()
-        dated = [snap.committed_at for snap in reflected if snap.operation not in NO_DATA_CHANGE]
+        dated = [snap.committed_at for snap in reflected if snap.changes_data]
         if dated and (oldest is None or dated[0] < oldest):
             oldest = dated[0]
     if oldest is None or oldest > current.refresh_start:

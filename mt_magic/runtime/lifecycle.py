@@ -105,17 +105,15 @@ def _check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSche
 
 def _check_incremental_option(label: str, options: dict[str, str], mode: str, expanded: str) -> None:
     """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
-    from mt_magic.runtime.refresh import INCREMENTAL_OPTION
+    from mt_magic.runtime.refresh import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
 
-    value = options.get(INCREMENTAL_OPTION)
-    if value is None:
-        return
-    if value.strip().lower() not in ("strict", "auto"):
+    value = incremental_option(options)
+    if value is not None and value not in INCREMENTAL_VALUES:
         raise DefinitionError(
-            f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{value}') is not a known value. Use 'strict' (fail rather "
-            "than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
+            "'strict' (fail rather than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
         )
-    why = incremental.strict_violation(mode, expanded) if value.strip().lower() == "strict" else None
+    why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:
         raise DefinitionError(
             f"{label}: WITH ('{INCREMENTAL_OPTION}' = 'strict') can never be honoured: {why}. Nothing was "
@@ -179,9 +177,8 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     new_schema = _infer_schema(ws, label, expanded)
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     added = schema_rules.appended_columns(label, ws.spark.table(name).schema, new_schema)
-    schedule_reason = current.mode_reason.split(" · ", 1)[0]  # the freshness part; the plan part is redone
-    updated = replace(current, query=query, expanded_query=expanded, upstream=upstream,
-                      mode_reason=incremental.mode_reason(schedule_reason, current.refresh_mode, expanded),
+    reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
+    updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
                       definition_version=current.definition_version + 1)
     schema_rules.add_columns(ws.spark, name, added)
     try:

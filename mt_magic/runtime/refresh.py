@@ -22,6 +22,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshSta
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import RefreshError
 from mt_magic.runtime.jobs import SparkJobs
+from mt_magic.runtime.sql_text import identifier
 from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest, RefreshTrigger
 from mt_magic.sql.rewrite import pin_sources
 
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 
 REFRESH_ID_KEY = "mt.refresh-id"
 INCREMENTAL_OPTION = "incremental"
-"""WITH option: ``'strict'`` makes a CONTINUOUS refresh fail rather than fall back to a full recompute."""
+"""WITH option: ``'strict'`` makes a CONTINUOUS refresh fail rather than fall back to a full recompute;
+``'auto'`` (the default) falls back and records why."""
+INCREMENTAL_VALUES = ("strict", "auto")
 FORMATTER_TRIGGERS = (RefreshTrigger.SCHEDULED, RefreshTrigger.CATCH_UP, RefreshTrigger.CASCADE)
 
 
@@ -98,18 +101,24 @@ def conform(df: DataFrame, target: DataFrame) -> DataFrame:
     fields = target.schema.fields
     if any("struct<" in f.dataType.simpleString() for f in fields):
         return df.select([
-            (F.col(quoted(f.name)) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+            (F.col(identifier(f.name)) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
             for f in fields
         ])
     return df.selectExpr(*[
-        f"CAST({quoted(f.name) if f.name in present else 'NULL'} AS {f.dataType.simpleString()}) AS {quoted(f.name)}"
+        f"CAST({identifier(f.name) if f.name in present else 'NULL'} AS {f.dataType.simpleString()}) "
+        f"AS {identifier(f.name)}"
         for f in fields
     ])
 
 
-def quoted(name: str) -> str:
-    """A Spark SQL identifier in backquotes."""
-    return "`" + name.replace("`", "``") + "`"
+def incremental_option(options: Mapping[str, str]) -> str | None:
+    """The ``'incremental'`` WITH option, normalised (``None`` when not given)."""
+    value = options.get(INCREMENTAL_OPTION)
+    return None if value is None else value.strip().lower()
+
+
+def is_strict(options: Mapping[str, str]) -> bool:
+    return incremental_option(options) == "strict"
 
 
 def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Column:
@@ -118,7 +127,7 @@ def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Col
     types = {f.name: f.dataType for f in target.schema.fields}
     condition = F.lit(True)
     for col, value in partition.items():
-        condition = condition & (F.col(f"`{col}`") == F.lit(value).cast(types[col]))
+        condition = condition & (F.col(identifier(col)) == F.lit(value).cast(types[col]))
     return condition
 
 
@@ -204,7 +213,7 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest) -> RefreshOutcome:
     result = run_incremental(ctx, request, info, definition, sources, states, started)
     if isinstance(result, RefreshOutcome):
         return result
-    if definition.options.get(INCREMENTAL_OPTION, "").strip().lower() == "strict":
+    if is_strict(definition.options):
         raise RefreshError(
             f"{request.table}: 'incremental' = 'strict' forbids a full refresh, but {result.describe()} "
             f"[{result.reason.name}]. Nothing was written; change the query or the sources, or drop the option."

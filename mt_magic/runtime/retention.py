@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.sql_text import procedure
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +65,9 @@ def expire_if_due(session, info: TableInfo, now: datetime) -> int:  # noqa: ANN0
     due = expirable(info, now)
     if due < EXPIRE_BATCH:
         return 0
-    catalog, *identifier = info.name.split(".")
-    table = ".".join(identifier).replace("'", "\\'")
+    call, table = procedure(info.name, "expire_snapshots")
     try:
-        session.sql(f"CALL `{catalog}`.system.expire_snapshots(table => '{table}')").collect()
+        session.sql(f"CALL {call}(table => {table})").collect()
     except Exception as exc:  # e.g. a concurrent commit; the next refresh tries again
         log.warning("expiring old snapshots of %s failed: %s", info.name, str(exc).splitlines()[0])
         return 0

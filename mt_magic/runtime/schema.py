@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.errors import DefinitionError
 from mt_magic.runtime.retention import retention_properties
+from mt_magic.runtime.sql_text import identifier, qualified, string_literal
 from mt_magic.sql.statements import ColumnDef, PrimaryKey
 
 if TYPE_CHECKING:
@@ -14,15 +15,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructField, StructType
 
     from mt_magic.catalog.definitions import MaterializedTableDefinition
-
-
-def quote(name: str) -> str:
-    """A qualified name quoted part by part for Spark SQL."""
-    return ".".join(f"`{p.replace('`', '``')}`" for p in name.split("."))
-
-
-def _col(name: str) -> str:
-    return f"`{name.replace('`', '``')}`"
 
 
 def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], inferred: StructType) -> str:
@@ -50,8 +42,9 @@ def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], infe
         )
     select = []
     for c in columns:
-        source = _col(produced[c.name.lower()])
-        select.append(f"CAST({source} AS {c.type}) AS {_col(c.name)}" if c.type else f"{source} AS {_col(c.name)}")
+        source = identifier(produced[c.name.lower()])
+        cast = f"CAST({source} AS {c.type})" if c.type else source
+        select.append(f"{cast} AS {identifier(c.name)}")
     return f"SELECT {', '.join(select)} FROM ({query}) AS `__mt_query`"
 
 
@@ -79,11 +72,6 @@ def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, p
             )
 
 
-def sql_string(value: str) -> str:
-    """A Spark SQL string literal holding ``value`` exactly."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
                          definition: MaterializedTableDefinition, comment: str | None) -> None:
     """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure.
@@ -92,24 +80,25 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
     """
     key = {c.lower() for c in definition.primary_key}
     columns = ", ".join(
-        f"{_col(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
+        f"{identifier(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
         for f in schema.fields
     )
     properties = {"format-version": "2", **retention_properties(definition.freshness_seconds, definition.options),
                   **definition.to_properties()}
-    ddl = [f"CREATE TABLE {quote(name)} ({columns}) USING iceberg"]
+    ddl = [f"CREATE TABLE {qualified(name)} ({columns}) USING iceberg"]
     if definition.partitioned_by:
-        ddl.append("PARTITIONED BY (" + ", ".join(_col(c) for c in definition.partitioned_by) + ")")
+        ddl.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
     if comment:
-        ddl.append(f"COMMENT {sql_string(comment)}")
-    ddl.append("TBLPROPERTIES (" + ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items()) + ")")
+        ddl.append(f"COMMENT {string_literal(comment)}")
+    ddl.append("TBLPROPERTIES (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}"
+                                            for k, v in properties.items()) + ")")
     spark.sql("\n".join(ddl))
     if definition.primary_key:
         try:
-            spark.sql(f"ALTER TABLE {quote(name)} SET IDENTIFIER FIELDS "
-                      + ", ".join(_col(c) for c in definition.primary_key))
+            spark.sql(f"ALTER TABLE {qualified(name)} SET IDENTIFIER FIELDS "
+                      + ", ".join(identifier(c) for c in definition.primary_key))
         except Exception:
-            spark.sql(f"DROP TABLE IF EXISTS {quote(name)} PURGE")
+            spark.sql(f"DROP TABLE IF EXISTS {qualified(name)} PURGE")
             raise
 
 
@@ -137,10 +126,10 @@ def appended_columns(label: str, current: StructType, new: StructType) -> list[S
 
 def add_columns(spark: SparkSession, name: str, fields: Sequence[StructField]) -> None:
     if fields:
-        cols = ", ".join(f"{_col(f.name)} {f.dataType.simpleString()}" for f in fields)
-        spark.sql(f"ALTER TABLE {quote(name)} ADD COLUMNS ({cols})")
+        cols = ", ".join(f"{identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
+        spark.sql(f"ALTER TABLE {qualified(name)} ADD COLUMNS ({cols})")
 
 
 def drop_columns(spark: SparkSession, name: str, columns: Sequence[str]) -> None:
     for col in columns:
-        spark.sql(f"ALTER TABLE {quote(name)} DROP COLUMN {_col(col)}")
+        spark.sql(f"ALTER TABLE {qualified(name)} DROP COLUMN {identifier(col)}")

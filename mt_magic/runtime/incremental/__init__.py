@@ -12,8 +12,15 @@ Public surface: :func:`explain` (``%mt explain``), :func:`mode_reason` (CREATE's
 
 from __future__ import annotations
 
-from mt_magic.runtime.incremental.explain import Explanation, SourcePlan, explain, mode_reason, strict_violation
+from mt_magic.runtime.incremental.explain import (
+    Explanation,
+    SourcePlan,
+    explain,
+    mode_reason,
+    replanned_mode_reason,
+    strict_violation,
+)
 from mt_magic.runtime.incremental.reasons import Fallback, FallbackReason, Strategy
 
 __all__ = ["Explanation", "Fallback", "FallbackReason", "SourcePlan", "Strategy", "explain", "mode_reason",
-           "strict_violation"]
+           "replanned_mode_reason", "strict_violation"]

@@ -15,8 +15,6 @@ from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
 from mt_magic.runtime.incremental.reasons import FallbackReason
 
-NO_LOGICAL_CHANGE_OPS = frozenset({"replace"})
-"""Snapshot operations that rewrite files without changing rows (compaction, manifest rewrites)."""
 DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
 """Summary keys that count delete files (or deletion vectors) a snapshot added: merge-on-read writes."""
 
@@ -90,7 +88,7 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         expired = consumed not in info.known_snapshot_ids
         reason = FallbackReason.SNAPSHOT_EXPIRED if expired else FallbackReason.HISTORY_REWRITTEN
         return _ruled_out(name, consumed, pinned, reason)
-    logical = [s for s in after if s.operation not in NO_LOGICAL_CHANGE_OPS]
+    logical = [s for s in after if s.changes_data]
     rows = sum(_count(s, "added-records") + _count(s, "deleted-records") for s in logical)
     if consumed is None:
         return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical), rows=rows)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.incremental.changes import ChangeKind, SourceChange
-from mt_magic.runtime.refresh import quoted
+from mt_magic.runtime.sql_text import identifier, procedure, string_literal
 from mt_magic.sql.rewrite import pin_sources
 
 if TYPE_CHECKING:
@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 CHANGELOG_META = ("_change_type", "_change_ordinal", "_commit_snapshot_id")
 INSERTED_TYPES = ("INSERT", "UPDATE_AFTER")
 DELETED_TYPES = ("DELETE", "UPDATE_BEFORE")
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass
@@ -58,14 +54,13 @@ def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
 
 
 def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFrame:
-    catalog, *identifier = change.name.split(".")
+    call, table = procedure(change.name, "create_changelog_view")
     session.sql(
-        f"CALL {quoted(catalog)}.system.create_changelog_view("
-        f"table => {_sql_string('.'.join(quoted(p) for p in identifier))}, "
+        f"CALL {call}(table => {table}, "
         f"options => map('start-snapshot-id', '{change.consumed}', 'end-snapshot-id', '{change.pinned}'), "
-        f"net_changes => true, changelog_view => {_sql_string(view)})"
+        f"net_changes => true, changelog_view => {string_literal(view)})"
     )
-    return session.table(quoted(view))
+    return session.table(identifier(view))
 
 
 def register_deltas(session: SparkSession, changes: Sequence[SourceChange]) -> DeltaViews:
@@ -89,7 +84,7 @@ def register_deltas(session: SparkSession, changes: Sequence[SourceChange]) -> D
             continue
         log_view = f"__mt_log_{index}_{tag}"
         log = _changelog(session, change, log_view)
-        data = [quoted(c) for c in log.columns if c not in CHANGELOG_META]
+        data = [identifier(c) for c in log.columns if c not in CHANGELOG_META]
         log = log.persist(StorageLevel.MEMORY_AND_DISK)
         views.changelogs.append(log_view)
         views.cached.append(log)

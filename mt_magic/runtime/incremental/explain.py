@@ -145,7 +145,7 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         NoSuchMaterializedTableError: ``target`` names no materialized table.
         MtMagicError: the statement's query or freshness is invalid.
     """
-    from mt_magic.runtime.refresh import INCREMENTAL_OPTION
+    from mt_magic.runtime.refresh import is_strict
     from mt_magic.sql.freshness import resolve_schedule
     from mt_magic.sql.rewrite import qualify_sources
 
@@ -163,12 +163,16 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
     return Explanation(
         table=name,
         mode=mode,
-        strict=options.get(INCREMENTAL_OPTION, "").strip().lower() == "strict",
+        strict=is_strict(options),
         plan=plan_query(analyze_query(query)),
         sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
         partition_columns=partitioned,
         next_refresh=_describe_next(ws, info, sources) if info is not None and mode == "CONTINUOUS" else "",
     )
+
+
+REASON_SEPARATOR = " · "
+"""Between the schedule's reason and the static plan in a stored mode reason."""
 
 
 def mode_reason(schedule_reason: str, mode: str, expanded_query: str) -> str:
@@ -179,7 +183,12 @@ def mode_reason(schedule_reason: str, mode: str, expanded_query: str) -> str:
         plan = plan_query(analyze_query(expanded_query))
     except Exception:  # the reason is informative only; Spark has already validated the query
         return schedule_reason
-    return f"{schedule_reason} · {plan.describe()}"
+    return f"{schedule_reason}{REASON_SEPARATOR}{plan.describe()}"
+
+
+def replanned_mode_reason(stored: str, mode: str, expanded_query: str) -> str:
+    """A stored mode reason with its plan part redone for a new query (ALTER … AS); the schedule part stays."""
+    return mode_reason(stored.split(REASON_SEPARATOR, 1)[0], mode, expanded_query)
 
 
 def strict_violation(mode: str, expanded_query: str) -> str | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.runtime.incremental.changes import NO_LOGICAL_CHANGE_OPS, ChangeKind, SourceChange, classify
+from mt_magic.runtime.incremental.changes import ChangeKind, SourceChange, classify
 from mt_magic.runtime.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.incremental.shape import QueryPlan, plan_query
 from mt_magic.sql.analysis import analyze_query
@@ -65,7 +65,7 @@ def table_state_fallback(info: TableInfo, definition: MaterializedTableDefinitio
         partition = ", ".join(f"{k}={v}" for k, v in state.partition.items())
         return Fallback((FallbackReason.PARTIAL_LAST_REFRESH,), partition)
     later = info.snapshots_after(snapshot.snapshot_id) or ()
-    if any(s.operation not in NO_LOGICAL_CHANGE_OPS for s in later):
+    if any(s.changes_data for s in later):
         return Fallback((FallbackReason.TABLE_MODIFIED,), f"snapshot {later[-1].snapshot_id}")
     return None
 

@@ -42,10 +42,11 @@ def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str]
     extra task is fixed overhead on a refresh that may run every few seconds. Only for strategies whose
     input is the delta plus the table (no joins), and never over an explicit setting.
     """
-    if SHUFFLE_PARTITIONS in options or plan.strategy not in SIZED_STRATEGIES or plan.query.joins:
+    table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
+    if (SHUFFLE_PARTITIONS in options or plan.strategy not in SIZED_STRATEGIES or plan.query.joins
+            or not table_rows.isdigit()):
         return dict(options)
-    current = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
-    rows = sum(c.rows for c in plan.changes) + (int(current) if current.isdigit() else configured * 10**9)
+    rows = sum(c.rows for c in plan.changes) + int(table_rows)
     partitions = max(1, min(configured, -(-rows // ROWS_PER_SHUFFLE_PARTITION)))
     return {**options, SHUFFLE_PARTITIONS: str(partitions)}
 

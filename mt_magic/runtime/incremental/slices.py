@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING
 
+from mt_magic.runtime.sql_text import identifier
 from mt_magic.sql.result_rewrite import in_list, literal
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class SliceValues:
         """True for rows whose column takes one of the values; never NULL (safe under NOT)."""
         from pyspark.sql import functions as F
 
-        col = F.col(f"`{self.column}`")
+        col = F.col(identifier(self.column))
         cond = F.coalesce(col.isin(self._literals()), F.lit(False)) if self.values else F.lit(False)
         return cond | col.isNull() if self.has_null else cond
 
@@ -61,7 +62,7 @@ class SliceValues:
         """The same rows as a filter Iceberg can translate (IN / IS NULL), for ``overwrite(condition)``."""
         from pyspark.sql import functions as F
 
-        col = F.col(f"`{self.column}`")
+        col = F.col(identifier(self.column))
         parts = ([col.isin(self._literals())] if self.values else []) + ([col.isNull()] if self.has_null else [])
         return reduce(lambda a, b: a | b, parts) if parts else F.lit(False)
 
@@ -82,7 +83,7 @@ def collect_slices(df: DataFrame, types: Mapping[str, str]) -> dict[str, SliceVa
 
     aggs = []
     for column, type_name in types.items():
-        col = F.col(f"`{column}`")
+        col = F.col(identifier(column))
         value = F.unix_micros(col) if type_name == "timestamp" else col
         aggs += [F.slice(F.collect_set(value), 1, MAX_VALUES + 1), F.max(col.isNull().cast("int"))]
     row = df.agg(*aggs).collect()[0]

@@ -16,6 +16,7 @@ from mt_magic.runtime.incremental.planner import RefreshPlan
 from mt_magic.runtime.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
 from mt_magic.runtime.refresh import conform
+from mt_magic.runtime.sql_text import identifier
 from mt_magic.sql.result_rewrite import key_probe, with_input_filter, without_having
 from mt_magic.sql.rewrite import pin_sources
 
@@ -84,7 +85,7 @@ def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, Sli
     if not columns:
         return None
     types = ctx.types
-    values = collect_slices(touched.select(*[f"`{c}`" for c in columns]), {c: types[c] for c in columns})
+    values = collect_slices(touched, {c: types[c] for c in columns})
     return values if len(values) == len(columns) else None
 
 
@@ -135,11 +136,11 @@ def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     functions = {"sum": F.sum, "min": F.min, "max": F.max}
-    keys = [f"`{ctx.column(k)}`" for k in ctx.plan.query.merge_keys]
+    keys = [identifier(ctx.column(k)) for k in ctx.plan.query.merge_keys]
     merge = ctx.plan.query.merge
     if not merge:
         return frame.distinct()
-    aggs = [functions[f](f"`{ctx.column(c)}`").alias(ctx.column(c)) for c, f in merge]
+    aggs = [functions[f](identifier(ctx.column(c))).alias(ctx.column(c)) for c, f in merge]
     return conform(frame.groupBy(*keys).agg(*aggs), ctx.current)
 
 
@@ -174,7 +175,7 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "no group column of a sliceable type")
     probe = without_having(ctx.query)
     touched = ctx.frames(probe, ctx.views.inserted) + ctx.frames(probe, ctx.views.deleted)
-    values = collect_slices(ctx.union(touched).select(*[f"`{c}`" for c in columns]), {c: types[c] for c in columns})
+    values = collect_slices(ctx.union(touched), {c: types[c] for c in columns})
     if not values:
         return Fallback((FallbackReason.TOO_MANY_AFFECTED_GROUPS,), ", ".join(columns))
     if any(v.empty for v in values.values()):
