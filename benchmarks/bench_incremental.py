@@ -46,7 +46,7 @@ class Bench:
     def __init__(self, master: str) -> None:
         os.environ["MT_MAGIC_HOME"] = tempfile.mkdtemp(prefix="mt_bench_")
         from mt_magic.runtime.connection import ConnectionSettings, connect
-        from mt_magic.runtime.session import SparkSettings
+        from mt_magic.runtime.spark.session import SparkSettings
 
         self.conn = connect(ConnectionSettings(catalog_name="bench", namespace="b", start_manager=False,
                                                spark=SparkSettings(master=master, driver_memory="8g")))
@@ -84,14 +84,13 @@ class Bench:
                 result.refresh.result(timeout=3600)
 
     def refresh(self, table: str, full: bool = False) -> tuple[float, str]:
-        from mt_magic.runtime.refresh import run_full_refresh
+        from mt_magic.runtime.refresh.run import run_refresh
         from mt_magic.runtime.status import RefreshRequest, RefreshTrigger
 
         trigger = RefreshTrigger.MANUAL if full else RefreshTrigger.SCHEDULED
         request = RefreshRequest(self.name(table), trigger, datetime.now(timezone.utc))
         started = time.perf_counter()
-        outcome = (run_full_refresh(self.service.engine.context, request) if full
-                   else self.service.engine.refresh(request))
+        outcome = run_refresh(self.service.engine.context, request, force_full=full)
         return time.perf_counter() - started, outcome.strategy
 
     def compare(self, table: str, source: str, delta: int, repeat: int) -> tuple[float, float, str]:

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         from mt_magic.demo import main as demo_main
 
         return demo_main()
-    from mt_magic.runner import run_headless
+    from mt_magic.headless import run_headless
 
     return run_headless(args.catalog, args.namespace, args.master, args.max_concurrent)
 

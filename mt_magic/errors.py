@@ -36,3 +36,15 @@ class DependencyError(MtMagicError):
 
 class RefreshError(MtMagicError):
     """A refresh failed; the previous snapshot stays current."""
+
+
+class RefreshConflictError(RefreshError):
+    """Another writer committed to the materialized table during its refresh; nothing was committed."""
+
+
+class RefreshCancelledError(RefreshError):
+    """A refresh was cancelled (suspend, drop, ALTER AS, stop); nothing was committed."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog cannot be reached right now; the manager pauses work and tries again later."""

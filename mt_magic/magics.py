@@ -15,10 +15,10 @@ from traitlets import Integer, TraitError, Unicode, observe, validate
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.runtime.service import StatementResult
-from mt_magic.runtime.session import SparkSettings
-from mt_magic.sql.freshness import FreshnessRules, full_mode_problem
-from mt_magic.sql.parser import parse_interval, parse_partition
-from mt_magic.sql.statements import CreateMaterializedTable, TableName
+from mt_magic.runtime.spark.session import SparkSettings
+from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
+from mt_magic.sql.ddl.parser import parse_interval, parse_partition
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
@@ -215,7 +215,7 @@ class MaterializedMagics(Magics):
         return HistoryView(name, tuple(refresh_history(service.engine, name)), freshness)
 
     def _mt_lineage(self, args: Any) -> object:
-        from mt_magic.runtime.lineage import lineage
+        from mt_magic.runtime.graph import lineage
         from mt_magic.widgets.views import LineageView
 
         graph = lineage(self.connection.service.workspace)
@@ -250,7 +250,7 @@ class MaterializedMagics(Magics):
 
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
-        from mt_magic.runtime.incremental.explain import explain
+        from mt_magic.runtime.refresh.incremental.explain import explain
 
         words = text.split()
         if len(words) == 1:

@@ -28,5 +28,5 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-.venv/bin/python -m mt_magic.runtime.iceberg_jars >/dev/null
+.venv/bin/python -m mt_magic.runtime.spark.iceberg_jars >/dev/null
 echo "setup: ready"

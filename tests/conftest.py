@@ -22,7 +22,7 @@ _namespaces = itertools.count()
 @pytest.fixture(scope="session")
 def spark():
     """The one real SparkSession (local[2], Iceberg extensions and jars) shared by all Spark tests."""
-    from mt_magic.runtime.session import SparkSettings, get_or_create_session
+    from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session
 
     session = get_or_create_session(SparkSettings(master="local[2]", driver_memory="3g"))
     yield session
@@ -72,7 +72,7 @@ def mt(connection) -> Iterator:
     """A service whose unqualified names live in a fresh namespace (also made current in the session)."""
     from dataclasses import replace
 
-    from mt_magic.runtime.engine import Engine
+    from mt_magic.runtime.refresh.engine import Engine
     from mt_magic.runtime.service import MaterializedTables
 
     base = connection.service.workspace

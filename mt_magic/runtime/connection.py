@@ -8,27 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
-from mt_magic.runtime.engine import Engine
-from mt_magic.runtime.jobs import SparkJobs
-from mt_magic.runtime.lifecycle import Workspace
+from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
-from mt_magic.runtime.session import SparkSettings, get_or_create_session
+from mt_magic.runtime.spark.jobs import SparkJobs
+from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session
+from mt_magic.runtime.workspace import Workspace, utc_now
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from mt_magic.catalog.client import CatalogConfig
-    from mt_magic.runtime.manager import RefreshManager
-    from mt_magic.runtime.refresh_runner import Subscriber
-    from mt_magic.sql.freshness import FreshnessRules
+    from mt_magic.runtime.manager.loop import Subscriber
+    from mt_magic.runtime.manager.refresh_manager import RefreshManager
+    from mt_magic.sql.ddl.freshness import FreshnessRules
 
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,7 @@ def connect(
         CatalogError: the catalog cannot be opened.
     """
     from mt_magic.catalog.client import open_catalog, resolve_catalog, spark_catalog_conf
-    from mt_magic.sql.freshness import FreshnessRules
+    from mt_magic.sql.ddl.freshness import FreshnessRules
 
     settings = settings or ConnectionSettings()
     catalog_config = resolve_catalog(settings.catalog_name)
@@ -115,7 +112,7 @@ def connect(
     engine = Engine(workspace, SparkJobs(spark, catalog_conf))
     manager = None
     if settings.start_manager:
-        from mt_magic.runtime.manager import RefreshManager
+        from mt_magic.runtime.manager.refresh_manager import RefreshManager
 
         manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes)
         for callback in subscribers:

@@ -16,7 +16,7 @@ from mt_magic.runtime.status import RefreshRecord
 if TYPE_CHECKING:
     from mt_magic.catalog.definitions import RefreshState
     from mt_magic.catalog.tables import TableInfo
-    from mt_magic.runtime.engine import Engine
+    from mt_magic.runtime.refresh.engine import Engine
 
 def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshRecord]:
     """The table's refreshes, newest first, each with ``staleness_before`` where it can be known.

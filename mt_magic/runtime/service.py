@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime import lifecycle
-from mt_magic.runtime.engine import Engine, managed_table
-from mt_magic.runtime.jobs import job_group_prefix
+from mt_magic.runtime import ddl as lifecycle
+from mt_magic.runtime.refresh.engine import Engine, managed_table
+from mt_magic.runtime.spark.jobs import job_group_prefix
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest, RefreshTrigger, TableStatus
-from mt_magic.sql.statements import (
+from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
@@ -27,8 +27,8 @@ from mt_magic.sql.statements import (
 )
 
 if TYPE_CHECKING:
-    from mt_magic.runtime.manager import RefreshManager
-    from mt_magic.sql.freshness import FreshnessRules
+    from mt_magic.runtime.manager.refresh_manager import RefreshManager
+    from mt_magic.sql.ddl.freshness import FreshnessRules
 
 
 DROP_WAIT_SECONDS = 60.0

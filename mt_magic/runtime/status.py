@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from mt_magic.sql.statements import RefreshMode
+from mt_magic.sql.ddl.statements import RefreshMode
 
 
 class JobState(enum.Enum):

@@ -6,35 +6,10 @@ schedules); nothing here needs Spark, and nothing imports the rest of mt_magic e
 
 from __future__ import annotations
 
-from mt_magic.sql.analysis import analyze_query, analyze_statement
-from mt_magic.sql.errors import (
-    ClauseOrderError,
-    ColumnError,
-    ConstraintError,
-    DuplicateClauseError,
-    FormatterError,
-    FreshnessError,
-    OptionError,
-    QueryAnalysisError,
-    SqlError,
-    SqlSyntaxError,
-    UnsupportedClauseError,
-    UnsupportedStatementError,
-)
-from mt_magic.sql.facts import (
-    AggregateCall,
-    GroupingKind,
-    JoinFact,
-    JoinKind,
-    QueryFacts,
-    SetOperation,
-    SetOpKind,
-    WindowCall,
-)
-from mt_magic.sql.formatter import DateFormatter, PartitionFormatters, partition_formatters
-from mt_magic.sql.freshness import FULL_MODE_DIVISORS, FreshnessRules, RefreshSchedule, resolve_schedule
-from mt_magic.sql.parser import parse_cell
-from mt_magic.sql.statements import (
+from mt_magic.sql.ddl.formatter import DateFormatter, PartitionFormatters, partition_formatters
+from mt_magic.sql.ddl.freshness import FULL_MODE_DIVISORS, FreshnessRules, RefreshSchedule, resolve_schedule
+from mt_magic.sql.ddl.parser import parse_cell
+from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
@@ -51,6 +26,31 @@ from mt_magic.sql.statements import (
     RefreshMode,
     Statement,
     TableName,
+)
+from mt_magic.sql.errors import (
+    ClauseOrderError,
+    ColumnError,
+    ConstraintError,
+    DuplicateClauseError,
+    FormatterError,
+    FreshnessError,
+    OptionError,
+    QueryAnalysisError,
+    SqlError,
+    SqlSyntaxError,
+    UnsupportedClauseError,
+    UnsupportedStatementError,
+)
+from mt_magic.sql.query.analysis import analyze_query, analyze_statement
+from mt_magic.sql.query.facts import (
+    AggregateCall,
+    GroupingKind,
+    JoinFact,
+    JoinKind,
+    QueryFacts,
+    SetOperation,
+    SetOpKind,
+    WindowCall,
 )
 
 __all__ = [

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from mt_magic.runtime.preview import Preview, preview
-from mt_magic.sql.statements import AlterFreshness, Freshness, Position, TableName
+from mt_magic.runtime.spark.preview import Preview, preview
+from mt_magic.sql.ddl.statements import AlterFreshness, Freshness, Position, TableName
 
 if TYPE_CHECKING:
     from mt_magic.runtime.service import MaterializedTables

@@ -8,14 +8,38 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 import ipywidgets as widgets
 
-from mt_magic.runtime.status import RefreshEvent
+from mt_magic.runtime.status import RefreshEvent, TableStatus
 
 if TYPE_CHECKING:
-    from mt_magic.widgets.live import LiveViews
+    from mt_magic.widgets.actions import TableActions
+
+
+class StatusFeed(Protocol):
+    """Where views read statuses and events: the service (or, in tests, the manager itself)."""
+
+    def status(self, name: str) -> TableStatus: ...
+
+    def statuses(self) -> list[TableStatus]: ...
+
+    def subscribe(self, callback: Callable[[RefreshEvent], None]) -> Callable[[], None]: ...
+
+
+class ViewHost(Protocol):
+    """What a view needs from the registry that owns it (:class:`~mt_magic.widgets.live.LiveViews`)."""
+
+    feed: StatusFeed
+    actions: TableActions
+    clock: Callable[[], datetime]
+    preview_rows: Callable[[], int]
+
+    def submit(self, task: Callable[[], None]) -> None: ...
+
+    def forget(self, view: LiveView) -> None: ...
 
 
 def close_tree(widget: widgets.Widget) -> None:
@@ -55,14 +79,14 @@ class FallbackBundle:
 class LiveView(FallbackBundle, widgets.VBox):
     """A view registered with :class:`LiveViews` under ``key``, subscribed to the manager until closed."""
 
-    def __init__(self, live: LiveViews, key: str, children: list[widgets.Widget]) -> None:
+    def __init__(self, live: ViewHost, key: str, children: list[widgets.Widget]) -> None:
         super().__init__(children=children)
         self.live = live
         self.key = key
         self.lock = threading.RLock()
         self.closed = False
         self._on_close: list[Callable[[LiveView], None]] = []
-        self._unsubscribe: Callable[[], None] | None = live.manager.subscribe(self._event)
+        self._unsubscribe: Callable[[], None] | None = live.feed.subscribe(self._event)
 
     def _event(self, event: RefreshEvent) -> None:
         if not self.closed:

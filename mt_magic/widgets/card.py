@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime.preview import Preview
+from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshKind, TableStatus
-from mt_magic.sql.parser import parse_partition
-from mt_magic.sql.statements import Freshness, FreshnessUnit
-from mt_magic.widgets.base import LiveView
+from mt_magic.sql.ddl.parser import parse_partition
+from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
+from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
-
-if TYPE_CHECKING:
-    from mt_magic.widgets.live import LiveViews
 
 UNITS = [u.value for u in FreshnessUnit]
 
@@ -46,9 +42,9 @@ def _button(description: str, icon: str, css: str, on_click: Callable[[], None])
 class TableCard(LiveView):
     """The card of table ``name`` (fully qualified). Build it with :meth:`LiveViews.card`."""
 
-    def __init__(self, live: LiveViews, name: str) -> None:
+    def __init__(self, live: ViewHost, name: str) -> None:
         self.name = name
-        self.status: TableStatus = live.manager.status(name)
+        self.status: TableStatus = live.feed.status(name)
         self.preview: Preview | None = None
         self.title = widgets.HTML()
         self.details = widgets.HTML()
@@ -95,7 +91,7 @@ class TableCard(LiveView):
 
     def tick(self) -> None:
         try:
-            status = self.live.manager.status(self.name)
+            status = self.live.feed.status(self.name)
         except NoSuchMaterializedTableError:
             self.show_removed("no longer known to the refresh manager")
             return

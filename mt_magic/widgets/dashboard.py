@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import ipywidgets as widgets
 
 from mt_magic.runtime.status import RefreshEvent, TableStatus
-from mt_magic.widgets.base import LiveView
+from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import dashboard_html, dashboard_text
-
-if TYPE_CHECKING:
-    from mt_magic.widgets.live import LiveViews
 
 DASHBOARD_KEY = "%mt list"
 
@@ -19,7 +14,7 @@ DASHBOARD_KEY = "%mt list"
 class Dashboard(LiveView):
     """Re-rendered from the manager's statuses on every event and tick (one lock-protected read, no I/O)."""
 
-    def __init__(self, live: LiveViews) -> None:
+    def __init__(self, live: ViewHost) -> None:
         self.statuses: list[TableStatus] = []
         self.table = widgets.HTML()
         super().__init__(live, DASHBOARD_KEY, [self.table])
@@ -30,7 +25,7 @@ class Dashboard(LiveView):
         self.tick()
 
     def tick(self) -> None:
-        statuses = self.live.manager.statuses()
+        statuses = self.live.feed.statuses()
         with self.lock:
             if not self.closed:
                 self.statuses = statuses

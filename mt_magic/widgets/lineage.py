@@ -11,7 +11,7 @@ import html
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mt_magic.runtime.lineage import Lineage
+from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.status import TableStatus
 from mt_magic.widgets.badges import freshness_badge, freshness_level, human_duration
 

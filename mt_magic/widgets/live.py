@@ -14,18 +14,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from mt_magic.errors import NoSuchMaterializedTableError
+from mt_magic.runtime.workspace import utc_now
 from mt_magic.widgets.actions import TableActions
-from mt_magic.widgets.base import LiveView
+from mt_magic.widgets.base import LiveView, StatusFeed
 from mt_magic.widgets.card import TableCard
 from mt_magic.widgets.dashboard import DASHBOARD_KEY, Dashboard
 from mt_magic.widgets.results import StatementOutput
 
 if TYPE_CHECKING:
-    from mt_magic.runtime.manager import RefreshManager
     from mt_magic.runtime.service import StatementResult
 
 log = logging.getLogger(__name__)
@@ -34,15 +34,12 @@ V = TypeVar("V", bound=LiveView)
 THREAD_NAME = "mt-live-views"
 
 
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
 
 class LiveViews:
     """Registry and updater of the live views of one kernel.
 
     Args:
-        manager: the refresh manager whose statuses and events the views show.
+        feed: where the views read statuses and events (the service; the manager itself in tests).
         actions: what the cards' buttons call.
         clock: "now" for relative times (share the manager's clock in tests).
         preview_rows: how many rows a preview loads, read at each load (a traitlet of the magics).
@@ -50,10 +47,10 @@ class LiveViews:
             :meth:`run_pending` and :meth:`tick` themselves).
     """
 
-    def __init__(self, manager: RefreshManager, actions: TableActions, *,
+    def __init__(self, feed: StatusFeed, actions: TableActions, *,
                  clock: Callable[[], datetime] = utc_now, preview_rows: Callable[[], int] = lambda: 100,
                  tick_every: float | None = 1.0) -> None:
-        self.manager = manager
+        self.feed = feed
         self.actions = actions
         self.clock = clock
         self.preview_rows = preview_rows

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from mt_magic.runtime.preview import Preview
+from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import JobState, TableStatus
 from mt_magic.widgets.badges import (
     freshness_badge,

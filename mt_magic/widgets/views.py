@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from mt_magic.runtime.lineage import Lineage
+from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.status import RefreshRecord, TableStatus
 from mt_magic.widgets.badges import human_duration, human_time
 from mt_magic.widgets.history_chart import history_svg

@@ -50,7 +50,7 @@ def multiset(df) -> Counter:
 
 def oracle(service, table: str) -> tuple[Counter, Counter]:
     """(the table's rows, the query's rows at the snapshots the last refresh state records)."""
-    from mt_magic.sql.rewrite import pin_sources
+    from mt_magic.sql.query.rewrite import pin_sources
 
     spark = service.workspace.spark
     info, definition = service.workspace.catalog.load_materialized(qualified(service, table))

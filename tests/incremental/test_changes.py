@@ -8,8 +8,8 @@ import pytest
 
 from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.incremental.changes import ChangeKind, classify
-from mt_magic.runtime.incremental.reasons import FallbackReason
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind, classify
+from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 
 UUID = "5f0c9d3e-0000-4000-8000-000000000001"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -90,10 +90,10 @@ def test_the_delta_size_is_read_from_the_summaries() -> None:
 def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None:
     from dataclasses import replace
 
-    from mt_magic.runtime.incremental.planner import RefreshPlan
-    from mt_magic.runtime.incremental.reasons import Strategy
-    from mt_magic.runtime.incremental.runner import sized_options
-    from mt_magic.runtime.incremental.shape import QueryPlan
+    from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+    from mt_magic.runtime.refresh.incremental.reasons import Strategy
+    from mt_magic.runtime.refresh.incremental.runner import sized_options
+    from mt_magic.runtime.refresh.incremental.shape import QueryPlan
 
     target = table(snap(1, total_records=2_500_000))
     change = classify(table(snap(1), snap(2, added_records=600_000)), recorded(1))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from incremental_testing import SourceWriter, assert_matches_oracle, qualified, refresh, run
 
-from mt_magic.runtime.incremental import FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
 from mt_magic.runtime.status import RefreshKind
 
 pytestmark = pytest.mark.spark

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from incremental_testing import COW, assert_matches_oracle, qualified, refresh, run
 
-from mt_magic.runtime.incremental import Strategy
+from mt_magic.runtime.refresh.incremental import Strategy
 from mt_magic.runtime.status import RefreshKind
 
 pytestmark = pytest.mark.spark

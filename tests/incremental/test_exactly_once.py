@@ -7,7 +7,7 @@ import pytest
 from incremental_testing import COW, assert_matches_oracle, multiset, qualified, refresh, run
 
 from mt_magic.errors import RefreshError
-from mt_magic.runtime.incremental import Strategy, runner
+from mt_magic.runtime.refresh.incremental import Strategy, runner
 from mt_magic.runtime.status import RefreshKind
 
 pytestmark = pytest.mark.spark

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from incremental_testing import COW, MOR, qualified, run
 
-from mt_magic.runtime.incremental import FallbackReason, Strategy, explain
+from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy, explain
 from mt_magic.sql import parse_cell
 
 pytestmark = pytest.mark.spark

@@ -8,7 +8,7 @@ from incremental_testing import COW, MOR, assert_matches_oracle, qualified, refr
 from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, RefreshError
-from mt_magic.runtime.incremental import FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
 from mt_magic.runtime.status import RefreshKind
 
 pytestmark = pytest.mark.spark

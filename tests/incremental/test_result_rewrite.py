@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from mt_magic.sql.result_rewrite import in_list, key_probe, literal, with_input_filter, without_having
+from mt_magic.sql.query.result_rewrite import in_list, key_probe, literal, with_input_filter, without_having
 
 GROUPED = ("WITH c AS (SELECT * FROM a.b.t WHERE v > 0) SELECT ds, COALESCE(hh, 'day') AS hh, count(*) AS n "
            "FROM (SELECT ds, hh FROM c) tmp GROUP BY GROUPING SETS ((ds), (ds, hh)) HAVING count(*) > 1")

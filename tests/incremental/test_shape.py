@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from mt_magic.runtime.incremental.changes import ChangeKind
-from mt_magic.runtime.incremental.reasons import FallbackReason as R
-from mt_magic.runtime.incremental.reasons import Strategy as S
-from mt_magic.runtime.incremental.shape import QueryShape, plan_query
-from mt_magic.sql.analysis import analyze_query
-from mt_magic.sql.facts import OutputKind, TableName
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind
+from mt_magic.runtime.refresh.incremental.reasons import FallbackReason as R
+from mt_magic.runtime.refresh.incremental.reasons import Strategy as S
+from mt_magic.runtime.refresh.incremental.shape import QueryShape, plan_query
+from mt_magic.sql.query.analysis import analyze_query
+from mt_magic.sql.query.facts import OutputKind, TableName
 
 DWS = ("SELECT ds, COALESCE(hh, 'day') AS hh, count(*) AS pv, count(DISTINCT user_id) AS uv FROM (SELECT ds, "
        "date_format(vtime, 'HH') AS hh, user_id FROM c.db.dwd) tmp GROUP BY GROUPING SETS ((ds), (ds, hh))")

@@ -10,7 +10,7 @@ import random
 import pytest
 from incremental_testing import COW, assert_matches_oracle, refresh, run
 
-from mt_magic.runtime.incremental import Strategy
+from mt_magic.runtime.refresh.incremental import Strategy
 from mt_magic.runtime.status import RefreshKind
 
 pytestmark = pytest.mark.spark

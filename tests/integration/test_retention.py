@@ -9,7 +9,7 @@ import pytest
 from mt_testing import run
 from shared_catalog import CATALOG
 
-from mt_magic.runtime import retention
+from mt_magic.runtime.refresh import retention
 
 pytestmark = pytest.mark.spark
 

@@ -108,7 +108,7 @@ def test_history_lineage_and_controls(shell, output: StatementOutput) -> None:  
 
 def test_explain_names_what_is_missing_or_explains(shell, output: StatementOutput) -> None:  # type: ignore[no-untyped-def]
     try:
-        import mt_magic.runtime.incremental.explain  # noqa: F401
+        import mt_magic.runtime.refresh.incremental.explain  # noqa: F401
     except ImportError:
         with pytest.raises(UsageError, match="incremental refresh planner"):
             shell.run_line_magic("mt", "explain live_totals")

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from manager_helpers import RETRY, T0, ManagerFactory
 
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
-from mt_magic.runtime.manager import RefreshManager
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
+from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from mt_magic.runtime.fake_backend import FakeBackend
-from mt_magic.runtime.manager import RefreshManager
-from mt_magic.runtime.schedule import RetryPolicy
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
+from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.statements import RefreshMode
+from mt_magic.sql.ddl.statements import RefreshMode
+from mt_magic.testing import FakeBackend
 
 T0 = datetime.fromisoformat("2025-01-01T10:00:00+00:00")
 MINUTE = timedelta(minutes=1)

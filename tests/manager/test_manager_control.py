@@ -7,10 +7,9 @@ from dataclasses import replace
 import pytest
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full, ran
 
-from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime.backend import RefreshCancelledError
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.errors import NoSuchMaterializedTableError, RefreshCancelledError
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshTrigger
+from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from manager_helpers import MINUTE, RETRY, T0, ManagerFactory, continuous, ran
 
-from mt_magic.runtime.backend import CatalogUnavailableError
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock
+from mt_magic.errors import CatalogUnavailableError
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshTrigger
+from mt_magic.testing import FakeBackend, FakeClock
 
 
 def within_jitter(actual: timedelta, expected: timedelta) -> bool:

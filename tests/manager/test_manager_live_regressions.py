@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous
 
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.status import EventKind, JobState, RefreshEvent
+from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 
 SECOND = timedelta(seconds=1)
 
@@ -90,7 +90,7 @@ def test_a_stopped_manager_is_not_kept_alive_by_its_exit_hook(backend: FakeBacke
     import gc
     import weakref
 
-    from mt_magic.runtime.manager import RefreshManager
+    from mt_magic.runtime.manager.refresh_manager import RefreshManager
 
     backend.put(continuous("c.db.t", MINUTE, last_refresh_at=T0))
     manager = RefreshManager(backend, clock=clock)
@@ -113,7 +113,7 @@ class MissesFirstCancel(FakeBackend):
 
 
 def threaded_manager(backend: FakeBackend):
-    from mt_magic.runtime.manager import RefreshManager
+    from mt_magic.runtime.manager.refresh_manager import RefreshManager
 
     quiet = timedelta(hours=1)
     return RefreshManager(backend, progress_every=timedelta(seconds=0.1), rediscover_every=quiet, staleness_every=quiet)

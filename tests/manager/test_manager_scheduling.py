@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full, ran
 
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.status import JobState, RefreshKind, RefreshTrigger
+from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 
 SECOND = timedelta(seconds=1)
 

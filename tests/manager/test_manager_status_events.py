@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous
 
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.runtime.status import EventKind, JobProgress, JobState, RefreshEvent, RefreshKind
+from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 
 SECOND = timedelta(seconds=1)
 
@@ -129,7 +129,7 @@ def test_unsubscribe_stops_delivery_and_a_failing_subscriber_is_only_logged(
     unsubscribe = manager.subscribe(dropped.append)
     unsubscribe()
     unsubscribe()
-    with caplog.at_level(logging.ERROR, logger="mt_magic.runtime.refresh_runner"):
+    with caplog.at_level(logging.ERROR, logger="mt_magic.runtime.manager.loop"):
         manager.step()
     assert [e.kind for e in kept] == [EventKind.TABLE_ADDED, EventKind.REFRESH_STARTED, EventKind.REFRESH_SUCCEEDED]
     assert dropped == []

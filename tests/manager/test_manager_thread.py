@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from manager_helpers import MINUTE, T0, continuous
 
-from mt_magic.runtime import manager as manager_module
-from mt_magic.runtime.backend import RefreshCancelledError
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock
-from mt_magic.runtime.manager import RefreshManager
+from mt_magic.errors import RefreshCancelledError
+from mt_magic.runtime.manager import refresh_manager as manager_module
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.status import JobState, RefreshTrigger
+from mt_magic.testing import FakeBackend, FakeClock
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -117,10 +117,10 @@ def test_stop_cancels_running_jobs_and_fails_their_waiters(threaded: RefreshMana
 
 EXIT_SCRIPT = """
 import sys
-from mt_magic.runtime.fake_backend import FakeBackend
-from mt_magic.runtime.manager import RefreshManager
+from mt_magic.testing import FakeBackend
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.statements import RefreshMode
+from mt_magic.sql.ddl.statements import RefreshMode
 from datetime import timedelta
 
 class Backend(FakeBackend):

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from manager_helpers import MINUTE, continuous, full
 
-from mt_magic.runtime.schedule import (
+from mt_magic.runtime.manager.schedule import (
     CronSchedule,
     IntervalSchedule,
     RetryPolicy,

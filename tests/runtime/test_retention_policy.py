@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.retention import MAX_AGE_MS, MIN_TO_KEEP, expirable, retention_properties
+from mt_magic.runtime.refresh.retention import MAX_AGE_MS, MIN_TO_KEEP, expirable, retention_properties
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.runtime import iceberg_jars, session
+from mt_magic.runtime.spark import iceberg_jars, session
 
 
 @pytest.mark.spark

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from widget_helpers import NAME, T0, ManagerActions
 
-from mt_magic.runtime.fake_backend import FakeBackend, FakeClock, ManualExecutor
-from mt_magic.runtime.manager import RefreshManager
-from mt_magic.runtime.preview import Preview
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
+from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import JobProgress, JobState
+from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.widgets.badges import FreshnessLevel
 from mt_magic.widgets.live import LiveViews
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from mt_magic.runtime.fake_backend import FakeBackend
-from mt_magic.runtime.manager import RefreshManager
-from mt_magic.runtime.preview import Preview
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
+from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.statements import Freshness, RefreshMode
+from mt_magic.sql.ddl.statements import Freshness, RefreshMode
+from mt_magic.testing import FakeBackend
 
 T0 = datetime.fromisoformat("2025-01-01T10:00:00+00:00")
 NAME = "mt.default.orders_per_day"

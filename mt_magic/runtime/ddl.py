@@ -1,0 +1,235 @@
+"""CREATE / ALTER / DROP of materialized tables: validate with Spark, then change the catalog atomically.
+
+Every check that can fail (sources, temp views, schema inference, casts, keys, formatters) runs before the
+catalog is touched; the few catalog steps that follow are undone if a later one fails, so a failed
+statement leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.errors import (
+    DefinitionError,
+    DependencyError,
+    MaterializedTableExistsError,
+    NoSuchMaterializedTableError,
+)
+from mt_magic.runtime.refresh import incremental
+from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
+from mt_magic.runtime.spark import schema as schema_rules
+from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
+from mt_magic.sql.query.rewrite import qualify_sources
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from mt_magic.sql.ddl.freshness import RefreshSchedule
+
+FORMATTER_PREFIX = "partition.fields."
+FORMATTER_SUFFIX = ".date-formatter"
+
+
+def date_formatters(options: dict[str, str]) -> dict[str, str]:
+    """``partition.fields.<col>.date-formatter`` options as column → pattern."""
+    return {
+        key[len(FORMATTER_PREFIX) : -len(FORMATTER_SUFFIX)]: value
+        for key, value in options.items()
+        if key.startswith(FORMATTER_PREFIX) and key.endswith(FORMATTER_SUFFIX)
+    }
+
+
+def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
+    """Qualify the sources, reject temp views and missing tables, and return (expanded query, sources)."""
+    from mt_magic.sql.query.analysis import analyze_query
+
+    facts = analyze_query(query)
+    for source in facts.sources:
+        if source.catalog is None and source.namespace is None and _is_temp_view(ws.spark, source.name):
+            raise DefinitionError(
+                f"{statement}: source {source.name} is a temporary view; materialized tables may only read "
+                "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
+            )
+    known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
+    expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    for name in upstream:
+        if not ws.catalog.exists(name):
+            raise DefinitionError(f"{statement}: source table {name} does not exist in the catalog.")
+    return expanded, upstream
+
+
+def _is_temp_view(spark: SparkSession, name: str) -> bool:
+    try:
+        return bool(spark.catalog.getTable(name).isTemporary)
+    except Exception:
+        return False
+
+
+def _infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
+    try:
+        return ws.spark.sql(query).schema
+    except Exception as exc:  # AnalysisException and friends: keep Spark's first line, it names the problem
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DefinitionError(f"{statement}: Spark cannot analyse the query: {first}") from exc
+
+
+def _check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSchedule:
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+
+    return resolve_schedule(stmt.freshness, stmt.refresh_mode, ws.rules)
+
+
+def _check_incremental_option(label: str, options: dict[str, str], mode: str, expanded: str) -> None:
+    """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
+    value = incremental_option(options)
+    if value is not None and value not in INCREMENTAL_VALUES:
+        raise DefinitionError(
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
+            "'strict' (fail rather than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
+        )
+    why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
+    if why is not None:
+        raise DefinitionError(
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = 'strict') can never be honoured: {why}. Nothing was "
+            "created; remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)."
+        )
+
+
+def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[MaterializedTableDefinition, StructType]:
+    """Validate a CREATE against Spark and the catalog; nothing is written."""
+    label = f"CREATE MATERIALIZED TABLE {stmt.name}"
+    schedule = _check_schedule(stmt, ws)
+    expanded, upstream = _resolve_query(ws, label, stmt.query)
+    expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
+    schema = _infer_schema(ws, label, expanded)
+    options = stmt.options_dict
+    _check_incremental_option(label, options, schedule.mode.value, expanded)
+    formatters = date_formatters(options)
+    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
+    definition = MaterializedTableDefinition(
+        query=stmt.query,
+        expanded_query=expanded,
+        freshness=schedule.freshness.sql(),
+        freshness_seconds=int(schedule.freshness.to_timedelta().total_seconds()),
+        refresh_mode=schedule.mode.value,
+        declared_refresh_mode=stmt.refresh_mode.value if stmt.refresh_mode else "",
+        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode.value, expanded),
+        cron=schedule.cron or "",
+        options=options,
+        date_formatters=formatters,
+        upstream=upstream,
+        primary_key=stmt.primary_key.columns if stmt.primary_key else (),
+        partitioned_by=stmt.partitioned_by,
+    )
+    return definition, schema
+
+
+def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, MaterializedTableDefinition]:
+    """Create the (empty) Iceberg table with its definition; the first refresh populates it.
+
+    Raises:
+        MaterializedTableExistsError: the name is taken (use CREATE OR ALTER to change its query).
+        DefinitionError: the statement cannot be applied; nothing was created.
+    """
+    name = ws.qualify(stmt.name)
+    if ws.catalog.exists(name):
+        raise MaterializedTableExistsError(
+            f"CREATE MATERIALIZED TABLE {stmt.name}: {name} already exists. Use CREATE OR ALTER MATERIALIZED TABLE "
+            "to change its query, or DROP MATERIALIZED TABLE first."
+        )
+    definition, schema = build_definition(ws, stmt)
+    schema_rules.create_iceberg_table(ws.spark, name, schema, definition, stmt.comment)
+    return name, definition
+
+
+def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> MaterializedTableDefinition:
+    """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query."""
+    label = f"ALTER MATERIALIZED TABLE {name} AS"
+    _, current = ws.catalog.load_materialized(name)
+    expanded, upstream = _resolve_query(ws, label, query)
+    expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
+    new_schema = _infer_schema(ws, label, expanded)
+    _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
+    added = schema_rules.appended_columns(label, ws.spark.table(name).schema, new_schema)
+    reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
+    updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
+                      definition_version=current.definition_version + 1)
+    schema_rules.add_columns(ws.spark, name, added)
+    try:
+        ws.catalog.update_properties(name, updated.to_properties())
+    except Exception:
+        schema_rules.drop_columns(ws.spark, name, [f.name for f in added])
+        raise
+    return updated
+
+
+def update_definition(ws: Workspace, name: str, **changes: object) -> MaterializedTableDefinition:
+    """Persist a changed field of the definition (suspended flag, freshness, …) in one commit."""
+    _, current = ws.catalog.load_materialized(name)
+    updated = replace(current, **changes)  # type: ignore[arg-type]
+    ws.catalog.update_properties(name, updated.to_properties())
+    return updated
+
+
+def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
+    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table)."""
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.ddl.statements import RefreshMode
+
+    _, current = ws.catalog.load_materialized(name)
+    schedule = resolve_schedule(freshness, RefreshMode(current.refresh_mode), ws.rules)
+    return update_definition(ws, name, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
+                             freshness_seconds=int(freshness.to_timedelta().total_seconds()))
+
+
+def downstream_of(definitions: dict[str, MaterializedTableDefinition], name: str) -> list[str]:
+    """Every materialized table that reads ``name`` directly or transitively, upstream-first."""
+    order: list[str] = []
+
+    def visit(node: str) -> None:
+        for child, definition in sorted(definitions.items()):
+            if node in definition.upstream and child not in order and child != name:
+                visit(child)
+                order.insert(0, child)
+
+    visit(name)
+    return _topological(definitions, order)
+
+
+def _topological(definitions: dict[str, MaterializedTableDefinition], names: list[str]) -> list[str]:
+    pending, done = set(names), []
+    while pending:
+        ready = sorted(n for n in pending if not (set(definitions[n].upstream) & pending))
+        if not ready:  # a cycle cannot be created, but never loop forever
+            ready = sorted(pending)
+        done.extend(ready)
+        pending -= set(ready)
+    return done
+
+
+def drop_table(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:
+    """Drop a materialized table (and, with ``cascade``, its dependents first); returns what was dropped."""
+    all_defs = {i.name: i.definition for i in ws.catalog.list_materialized() if i.definition}
+    if name not in all_defs:
+        if ws.catalog.exists(name):
+            raise DefinitionError(f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table; use DROP TABLE.")
+        if if_exists:
+            return []
+        raise NoSuchMaterializedTableError(
+            f"DROP MATERIALIZED TABLE {name}: no such materialized table. Use DROP MATERIALIZED TABLE IF EXISTS."
+        )
+    dependents = downstream_of(all_defs, name)
+    if dependents and not cascade:
+        raise DependencyError(
+            f"DROP MATERIALIZED TABLE {name}: {', '.join(dependents)} read(s) it. Drop those first, or use "
+            "`%%materialized --cascade` to drop them too."
+        )
+    dropped = []
+    for victim in [*reversed(dependents), name]:
+        ws.catalog.drop(victim, purge=True)
+        dropped.append(victim)
+    return dropped

@@ -1,0 +1,324 @@
+"""The I/O half of the RefreshManager: one scheduling pass, the worker pool, the polls and event delivery.
+
+:class:`~mt_magic.runtime.manager.state.SchedulerState` decides; this runner talks to the backend (discover,
+history, refresh, cancel, progress, pending_since) without holding the lock, applies the results under the
+lock, and delivers events to subscribers on the thread that runs the pass.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolExecutor
+from datetime import datetime, timedelta
+
+from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
+from mt_magic.runtime.manager.backend import RefreshBackend
+from mt_magic.runtime.manager.state import Effects, SchedulerState
+from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
+from mt_magic.runtime.spark.jobs import job_group_prefix
+from mt_magic.runtime.status import EventKind, RefreshEvent, RefreshOutcome, RefreshRecord, RefreshRequest
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[RefreshEvent], None]
+
+MIN_STALENESS_EVERY = timedelta(seconds=1)
+STALENESS_POLLS_PER_FRESHNESS = 5
+"""A table's staleness is polled this many times per freshness period (but at most every ``staleness_every`` and
+at least every ``MIN_STALENESS_EVERY``): a 5-second table cached for 5 seconds would report a lag it no longer
+has, or miss one it has."""
+
+
+class RefreshRunner:
+    """Runs scheduling passes against a backend for a :class:`SchedulerState` guarded by ``lock``."""
+
+    def __init__(
+        self,
+        backend: RefreshBackend,
+        state: SchedulerState,
+        lock: threading.RLock,
+        clock: Callable[[], datetime],
+        *,
+        executor: Executor | None,
+        rediscover_every: timedelta,
+        progress_every: timedelta,
+        staleness_every: timedelta,
+    ) -> None:
+        self.backend = backend
+        self.state = state
+        self.lock = lock
+        self.clock = clock
+        self.changed = threading.Condition(lock)
+        """Notified whenever jobs end or events are delivered (``wait_idle``, ``stop``)."""
+        self.wake = threading.Event()
+        """Set by anything that may make work due; the scheduler thread waits on it."""
+        self.stopping = threading.Event()
+        self.subscribers: list[Subscriber] = []
+        self.rediscover_every = rediscover_every
+        self.progress_every = progress_every
+        self.staleness_every = staleness_every
+        self._executor = executor
+        self._owns_executor = executor is None
+        self._dispatch_lock = threading.Lock()
+        self._dispatching = False
+        self._job_numbers = itertools.count(1)
+
+    def step(self) -> list[RefreshRequest]:
+        """Discover if due, poll progress and staleness, start every due run, deliver events."""
+        now = self.clock()
+        if self.discovery_due(now):
+            self.discover(now)
+        self._poll_progress(now)
+        self.recancel(now)
+        self._poll_staleness(now)
+        started: list[RefreshRequest] = []
+        for _ in range(4 * len(self.state.tables) + 4):  # inline executors finish runs that make others due
+            batch = self._start_due(self.clock())
+            if not batch:
+                break
+            started += batch
+        self.dispatch_events()
+        return started
+
+    def discovery_due(self, now: datetime) -> bool:
+        at = self.state.discover_at
+        return at is None or now >= at
+
+    def discover(self, now: datetime) -> None:
+        """List the catalog's tables and reconcile; an unreachable catalog pauses work instead."""
+        try:
+            tables = list(self.backend.discover())
+            with self.lock:
+                known = set(self.state.tables) | self.state.removed
+            last_refresh = {t.name: self._last_refresh(t.name) for t in tables if t.name not in known}
+        except CatalogUnavailableError as exc:
+            with self.lock:
+                self.state.pause(str(exc), now)
+            return
+        except Exception:
+            log.exception("discovering materialized tables failed; trying again in %s", self.rediscover_every)
+            with self.lock:
+                self.state.discover_at = now + self.rediscover_every
+            return
+        with self.lock:
+            effects = self.state.apply_discovery(tables, last_refresh, now)
+            self.state.discover_at = now + self.rediscover_every
+        self.apply(effects)
+
+    def _last_refresh(self, name: str) -> RefreshRecord | None:
+        try:
+            records = self.backend.history(name, 1)
+        except CatalogUnavailableError:
+            raise
+        except Exception:
+            log.exception("reading the refresh history of %s failed", name)
+            return None
+        return records[0] if records else None
+
+    def _poll_progress(self, now: datetime) -> None:
+        with self.lock:
+            jobs = [
+                job
+                for job in self.state.jobs.values()
+                if not job.cancelled
+                and (job.progress_polled_at is None or now - job.progress_polled_at >= self.progress_every)
+            ]
+        for job in jobs:
+            try:
+                progress = self.backend.progress(job.request.job_group)
+            except Exception:
+                log.debug("progress of %s unavailable", job.request.job_group, exc_info=True)
+                continue
+            with self.lock:
+                job.progress_polled_at = now
+                if progress != job.progress and self.state.tables.get(job.request.table) is job.table:
+                    job.progress = progress
+                    self.state.publish(EventKind.REFRESH_PROGRESS, job.table, now)
+
+    def recancel(self, now: datetime) -> None:
+        """Cancel again the job groups of cancelled jobs that still run, every ``progress_every``.
+
+        Spark cancels only the jobs a group has *at that moment*: a refresh cancelled while it plans (between
+        its last cancellation check and the write job's submission) would otherwise run its write to the end.
+        """
+        groups = []
+        with self.lock:
+            for job in self.state.jobs.values():
+                if not job.cancelled:
+                    continue
+                if job.cancelled_at is None:  # first seen: whoever cancelled it has just cancelled its group
+                    job.cancelled_at = now
+                elif now - job.cancelled_at >= self.progress_every:
+                    job.cancelled_at = now
+                    groups.append(job.request.job_group)
+        self._cancel_groups(groups)
+
+    def staleness_every_for(self, entry: ScheduledTable) -> timedelta:
+        """How often ``entry``'s staleness is polled: a fraction of its freshness, within the configured bounds."""
+        scaled = max(entry.table.freshness / STALENESS_POLLS_PER_FRESHNESS, MIN_STALENESS_EVERY)
+        return min(self.staleness_every, scaled)
+
+    def _poll_staleness(self, now: datetime) -> None:
+        with self.lock:
+            entries = [
+                entry
+                for entry in self.state.tables.values()
+                if entry.pending_checked_at is None or now - entry.pending_checked_at >= self.staleness_every_for(entry)
+            ]
+        for entry in entries:
+            if self.state.pause_reason is not None or not self.poll_pending_since(entry):
+                return
+
+    def poll_pending_since(self, entry: ScheduledTable) -> bool:
+        """Refresh the cached ``pending_since`` of ``entry``; False when the catalog is unreachable."""
+        try:
+            since = self.backend.pending_since(entry.name)
+        except CatalogUnavailableError as exc:
+            with self.lock:
+                if self.state.pause_reason is None:
+                    self.state.pause(str(exc), self.clock())
+            return False
+        except Exception:
+            log.exception("reading the pending changes of %s failed", entry.name)
+            return True
+        with self.lock:
+            entry.pending_since, entry.pending_checked_at = since, self.clock()
+        return True
+
+    def _start_due(self, now: datetime) -> list[RefreshRequest]:
+        with self.lock:
+            if self.stopping.is_set():
+                return []
+            jobs = [
+                self.state.begin(entry, run, self._new_request(entry, run, now), now)
+                for entry, run in self.state.select_due(now)
+            ]
+        for job in jobs:
+            self._submit(job)
+        return [job.request for job in jobs]
+
+    def _new_request(self, entry: ScheduledTable, run: PendingRun, now: datetime) -> RefreshRequest:
+        scheduled = run.scheduled_time or entry.schedule.latest_fire(run.due_at, now)
+        group = f"{job_group_prefix(entry.name)}{next(self._job_numbers)}"
+        return RefreshRequest(entry.name, run.trigger, scheduled, run.partition, entry.options, group)
+
+    def _submit(self, job: RunningJob) -> None:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.state.max_jobs, thread_name_prefix="mt-refresh-job")
+        try:
+            handle = self._executor.submit(self._run_job, job)
+        except RuntimeError as exc:  # shut down by a concurrent stop()
+            with self.lock:
+                self.state.cancel_job(job.request.table, "manager stopped", requeue=True)
+            self._finish(job, None, exc)
+            return
+        handle.add_done_callback(lambda f: self._finish_if_cancelled(job, f))
+
+    def _finish_if_cancelled(self, job: RunningJob, handle: Future[None]) -> None:
+        """A job cancelled in the pool's queue (``shutdown(cancel_futures=True)``) never ran ``_run_job``."""
+        if handle.cancelled():
+            self._finish(job, None, RefreshCancelledError(f"refresh of {job.request.table} never started"))
+
+    def _run_job(self, job: RunningJob) -> None:
+        try:
+            outcome = self.backend.refresh(job.request)
+        except BaseException as exc:
+            self._finish(job, None, exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            self._finish(job, outcome, None)
+
+    def _finish(self, job: RunningJob, outcome: RefreshOutcome | None, error: BaseException | None) -> None:
+        with self.lock:
+            counted = error is None and not job.cancelled and self.state.tables.get(job.request.table) is job.table
+        if counted:  # before settling, so the success event carries the staleness after this commit
+            self.poll_pending_since(job.table)
+        with self.lock:
+            effects = self.state.settle(job, outcome, error, self.clock())
+            self.changed.notify_all()
+        self.apply(effects)
+
+    def shutdown_executor(self, wait: bool) -> None:
+        """Shut the worker pool down if this runner made it (a later run makes a new one).
+
+        Args:
+            wait: join the worker threads (only when no job is still running, so this cannot block).
+        """
+        if self._owns_executor and self._executor is not None:
+            self._executor.shutdown(wait=wait, cancel_futures=True)
+            self._executor = None
+
+    def apply(self, effects: Effects) -> None:
+        """Do what a transition asked for, outside the lock: cancel job groups, resolve waiters, wake up."""
+        self._cancel_groups(effects.cancel)
+        for future, outcome, error in effects.settle:
+            _settle(future, outcome, error)
+        self.wake.set()
+
+    def _cancel_groups(self, groups: list[str]) -> None:
+        for group in groups:
+            try:
+                self.backend.cancel(group)
+            except Exception:
+                log.exception("cancelling job group %s failed", group)
+
+    def dispatch_events(self) -> None:
+        """Deliver queued events to subscribers, in order; a failing subscriber is logged and skipped."""
+        with self._dispatch_lock:
+            while True:
+                with self.lock:
+                    if not self.state.events:
+                        self._dispatching = False
+                        self.changed.notify_all()
+                        return
+                    event = self.state.events.popleft()
+                    subscribers = list(self.subscribers)
+                    self._dispatching = True
+                for callback in subscribers:
+                    try:
+                        callback(event)
+                    except Exception:
+                        log.exception("event subscriber %r failed on %s of %s", callback, event.kind, event.table)
+
+    def seconds_to_next_wakeup(self) -> float:
+        """How long the scheduler thread may wait: until a run, a discovery or a poll is due."""
+        with self.lock:
+            now = self.clock()
+            times = [self.state.next_deadline(now)]
+            times += [
+                (job.progress_polled_at or now) + self.progress_every
+                for job in self.state.jobs.values()
+                if not job.cancelled
+            ]
+            times += [
+                (job.cancelled_at or now) + self.progress_every for job in self.state.jobs.values() if job.cancelled
+            ]
+            if self.state.pause_reason is None:
+                times += [
+                    entry.pending_checked_at + self.staleness_every_for(entry)
+                    for entry in self.state.tables.values()
+                    if entry.pending_checked_at is not None
+                ]
+        upcoming = [t for t in times if t is not None and t > now]
+        return (min(upcoming) - now).total_seconds() if upcoming else self.rediscover_every.total_seconds()
+
+    def is_idle(self) -> bool:
+        """Nothing runs, nothing is due now, every event was delivered (call holding the lock)."""
+        if self._dispatching or self.state.jobs or self.state.events:
+            return False
+        return self.stopping.is_set() or not self.state.select_due(self.clock())
+
+
+def _settle(future: Future[RefreshOutcome], outcome: RefreshOutcome | None, error: BaseException | None) -> None:
+    """Resolve a waiter unless it is already resolved (or was cancelled by its owner)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(outcome)  # type: ignore[arg-type]
+    except InvalidStateError:
+        pass

@@ -1,0 +1,306 @@
+"""The RefreshManager's scheduling state and its transitions, free of threads and I/O.
+
+The manager calls these methods while holding its lock, then does what they return as :class:`Effects`
+(cancel job groups, resolve waiters) after releasing it, and delivers the queued events to subscribers.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
+from mt_magic.runtime.manager.schedule import RetryPolicy, blocking_ancestors, dependents
+from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
+from mt_magic.runtime.status import (
+    EventKind,
+    ManagedTable,
+    RefreshEvent,
+    RefreshKind,
+    RefreshOutcome,
+    RefreshRecord,
+    RefreshRequest,
+    RefreshTrigger,
+    TableStatus,
+)
+from mt_magic.sql.ddl.statements import RefreshMode
+
+log = logging.getLogger(__name__)
+
+Settlement = tuple[Future[RefreshOutcome], RefreshOutcome | None, BaseException | None]
+
+
+@dataclass
+class Effects:
+    """What a transition asks the manager to do once its lock is released."""
+
+    cancel: list[str] = field(default_factory=list)
+    """Job groups to cancel through the backend."""
+    settle: list[Settlement] = field(default_factory=list)
+    """Waiters to resolve with an outcome or an error."""
+
+    def cancel_group(self, group: str | None) -> None:
+        if group is not None:
+            self.cancel.append(group)
+
+    def fail(self, futures: Iterable[Future[RefreshOutcome]], error: BaseException) -> None:
+        self.settle.extend((future, None, error) for future in futures)
+
+    def absorb(self, other: Effects) -> None:
+        self.cancel.extend(other.cancel)
+        self.settle.extend(other.settle)
+
+
+class SchedulerState:
+    """Every table, every running job, the event queue and the catalog pause, with their transitions."""
+
+    def __init__(self, policy: RetryPolicy, rng: random.Random, max_jobs: int) -> None:
+        self.policy = policy
+        self.rng = rng
+        self.max_jobs = max_jobs
+        self.tables: dict[str, ScheduledTable] = {}
+        self.jobs: dict[str, RunningJob] = {}
+        """At most one job per table name — also across a drop and re-create while the old job winds down."""
+        self.removed: set[str] = set()
+        """Dropped here; discovery ignores them until the catalog no longer lists them."""
+        self.events: deque[RefreshEvent] = deque()
+        self.pause_reason: str | None = None
+        self.catalog_failures = 0
+        self.discover_at: datetime | None = None
+        """When to list the catalog next; ``None`` means at the next step."""
+
+    # -- tables ----------------------------------------------------------------------------------------
+
+    def insert(self, table: ManagedTable, last_refresh: RefreshRecord | None, now: datetime) -> ScheduledTable:
+        """Track a new table; one behind its schedule (or never refreshed) is caught up once, now."""
+        entry = ScheduledTable(table, last_refresh)
+        self.tables[table.name] = entry
+        self.removed.discard(table.name)
+        entry.arm(now, RefreshTrigger.CATCH_UP)
+        self.publish(EventKind.TABLE_ADDED, entry, now)
+        return entry
+
+    def forget(self, name: str, now: datetime, reason: str) -> Effects:
+        """Stop tracking ``name``: cancel its job, fail its waiters."""
+        entry = self.tables.pop(name)
+        effects = Effects()
+        effects.fail(entry.drain(), RefreshCancelledError(f"refresh of {name} cancelled: {reason}"))
+        effects.cancel_group(self.cancel_job(name, reason, requeue=False))
+        self.events.append(RefreshEvent(EventKind.TABLE_REMOVED, name, now, None, reason))
+        return effects
+
+    def suspend(self, entry: ScheduledTable, now: datetime, reason: str) -> Effects:
+        """Suspend: cancel the running job (it will not count) and drop pending runs."""
+        effects = Effects()
+        if entry.suspended:
+            return effects
+        effects.fail(entry.suspend(), RefreshCancelledError(f"refresh of {entry.name} cancelled: {reason}"))
+        effects.cancel_group(self.cancel_job(entry.name, reason, requeue=False))
+        self.publish(EventKind.STATE_CHANGED, entry, now, reason)
+        return effects
+
+    def resume(self, entry: ScheduledTable, options: tuple[tuple[str, str], ...], now: datetime) -> None:
+        """Resume with ``options`` for this resumption's runs (only updates the options if not suspended)."""
+        if not entry.suspended:
+            entry.options = options
+            return
+        entry.resume(options, now)
+        self.publish(EventKind.STATE_CHANGED, entry, now, "resumed")
+
+    def redefine(self, entry: ScheduledTable, table: ManagedTable, now: datetime, *, local: bool) -> Effects:
+        """Adopt a changed definition.
+
+        Args:
+            local: made in this process (ALTER): a running job starts over and ``suspended`` applies as given.
+                Otherwise it was seen in the catalog: ``suspended`` applies only if it changed there.
+
+        Raises:
+            ValueError: the new schedule is invalid; nothing changed.
+        """
+        was_suspended = entry.suspended if local else entry.table.suspended
+        entry.redefine(table, now)
+        effects = Effects()
+        if local:
+            effects.cancel_group(self.cancel_job(entry.name, "definition changed", requeue=True))
+        if table.suspended and not was_suspended:
+            effects.absorb(self.suspend(entry, now, "suspended"))
+        elif was_suspended and not table.suspended:
+            self.resume(entry, (), now)
+        else:
+            self.publish(EventKind.STATE_CHANGED, entry, now, "definition changed")
+        return effects
+
+    def cancel_job(self, name: str, reason: str, requeue: bool) -> str | None:
+        """Mark ``name``'s running job cancelled; returns its job group the first time, else ``None``."""
+        job = self.jobs.get(name)
+        if job is None:
+            return None
+        first = not job.cancelled
+        job.requeue = requeue if first else job.requeue and requeue
+        job.cancel_reason = job.cancel_reason or reason
+        return job.request.job_group if first else None
+
+    # -- running ---------------------------------------------------------------------------------------
+
+    def select_due(self, now: datetime) -> list[tuple[ScheduledTable, PendingRun]]:
+        """The runs to start now: by deadline, upstream before downstream, within the concurrency cap."""
+        if self.pause_reason is not None:
+            return []
+        candidates = []
+        for entry in self.tables.values():
+            run = entry.due_run(now) if entry.name not in self.jobs else None
+            if run is not None:
+                candidates.append((run.due_at, entry.name, entry, run))
+        upstream = {name: entry.table.upstream for name, entry in self.tables.items()}
+        busy = {name for name, job in self.jobs.items() if not job.cancelled} | {c[1] for c in candidates}
+        ready = [
+            (entry, run) for _, name, entry, run in sorted(candidates) if not blocking_ancestors(name, upstream) & busy
+        ]
+        return ready[: max(self.max_jobs - len(self.jobs), 0)]
+
+    def begin(self, entry: ScheduledTable, run: PendingRun, request: RefreshRequest, now: datetime) -> RunningJob:
+        """Record that ``run`` starts now as ``request``."""
+        entry.take(run)
+        job = RunningJob(entry, run, request, now, entry.staleness(now))
+        self.jobs[entry.name] = job
+        self.publish(EventKind.REFRESH_STARTED, entry, now, run.trigger.value)
+        return job
+
+    def settle(
+        self, job: RunningJob, outcome: RefreshOutcome | None, error: BaseException | None, now: datetime
+    ) -> Effects:
+        """Account for a finished job: success, failure (backoff), cancellation or an unreachable catalog."""
+        name = job.request.table
+        if self.jobs.get(name) is job:
+            del self.jobs[name]
+        current = self.tables.get(name) is job.table
+        if job.cancelled or not current:
+            if outcome is not None:
+                log.warning("refresh of %s returned after it was cancelled; not counted", name)
+            return self._settle_cancelled(job, now, current)
+        if isinstance(error, CatalogUnavailableError):
+            job.table.requeue(job.run, job.run.due_at)
+            if self.pause_reason is None:
+                self.pause(str(error), now)
+            return Effects()
+        if error is not None:
+            return self._settle_failed(job, error, now)
+        assert outcome is not None
+        return self._settle_succeeded(job, outcome, now)
+
+    def _settle_cancelled(self, job: RunningJob, now: datetime, current: bool) -> Effects:
+        reason = job.cancel_reason or "table removed"
+        effects = Effects()
+        if current and job.requeue:
+            job.table.requeue(job.run, job.run.due_at)
+        else:
+            effects.fail(job.run.futures, RefreshCancelledError(f"refresh of {job.request.table} cancelled: {reason}"))
+        if current:
+            job.table.arm(now)
+            self.publish(EventKind.STATE_CHANGED, job.table, now, f"refresh cancelled: {reason}")
+        return effects
+
+    def _settle_failed(self, job: RunningJob, error: BaseException, now: datetime) -> Effects:
+        entry = job.table
+        delay = entry.failed(job, error, now, self.policy, self.rng)
+        log.warning("refresh of %s failed (%d in a row), retrying in %s: %s", entry.name, entry.failures, delay, error)
+        self.publish(EventKind.REFRESH_FAILED, entry, now, f"{entry.last_error}; retry in {delay}")
+        effects = Effects()
+        effects.fail(job.run.futures, error)
+        return effects
+
+    def _settle_succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> Effects:
+        entry = job.table
+        entry.succeeded(job, outcome, now)
+        if outcome.kind is not RefreshKind.NOOP or job.run.cascade:
+            self._cascade(entry, job.run, now)
+        self.publish(EventKind.REFRESH_SUCCEEDED, entry, now, outcome.strategy or outcome.kind.value)
+        return Effects(settle=[(future, outcome, None) for future in job.run.futures])
+
+    def _cascade(self, entry: ScheduledTable, run: PendingRun, now: datetime) -> None:
+        """Make the direct downstream tables due now; they cascade further when they commit in turn.
+
+        An automatic cascade (an upstream commit) reaches CONTINUOUS tables only: FULL tables keep their cron
+        schedule, as in Flink, and a manual cascade (backfill) reaches every downstream table.
+        """
+        upstream = {name: other.table.upstream for name, other in self.tables.items()}
+        for name in dependents(entry.name, upstream):
+            down = self.tables[name]
+            if not run.cascade and down.table.mode is not RefreshMode.CONTINUOUS:
+                continue
+            if not down.suspended:
+                partition = run.partition if run.cascade else ()
+                down.request(PendingRun(RefreshTrigger.CASCADE, now, now, partition, run.cascade))
+                self.note_state(down, now)
+
+    # -- catalog ---------------------------------------------------------------------------------------
+
+    def apply_discovery(
+        self, tables: Sequence[ManagedTable], last_refresh: dict[str, RefreshRecord | None], now: datetime
+    ) -> Effects:
+        """Reconcile with the catalog's list: new tables appear, dropped ones go, external changes apply."""
+        seen = {table.name for table in tables}
+        self.removed &= seen
+        effects = Effects()
+        for table in tables:
+            entry = self.tables.get(table.name)
+            try:
+                if entry is None and table.name not in self.removed:
+                    self.insert(table, last_refresh.get(table.name), now)
+                elif entry is not None and replace(table, last_refresh_at=None) != replace(
+                    entry.table, last_refresh_at=None
+                ):
+                    effects.absorb(self.redefine(entry, table, now, local=False))
+            except ValueError as exc:
+                log.error("cannot schedule materialized table %s: %s", table.name, exc)
+        for name in [name for name in self.tables if name not in seen]:
+            effects.absorb(self.forget(name, now, "dropped from the catalog"))
+        if self.pause_reason is not None:
+            self._unpause(now)
+        return effects
+
+    def pause(self, reason: str, now: datetime) -> timedelta:
+        """The catalog cannot be reached: start nothing and try discovery again after a backoff."""
+        self.catalog_failures += 1
+        delay = self.policy.delay(self.catalog_failures, self.rng, give_up=False)
+        self.discover_at = now + delay
+        if self.pause_reason is None:
+            self.pause_reason = reason
+            log.warning("catalog unavailable, pausing refreshes: %s", reason)
+            for entry in self.tables.values():
+                self.publish(EventKind.STATE_CHANGED, entry, now, f"paused: catalog unavailable ({reason})")
+        return delay
+
+    def _unpause(self, now: datetime) -> None:
+        log.info("catalog reachable again, resuming refreshes")
+        self.pause_reason, self.catalog_failures = None, 0
+        for entry in self.tables.values():
+            self.publish(EventKind.STATE_CHANGED, entry, now, "catalog reachable again")
+
+    # -- views -----------------------------------------------------------------------------------------
+
+    def snapshot(self, entry: ScheduledTable, now: datetime) -> TableStatus:
+        return entry.snapshot(now, self.jobs.get(entry.name), self.policy)
+
+    def publish(self, kind: EventKind, entry: ScheduledTable, now: datetime, message: str = "") -> None:
+        """Queue an event carrying the table's status right after it."""
+        status = self.snapshot(entry, now)
+        entry.published_state = status.state
+        self.events.append(RefreshEvent(kind, entry.name, now, status, message))
+
+    def note_state(self, entry: ScheduledTable, now: datetime) -> None:
+        """Queue STATE_CHANGED if the table's state differs from the last one published."""
+        if entry.state(self.jobs.get(entry.name), self.policy) != entry.published_state:
+            self.publish(EventKind.STATE_CHANGED, entry, now)
+
+    def next_deadline(self, now: datetime) -> datetime | None:
+        """The earliest future time a run, or discovery, becomes due (runs due already wait for a wake-up)."""
+        times: list[datetime | None] = [self.discover_at]
+        if self.pause_reason is None:
+            times += [entry.next_due() for entry in self.tables.values() if entry.name not in self.jobs]
+        return min((t for t in times if t is not None and t > now), default=None)

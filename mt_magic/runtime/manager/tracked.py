@@ -1,0 +1,247 @@
+"""One table as the RefreshManager tracks it: its pending runs, its running job, its failures.
+
+These objects are mutable and belong to the manager: they are only touched while holding its lock, and
+leave it only as immutable :class:`~mt_magic.runtime.status.TableStatus` snapshots.
+"""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from mt_magic.runtime.manager.schedule import RetryPolicy, schedule_for
+from mt_magic.runtime.status import (
+    JobProgress,
+    JobState,
+    ManagedTable,
+    RefreshOutcome,
+    RefreshRecord,
+    RefreshRequest,
+    RefreshTrigger,
+    TableStatus,
+)
+
+Partition = tuple[tuple[str, str], ...]
+
+TRIGGER_PRIORITY = {
+    RefreshTrigger.SCHEDULED: 1,
+    RefreshTrigger.CATCH_UP: 2,
+    RefreshTrigger.CASCADE: 3,
+    RefreshTrigger.MANUAL: 4,
+    RefreshTrigger.INITIAL: 5,
+}
+"""When requests coalesce into one run, the run carries the most specific reason."""
+
+SCHEDULE_TRIGGERS = (RefreshTrigger.SCHEDULED, RefreshTrigger.CATCH_UP)
+
+
+@dataclass
+class PendingRun:
+    """A refresh waiting to start. Requests for the same partition coalesce into one run."""
+
+    trigger: RefreshTrigger
+    due_at: datetime
+    scheduled_time: datetime | None = None
+    """The request's time; ``None`` for schedule runs, which take the latest missed fire when they start."""
+    partition: Partition = ()
+    cascade: bool = False
+    """Refresh every downstream table afterwards even if nothing was written (a manual cascade)."""
+    immediate: bool = False
+    """Asked for by a user: runs even while suspended or backing off."""
+    futures: list[Future[RefreshOutcome]] = field(default_factory=list)
+
+    def absorb(self, other: PendingRun) -> None:
+        """Coalesce ``other`` into this run: earliest deadline, most specific trigger, every waiter."""
+        if TRIGGER_PRIORITY[other.trigger] > TRIGGER_PRIORITY[self.trigger]:
+            self.trigger, self.scheduled_time = other.trigger, other.scheduled_time
+        self.due_at = min(self.due_at, other.due_at)
+        self.cascade |= other.cascade
+        self.immediate |= other.immediate
+        self.futures.extend(other.futures)
+
+
+@dataclass
+class RunningJob:
+    """A refresh handed to the worker pool, until its outcome is settled."""
+
+    table: ScheduledTable
+    run: PendingRun
+    request: RefreshRequest
+    started_at: datetime
+    staleness_before: timedelta | None
+    cancel_reason: str | None = None
+    cancelled_at: datetime | None = None
+    """When its job group was last cancelled (it is cancelled again while the job still runs)."""
+    requeue: bool = False
+    """Cancelled only to start over (ALTER AS, stop): run it again once it has ended."""
+    progress: JobProgress | None = None
+    progress_polled_at: datetime | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_reason is not None
+
+
+class ScheduledTable:
+    """The manager's mutable record of one table (guarded by the manager's lock)."""
+
+    def __init__(self, table: ManagedTable, last_refresh: RefreshRecord | None = None) -> None:
+        self.table = table
+        self.schedule = schedule_for(table)
+        self.suspended = table.suspended
+        self.options: tuple[tuple[str, str], ...] = ()
+        self.pending: dict[Partition, PendingRun] = {}
+        self.base = table.last_refresh_at
+        """The time the next scheduled run is counted from (last run's fire time or start)."""
+        self.not_before: datetime | None = None
+        self.failures = 0
+        self.last_error: str | None = None
+        self.last_refresh = last_refresh
+        self.pending_since: datetime | None = None
+        self.pending_checked_at: datetime | None = None
+        self.published_state: JobState | None = None
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    def request(self, run: PendingRun) -> None:
+        """Queue ``run``, coalescing it with a pending run of the same partition."""
+        existing = self.pending.get(run.partition)
+        if existing is None:
+            self.pending[run.partition] = run
+        else:
+            existing.absorb(run)
+
+    def arm(self, now: datetime, trigger: RefreshTrigger = RefreshTrigger.SCHEDULED) -> None:
+        """Make sure the next whole-table run is pending; ``trigger`` names it if the table is behind."""
+        if self.suspended or () in self.pending:
+            return
+        due = self.schedule.next_after(self.base) if self.base is not None else now
+        self.request(PendingRun(trigger if due <= now else RefreshTrigger.SCHEDULED, due))
+
+    def due_run(self, now: datetime) -> PendingRun | None:
+        """The earliest run that may start at ``now``, if any."""
+        gated = self.suspended or (self.not_before is not None and now < self.not_before)
+        due = [run for run in self.pending.values() if run.due_at <= now and (run.immediate or not gated)]
+        return min(due, key=lambda run: run.due_at, default=None)
+
+    def next_due(self) -> datetime | None:
+        """When the next pending run may start, honouring suspension and backoff."""
+        times = []
+        for run in self.pending.values():
+            if run.immediate:
+                times.append(run.due_at)
+            elif not self.suspended:
+                times.append(max(run.due_at, self.not_before) if self.not_before else run.due_at)
+        return min(times, default=None)
+
+    def take(self, run: PendingRun) -> None:
+        """Remove ``run`` from the queue because it starts now."""
+        del self.pending[run.partition]
+
+    def requeue(self, run: PendingRun, due_at: datetime, *, keep_waiters: bool = True) -> None:
+        """Put a run that did not complete back in the queue."""
+        futures = list(run.futures) if keep_waiters else []
+        self.request(replace(run, due_at=due_at, immediate=False, futures=futures))
+
+    def drain(self) -> list[Future[RefreshOutcome]]:
+        """Forget every pending run; returns their waiters."""
+        futures = [f for run in self.pending.values() for f in run.futures]
+        self.pending.clear()
+        return futures
+
+    def succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> RefreshRecord:
+        """Record a completed refresh and schedule the next one from it."""
+        self.failures, self.last_error, self.not_before = 0, None, None
+        self.last_refresh = RefreshRecord(
+            kind=outcome.kind,
+            trigger=job.request.trigger,
+            started_at=job.started_at,
+            duration=now - job.started_at,
+            rows_written=outcome.rows_written,
+            snapshot_id=outcome.snapshot_id,
+            staleness_before=job.staleness_before,
+        )
+        if job.run.partition == ():
+            self.base = self.schedule.anchor(job.started_at, job.request.scheduled_time)
+        self.arm(now)
+        return self.last_refresh
+
+    def failed(
+        self, job: RunningJob, error: BaseException, now: datetime, policy: RetryPolicy, rng: random.Random
+    ) -> timedelta:
+        """Count a failure and queue the same run again after a backoff; returns the delay."""
+        self.failures += 1
+        self.last_error = f"{type(error).__name__}: {error}"
+        delay = policy.delay(self.failures, rng)
+        self.not_before = now + delay
+        self.requeue(job.run, self.not_before, keep_waiters=False)
+        return delay
+
+    def suspend(self) -> list[Future[RefreshOutcome]]:
+        """Stop scheduling; returns the waiters of the runs that will not happen."""
+        self.suspended = True
+        self.options = ()
+        return self.drain()
+
+    def resume(self, options: tuple[tuple[str, str], ...], now: datetime) -> None:
+        """Schedule again with a clean failure count; ``options`` apply until the next suspend."""
+        self.suspended = False
+        self.options = options
+        self.failures, self.not_before = 0, None
+        self.arm(now)
+
+    def redefine(self, table: ManagedTable, now: datetime) -> None:
+        """Adopt a changed definition; a changed schedule replaces the pending scheduled run.
+
+        Raises:
+            ValueError: the new cron or freshness is invalid (nothing changed then).
+        """
+        schedule = schedule_for(table)
+        old, self.table = self.table, table
+        if (table.mode, table.freshness, table.cron) != (old.mode, old.freshness, old.cron):
+            slot = self.pending.get(())
+            if slot is not None and slot.trigger in SCHEDULE_TRIGGERS:
+                del self.pending[()]
+            self.schedule = schedule
+            self.arm(now)
+
+    def staleness(self, now: datetime) -> timedelta | None:
+        """``now`` minus the oldest unreflected source change (zero when caught up, ``None`` if unknown)."""
+        if self.pending_checked_at is None:
+            return None
+        if self.pending_since is None:
+            return timedelta(0)
+        return max(now - self.pending_since, timedelta(0))
+
+    def state(self, job: RunningJob | None, policy: RetryPolicy) -> JobState:
+        """The state shown for this table, given its running job (if any)."""
+        if job is not None and not job.cancelled:
+            return JobState.RUNNING
+        if self.suspended:
+            return JobState.SUSPENDED
+        if job is not None:
+            return JobState.RUNNING
+        if self.failures:
+            return JobState.FAILED if policy.is_failed(self.failures) else JobState.RETRYING
+        return JobState.SCHEDULED if self.pending else JobState.IDLE
+
+    def snapshot(self, now: datetime, job: RunningJob | None, policy: RetryPolicy) -> TableStatus:
+        """An immutable status of this table at ``now``."""
+        return TableStatus(
+            name=self.name,
+            mode=self.table.mode,
+            freshness=self.table.freshness,
+            state=self.state(job, policy),
+            mode_reason=self.table.mode_reason,
+            last_refresh=self.last_refresh,
+            next_refresh_at=self.next_due(),
+            staleness=self.staleness(now),
+            last_error=self.last_error,
+            consecutive_failures=self.failures,
+            progress=job.progress if job is not None and not job.cancelled else None,
+            upstream=self.table.upstream,
+        )

@@ -1,0 +1,99 @@
+"""The one commit of every refresh: data and refresh state together, or nothing.
+
+Every refresh — full, partition or incremental — ends in a single DataFrameWriterV2 call, ``append()`` or
+``overwrite(condition)``, whose ``snapshot-property.*`` options carry the new refresh state, so the data and
+the record of what it consumed land in the same Iceberg snapshot (exactly once: a crash before it repeats the
+work, a crash after it finds the sources already consumed).
+
+Concurrency: the table's current snapshot is checked right before the write (another writer committed since
+the refresh read it → :class:`RefreshConflictError`, nothing written, the next attempt starts from the new
+state); overwrites also ask Iceberg to validate, inside its own commit, that nothing matching the condition was
+added since that snapshot (serializable isolation), which closes the window between the check and the commit.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.definitions import RefreshState
+from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.errors import RefreshConflictError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+REFRESH_ID_KEY = "mt.refresh-id"
+"""Snapshot-summary key tagging a refresh's commit, so its snapshot is found again after the write."""
+
+
+class WriteMode(enum.Enum):
+    """How the refresh's rows reach the table."""
+
+    APPEND = "append"
+    """Add the rows; nothing is removed."""
+    OVERWRITE = "overwrite"
+    """Replace the rows matching the condition (whole data files: partition conditions or everything)."""
+
+
+@dataclass(frozen=True)
+class Write:
+    """The rows a refresh produced and how they are committed."""
+
+    df: DataFrame
+    mode: WriteMode
+    condition: Column | None = None
+    """For OVERWRITE: the replaced region (``None``: the whole table)."""
+    scope: str = ""
+    """Human note on the region, e.g. "partitions ds=20241216"."""
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The snapshot a refresh committed."""
+
+    snapshot_id: int | None
+    rows_written: int
+    committed_at: datetime | None
+
+
+def commit(catalog: MaterializedCatalog, table: str, write: Write, state: RefreshState, refresh_id: str,
+           read_snapshot: int | None) -> Committed:
+    """Commit ``write`` with ``state`` in its snapshot summary; the table must still be at ``read_snapshot``.
+
+    Args:
+        read_snapshot: the table's snapshot when the refresh read it (``None``: it had none yet).
+
+    Raises:
+        RefreshConflictError: the table changed since ``read_snapshot`` (another writer); nothing was committed.
+    """
+    from pyspark.sql import functions as F
+
+    current = catalog.load(table).current_snapshot_id
+    if current != read_snapshot:
+        raise RefreshConflictError(
+            f"{table} changed during the refresh (snapshot {read_snapshot} → {current}, another writer?); "
+            "nothing was committed, the next refresh starts from the new state."
+        )
+    writer = write.df.writeTo(table)
+    for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    if write.mode is WriteMode.APPEND:
+        writer.append()
+    else:
+        if read_snapshot is not None:
+            writer = writer.option("isolation-level", "serializable")
+            writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
+        writer.overwrite(write.condition if write.condition is not None else F.lit(True))
+    return committed_snapshot(catalog, table, refresh_id)
+
+
+def committed_snapshot(catalog: MaterializedCatalog, table: str, refresh_id: str) -> Committed:
+    """The commit tagged ``refresh_id`` (``Committed(None, 0, None)`` when there is none)."""
+    info = catalog.load(table)
+    for snap in reversed(info.snapshots):
+        if snap.summary.get(REFRESH_ID_KEY) == refresh_id:
+            return Committed(snap.snapshot_id, int(snap.summary.get("added-records", "0")), snap.committed_at)
+    return Committed(None, 0, None)

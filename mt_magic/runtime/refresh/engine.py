@@ -1,0 +1,139 @@
+"""The real :class:`~mt_magic.runtime.manager.backend.RefreshBackend`: Spark jobs for data, the catalog for state.
+
+Everything the manager learns here comes from the catalog (definitions in table properties, progress in
+snapshot summaries), so a new kernel or a headless runner picks up exactly where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError
+from mt_magic.runtime.refresh.retention import expire_if_due
+from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
+from mt_magic.runtime.spark.jobs import SparkJobs
+from mt_magic.runtime.status import (
+    JobProgress,
+    ManagedTable,
+    RefreshKind,
+    RefreshOutcome,
+    RefreshRecord,
+    RefreshRequest,
+    RefreshTrigger,
+)
+from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.statements import RefreshMode
+
+log = logging.getLogger(__name__)
+
+
+
+def _unavailable(exc: Exception) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(s in text for s in ("connection refused", "connecterror", "max retries", "timed out", "unreachable"))
+
+
+def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
+    """The manager's view of a materialized table's catalog metadata."""
+    definition = info.definition
+    assert definition is not None
+    last = info.last_refresh()
+    return ManagedTable(
+        name=info.name,
+        mode=RefreshMode(definition.refresh_mode),
+        freshness=timedelta(seconds=definition.freshness_seconds),
+        cron=definition.cron or None,
+        suspended=definition.suspended,
+        upstream=tuple(u for u in definition.upstream if u in materialized),
+        last_refresh_at=last[0].committed_at if last else None,
+        mode_reason=definition.mode_reason,
+    )
+
+
+class Engine:
+    """Runs refreshes on Spark and answers the manager's questions from the catalog."""
+
+    def __init__(self, workspace: Workspace, jobs: SparkJobs) -> None:
+        self.workspace = workspace
+        self.jobs = jobs
+        self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
+
+    def discover(self) -> Sequence[ManagedTable]:
+        try:
+            infos = self.workspace.catalog.list_materialized()
+        except Exception as exc:
+            if _unavailable(exc):
+                raise CatalogUnavailableError(f"catalog unreachable: {exc}") from exc
+            raise
+        names = {i.name for i in infos}
+        return [managed_table(i, names) for i in infos]
+
+    def refresh(self, request: RefreshRequest) -> RefreshOutcome:
+        try:
+            outcome = run_refresh(self.context, request)
+        except (NoSuchMaterializedTableError, CatalogError):
+            raise
+        except Exception as exc:
+            if _unavailable(exc):
+                raise CatalogUnavailableError(f"catalog unreachable during refresh: {exc}") from exc
+            raise
+        if outcome.kind is not RefreshKind.NOOP:
+            self._expire_old_snapshots(request)
+        return outcome
+
+    def _expire_old_snapshots(self, request: RefreshRequest) -> None:
+        """Housekeeping after a committed refresh (see :mod:`.retention`); a failure here is only logged."""
+        try:
+            info = self.workspace.catalog.load(request.table)
+            with self.jobs.job_group(request.job_group, f"expire old snapshots of {request.table}"):
+                expire_if_due(self.jobs.child_session(), info, self.workspace.clock())
+        except Exception as exc:  # cancelled by a DROP, catalog hiccup: the refresh itself has committed
+            log.warning("snapshot retention for %s skipped: %s", request.table, str(exc).splitlines()[0])
+
+    def cancel(self, job_group: str) -> None:
+        self.jobs.cancel(job_group)
+
+    def progress(self, job_group: str) -> JobProgress | None:
+        return self.jobs.progress(job_group)
+
+    def pending_since(self, table: str) -> datetime | None:
+        catalog = self.workspace.catalog
+        info, definition = catalog.load_materialized(table)
+        last = info.last_refresh()
+        oldest: datetime | None = None
+        for source in definition.upstream:
+            source_info = catalog.load(source)
+            consumed = last[1].snapshot_of(source) if last else None
+            if last is None and not source_info.snapshots:
+                continue
+            changes = source_info.snapshots_after(consumed)
+            if changes is None:  # the consumed snapshot is gone: assume changed since our last refresh
+                since = last[0].committed_at if last else None
+                changes_at = [since] if since else []
+            else:
+                changes_at = [s.committed_at for s in changes if s.changes_data]
+            if changes_at and (oldest is None or changes_at[0] < oldest):
+                oldest = changes_at[0]
+        return oldest
+
+    def history(self, table: str, limit: int = 50) -> Sequence[RefreshRecord]:
+        info = self.workspace.catalog.load(table)
+        records = []
+        for snap in reversed(info.snapshots):
+            state = snap.refresh_state
+            if state is None:
+                continue
+            records.append(RefreshRecord(
+                kind=RefreshKind(state.kind),
+                trigger=RefreshTrigger(state.trigger),
+                started_at=state.refresh_start,
+                duration=max(snap.committed_at - state.refresh_start, timedelta(0)),
+                rows_written=int(snap.summary.get("added-records", "0")),
+                snapshot_id=snap.snapshot_id,
+            ))
+            if len(records) >= limit:
+                break
+        return records

@@ -1,0 +1,106 @@
+"""What happened to one source between the snapshot the last refresh consumed and the one pinned now.
+
+Read from snapshot metadata only (operations and summaries through pyiceberg), never from data: the
+classification decides which delta reader is correct before any Spark job runs. Iceberg's incremental
+append scan silently skips overwrite and delete snapshots, so it may only be used when every logical change
+in the range is an append; row-level changes need the changelog, which cannot read delete files.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from mt_magic.catalog.definitions import SourceState
+from mt_magic.catalog.tables import SnapshotInfo, TableInfo
+from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
+
+DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
+"""Summary keys that count delete files (or deletion vectors) a snapshot added: merge-on-read writes."""
+
+
+class ChangeKind(enum.Enum):
+    """How a source changed since the consumed snapshot."""
+
+    NONE = "none"
+    """Same snapshot, or only compactions since."""
+    APPENDS = "appends"
+    """Only appended rows (or the source was empty before: everything is new)."""
+    ROW_LEVEL = "row-level"
+    """Copy-on-write deletes, updates or merges (possibly with appends): read through the changelog."""
+    RULES_OUT = "rules out"
+    """The change cannot be known or read; ``reason`` says why."""
+
+
+@dataclass(frozen=True)
+class SourceChange:
+    """One source's change between ``consumed`` (exclusive) and ``pinned`` (inclusive)."""
+
+    name: str
+    kind: ChangeKind
+    consumed: int | None
+    """``None``: the source was empty at the last refresh, so the whole pinned table is the delta."""
+    pinned: int | None
+    reason: FallbackReason | None = None
+    changes: int = 0
+    """Snapshots with a logical change in the range."""
+    rows: int = 0
+    """Rows those snapshots added plus rows they removed, from the summaries: the size of the delta."""
+
+    @property
+    def changed(self) -> bool:
+        return self.kind in (ChangeKind.APPENDS, ChangeKind.ROW_LEVEL)
+
+    def describe(self) -> str:
+        if self.kind is ChangeKind.RULES_OUT:
+            return f"{self.name}: {self.reason.sentence if self.reason else 'unknown change'}"
+        return f"{self.name}: {self.kind.value} ({self.changes} snapshot(s))"
+
+
+def _count(snapshot: SnapshotInfo, key: str) -> int:
+    try:
+        return int(snapshot.summary.get(key, "0"))
+    except ValueError:
+        return 0
+
+
+def _ruled_out(name: str, recorded: int | None, pinned: int | None, reason: FallbackReason) -> SourceChange:
+    return SourceChange(name, ChangeKind.RULES_OUT, recorded, pinned, reason)
+
+
+def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
+    """Classify a source's change from its metadata, loaded once when the refresh pinned it.
+
+    Args:
+        info: the source's metadata; its current snapshot is the pinned one.
+        recorded: the source as the last refresh state recorded it (``None``: not recorded).
+    """
+    name, pinned = info.name, info.current_snapshot_id
+    if recorded is None:
+        return _ruled_out(name, None, pinned, FallbackReason.SOURCE_NOT_RECORDED)
+    consumed = recorded.snapshot_id
+    if recorded.uuid and recorded.uuid != info.uuid:
+        return _ruled_out(name, consumed, pinned, FallbackReason.SOURCE_RECREATED)
+    if consumed == pinned:
+        return SourceChange(name, ChangeKind.NONE, consumed, pinned)
+    after = info.snapshots_after(consumed)
+    if after is None or pinned is None:
+        expired = consumed not in info.known_snapshot_ids
+        reason = FallbackReason.SNAPSHOT_EXPIRED if expired else FallbackReason.HISTORY_REWRITTEN
+        return _ruled_out(name, consumed, pinned, reason)
+    logical = [s for s in after if s.changes_data]
+    rows = sum(_count(s, "added-records") + _count(s, "deleted-records") for s in logical)
+    if consumed is None:
+        return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical), rows=rows)
+    before = next(s for s in info.snapshots if s.snapshot_id == consumed)
+    if None not in (before.schema_id, after[-1].schema_id) and before.schema_id != after[-1].schema_id:
+        return _ruled_out(name, consumed, pinned, FallbackReason.SCHEMA_CHANGED)
+    if not logical:
+        return SourceChange(name, ChangeKind.NONE, consumed, pinned)
+    if any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS):
+        return _ruled_out(name, consumed, pinned, FallbackReason.MERGE_ON_READ_DELETES)
+    if all(s.operation == "append" for s in logical):
+        return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows)
+    if _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0:
+        return _ruled_out(name, consumed, pinned, FallbackReason.MERGE_ON_READ_DELETES)
+    return SourceChange(name, ChangeKind.ROW_LEVEL, consumed, pinned, changes=len(logical), rows=rows)

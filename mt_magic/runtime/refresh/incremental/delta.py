@@ -1,0 +1,114 @@
+"""Delta relations of the changed sources, as temp views of the refresh's child session, and delta terms.
+
+* Appends: Iceberg's incremental append scan (``start-snapshot-id`` exclusive, ``end-snapshot-id``
+  inclusive); a source that was empty at the last refresh contributes its whole pinned snapshot.
+* Row-level changes: ``CALL <cat>.system.create_changelog_view`` with net changes (carry-over rows removed,
+  changes collapsed across snapshots); INSERT/UPDATE_AFTER rows are inserted, DELETE/UPDATE_BEFORE deleted.
+
+A delta term replaces one source by its delta and pins the others: sources before it at their new
+snapshots, sources after it at their consumed ones, so the terms sum to exactly Q(new) − Q(old).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
+from mt_magic.runtime.spark.quoting import identifier, procedure, string_literal
+from mt_magic.sql.query.rewrite import pin_sources
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CHANGELOG_META = ("_change_type", "_change_ordinal", "_commit_snapshot_id")
+INSERTED_TYPES = ("INSERT", "UPDATE_AFTER")
+DELETED_TYPES = ("DELETE", "UPDATE_BEFORE")
+
+
+@dataclass
+class DeltaViews:
+    """Temp views of each changed source's inserted (and deleted) rows; :meth:`release` frees them."""
+
+    session: SparkSession
+    inserted: dict[str, str] = field(default_factory=dict)
+    deleted: dict[str, str] = field(default_factory=dict)
+    cached: list[DataFrame] = field(default_factory=list)
+    changelogs: list[str] = field(default_factory=list)
+
+    def release(self) -> None:
+        for df in self.cached:
+            df.unpersist()
+        for view in (*self.inserted.values(), *self.deleted.values(), *self.changelogs):
+            self.session.catalog.dropTempView(view)
+
+
+def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
+    reader = session.read
+    if change.consumed is None:
+        return reader.option("snapshot-id", str(change.pinned)).table(change.name)
+    return (reader.option("start-snapshot-id", str(change.consumed))
+            .option("end-snapshot-id", str(change.pinned)).table(change.name))
+
+
+def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFrame:
+    call, table = procedure(change.name, "create_changelog_view")
+    session.sql(
+        f"CALL {call}(table => {table}, "
+        f"options => map('start-snapshot-id', '{change.consumed}', 'end-snapshot-id', '{change.pinned}'), "
+        f"net_changes => true, changelog_view => {string_literal(view)})"
+    )
+    return session.table(identifier(view))
+
+
+def register_deltas(session: SparkSession, changes: Sequence[SourceChange]) -> DeltaViews:
+    """Register the delta views of every changed source (lazy: no Spark job runs here).
+
+    Changelog deltas are cached: the changelog's carry-over removal sorts the changed files' rows, and
+    several delta terms (and the affected-keys action) read the same delta.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    views = DeltaViews(session)
+    tag = uuid.uuid4().hex[:12]
+    for index, change in enumerate(changes):
+        if not change.changed:
+            continue
+        inserted, deleted = f"__mt_ins_{index}_{tag}", f"__mt_del_{index}_{tag}"
+        if change.kind is ChangeKind.APPENDS:
+            _append_delta(session, change).createOrReplaceTempView(inserted)
+            views.inserted[change.name] = inserted
+            continue
+        log_view = f"__mt_log_{index}_{tag}"
+        log = _changelog(session, change, log_view)
+        data = [identifier(c) for c in log.columns if c not in CHANGELOG_META]
+        log = log.persist(StorageLevel.MEMORY_AND_DISK)
+        views.changelogs.append(log_view)
+        views.cached.append(log)
+        log.where(F.col("_change_type").isin(*INSERTED_TYPES)).select(*data).createOrReplaceTempView(inserted)
+        log.where(F.col("_change_type").isin(*DELETED_TYPES)).select(*data).createOrReplaceTempView(deleted)
+        views.inserted[change.name] = inserted
+        views.deleted[change.name] = deleted
+    return views
+
+
+def delta_terms(query: str, changes: Sequence[SourceChange], deltas: dict[str, str]) -> list[str]:
+    """One query per changed source i: source i read from ``deltas[i]``, sources before i at their pinned
+    snapshot, sources after i at their consumed one. A term with an empty side (a source that was or is
+    empty) is left out: over inner joins it produces no rows.
+    """
+    terms = []
+    for i, change in enumerate(changes):
+        if change.name not in deltas:
+            continue
+        snapshots: dict[str, int | None] = {}
+        for j, other in enumerate(changes):
+            if j != i:
+                snapshots[other.name] = other.pinned if j < i else other.consumed
+        if any(snapshot is None for snapshot in snapshots.values()):
+            continue
+        terms.append(pin_sources(query, snapshots, {change.name: deltas[change.name]}))
+    return terms

@@ -1,0 +1,199 @@
+"""``%mt explain``: how a materialized table (existing, or a CREATE not yet run) would be refreshed, and why.
+
+Metadata only — sqlglot facts, the static plan, table properties and snapshot summaries through pyiceberg —
+so explaining never starts a Spark job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.context import is_strict
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind
+from mt_magic.runtime.refresh.incremental.planner import plan_refresh
+from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.query.analysis import analyze_query
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.workspace import Workspace
+
+ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """How one source's changes reach the table."""
+
+    name: str
+    on_appends: str
+    on_changes: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What refreshes of one materialized table do; ``str()`` is the text ``%mt explain`` prints."""
+
+    table: str
+    mode: str
+    """``CONTINUOUS`` or ``FULL``."""
+    strict: bool
+    plan: QueryPlan
+    sources: tuple[SourcePlan, ...]
+    partition_columns: tuple[str, ...] = ()
+    next_refresh: str = ""
+    """For an existing table: what a refresh started now would do."""
+
+    @property
+    def on_appends(self) -> Strategy | None:
+        return self.plan.strategy_for(ChangeKind.APPENDS)
+
+    @property
+    def on_changes(self) -> Strategy | None:
+        return self.plan.strategy_for(ChangeKind.ROW_LEVEL)
+
+    @property
+    def fallback_reasons(self) -> tuple[FallbackReason, ...]:
+        return self.plan.fallback.reasons if self.plan.fallback else ()
+
+    def _strategy_lines(self) -> list[str]:
+        if self.plan.fallback is not None:
+            reasons = [f"    - {r.sentence} [{r.name}]" for r in self.fallback_reasons]
+            return ["  every refresh recomputes fully:", *reasons]
+        scoped = [c for c in self.partition_columns
+                  if c.lower() in {k.lower() for k in (*self.plan.slice_columns, *self.plan.merge_keys)}]
+        lines = []
+        for label, strategy in (("on appends", self.on_appends), ("on updates/deletes", self.on_changes)):
+            text = strategy.label if strategy else f"full recompute ({FallbackReason.GROUPS_NOT_LOCATABLE.sentence})"
+            lines.append(f"  {label + ':':<20}{text}")
+        if self.plan.slice_columns:
+            lines.append(f"  {'groups located by:':<20}{', '.join(self.plan.slice_columns)}"
+                         + (f" (input filtered by {', '.join(c for c, _ in self.plan.pushdown)})"
+                            if self.plan.pushdown else ""))
+        if scoped and len(scoped) == len(self.partition_columns):
+            lines.append(f"  {'writes:':<20}only the partitions the change touches ({', '.join(scoped)})")
+        return lines
+
+    def __str__(self) -> str:
+        head = f"{self.table}: {self.mode}"
+        if self.mode != "CONTINUOUS":
+            head += " — every refresh recomputes (incremental refresh applies to CONTINUOUS tables)"
+        elif self.strict:
+            head += " — 'incremental' = 'strict': a refresh that cannot be incremental fails"
+        shape = self.plan.shape.value if self.plan.shape else "not incrementally maintainable"
+        lines = [head, f"  {'query:':<20}{shape}"
+                 + (f", delta joins over {self.plan.joins} sources" if self.plan.joins > 1 else "")]
+        lines += self._strategy_lines()
+        lines.append("  sources:")
+        for source in self.sources:
+            lines.append(f"    {source.name}: appends → {source.on_appends}; updates/deletes → {source.on_changes}")
+            lines += [f"      note: {n}" for n in source.notes]
+        if self.next_refresh:
+            lines.append(f"  {'next refresh:':<20}{self.next_refresh}")
+        return "\n".join(lines)
+
+
+def _source_plan(info: TableInfo | None, name: str) -> SourcePlan:
+    if info is None:
+        return SourcePlan(name, "?", "?", ("the table does not exist",))
+    notes = []
+    mor = [k for k in ROW_LEVEL_MODES if info.properties.get(k, "copy-on-write") == "merge-on-read"]
+    deletes = int((info.snapshots[-1].summary.get("total-delete-files", "0") if info.snapshots else "0") or 0)
+    on_changes = "changelog (copy-on-write)"
+    if mor:
+        notes.append(f"{', '.join(mor)} = merge-on-read: such writes add delete files and force a full refresh")
+    if deletes:
+        on_changes = f"full recompute ({deletes} delete file(s) present)"
+    if info.definition is not None:
+        notes.append("a materialized table: its overwriting refreshes arrive here as row-level changes")
+    return SourcePlan(name, "incremental append scan", on_changes, tuple(notes))
+
+
+def _load(ws: Workspace, name: str) -> TableInfo | None:
+    try:
+        return ws.catalog.load(name)
+    except Exception:
+        return None
+
+
+def _describe_next(ws: Workspace, info: TableInfo, sources: list[TableInfo | None]) -> str:
+    definition = info.definition
+    assert definition is not None
+    if info.last_refresh() is None:
+        return "the first refresh (full) has not committed yet"
+    if any(s is None for s in sources):
+        return "a source is missing: the refresh will fail"
+    plan = plan_refresh(info, definition, [s for s in sources if s is not None])
+    if isinstance(plan, Fallback):
+        return f"full: fallback — {plan.describe()}"
+    if plan.strategy is Strategy.NO_LOGICAL_CHANGE and all(c.consumed == c.pinned for c in plan.changes):
+        return "nothing to do (no source changed)"
+    return f"incremental: {plan.strategy.label} (" + "; ".join(c.describe() for c in plan.changes if c.changed) + ")"
+
+
+def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation:
+    """Explain the refreshes of a materialized table.
+
+    Args:
+        ws: the kernel's workspace (catalog and defaults).
+        target: a parsed CREATE (explained before it runs) or the qualified name of an existing table.
+
+    Raises:
+        NoSuchMaterializedTableError: ``target`` names no materialized table.
+        MtMagicError: the statement's query or freshness is invalid.
+    """
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.query.rewrite import qualify_sources
+
+    if isinstance(target, CreateMaterializedTable):
+        name = ws.qualify(target.name)
+        known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
+        query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
+        mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode.value
+        options, partitioned, info = target.options_dict, tuple(target.partitioned_by), None
+    else:
+        info, definition = ws.catalog.load_materialized(target)
+        name, query, upstream, mode = target, definition.expanded_query, definition.upstream, definition.refresh_mode
+        options, partitioned = dict(definition.options), definition.partitioned_by
+    sources = [_load(ws, s) for s in upstream]
+    return Explanation(
+        table=name,
+        mode=mode,
+        strict=is_strict(options),
+        plan=plan_query(analyze_query(query)),
+        sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
+        partition_columns=partitioned,
+        next_refresh=_describe_next(ws, info, sources) if info is not None and mode == "CONTINUOUS" else "",
+    )
+
+
+REASON_SEPARATOR = " · "
+"""Between the schedule's reason and the static plan in a stored mode reason."""
+
+
+def mode_reason(schedule_reason: str, mode: str, expanded_query: str) -> str:
+    """CREATE's mode reason with the static plan, e.g. "… → CONTINUOUS · incremental (… on appends; …)"."""
+    if mode != "CONTINUOUS":
+        return schedule_reason
+    try:
+        plan = plan_query(analyze_query(expanded_query))
+    except Exception:  # the reason is informative only; Spark has already validated the query
+        return schedule_reason
+    return f"{schedule_reason}{REASON_SEPARATOR}{plan.describe()}"
+
+
+def replanned_mode_reason(stored: str, mode: str, expanded_query: str) -> str:
+    """A stored mode reason with its plan part redone for a new query (ALTER … AS); the schedule part stays."""
+    return mode_reason(stored.split(REASON_SEPARATOR, 1)[0], mode, expanded_query)
+
+
+def strict_violation(mode: str, expanded_query: str) -> str | None:
+    """Why ``'incremental' = 'strict'`` can never hold for this table, or ``None`` when it can."""
+    if mode != "CONTINUOUS":
+        return f"the table refreshes in {mode} mode, which always recomputes"
+    plan = plan_query(analyze_query(expanded_query))
+    return plan.fallback.describe() if plan.fallback is not None else None

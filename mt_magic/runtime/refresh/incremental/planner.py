@@ -1,0 +1,109 @@
+"""The refresh-time half of the planner: the query's static plan, the sources' changes and the table's
+own state decide the strategy of one refresh, or the reasons it must recompute fully.
+
+Metadata only (pyiceberg): nothing here starts a Spark job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange, classify
+from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
+from mt_magic.sql.query.analysis import analyze_query
+
+
+@dataclass(frozen=True)
+class RefreshPlan:
+    """What one incremental refresh will do."""
+
+    strategy: Strategy
+    query: QueryPlan
+    changes: tuple[SourceChange, ...]
+    """Every source, in the definition's upstream order (the delta terms' order)."""
+    table_snapshot: int
+    """The table's snapshot the refresh reads and must still be current at commit."""
+    identity_partitions: tuple[str, ...] = ()
+    """The table's partition columns when it is partitioned by identity only (one spec), else empty."""
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        """Partition columns that can scope this strategy's write to the partitions the change touches.
+
+        Aggregates need them among the group-locating columns (so a partition holds whole groups).
+        """
+        if self.strategy is Strategy.AGGREGATE_MERGE:
+            allowed = {c.lower() for c in self.query.merge_keys}
+        elif self.strategy in (Strategy.AFFECTED_GROUPS, Strategy.AFFECTED_PARTITIONS):
+            allowed = {c.lower() for c in self.query.slice_columns}
+        elif self.strategy is Strategy.APPLY_CHANGES:
+            allowed = {c.lower() for c in self.identity_partitions}
+        else:
+            allowed = set()
+        columns = self.identity_partitions
+        return columns if columns and all(c.lower() in allowed for c in columns) else ()
+
+
+def _recorded(state: RefreshState, name: str) -> SourceState | None:
+    return next((s for s in state.source_states if s.qualified_name == name), None)
+
+
+def table_state_fallback(info: TableInfo, definition: MaterializedTableDefinition) -> Fallback | None:
+    """Why the table's own history rules out an incremental refresh (``None`` if it does not)."""
+    last = info.last_refresh()
+    if last is None:
+        return Fallback((FallbackReason.TABLE_MODIFIED,), "no refresh state")
+    snapshot, state = last
+    if state.definition_version != definition.definition_version:
+        return Fallback((FallbackReason.DEFINITION_CHANGED,),
+                        f"version {state.definition_version} → {definition.definition_version}")
+    if state.partition:
+        partition = ", ".join(f"{k}={v}" for k, v in state.partition.items())
+        return Fallback((FallbackReason.PARTIAL_LAST_REFRESH,), partition)
+    later = info.snapshots_after(snapshot.snapshot_id) or ()
+    if any(s.changes_data for s in later):
+        return Fallback((FallbackReason.TABLE_MODIFIED,), f"snapshot {later[-1].snapshot_id}")
+    return None
+
+
+def _identity_partitions(info: TableInfo) -> tuple[str, ...]:
+    if info.partition_spec_count != 1 or any(t != "identity" for t in info.partition_transforms):
+        return ()
+    return tuple(info.partition_columns)
+
+
+def plan_refresh(info: TableInfo, definition: MaterializedTableDefinition,
+                 sources: Sequence[TableInfo]) -> RefreshPlan | Fallback:
+    """Choose the strategy of one CONTINUOUS refresh.
+
+    Args:
+        info: the materialized table's metadata (its last refresh state is the starting point).
+        definition: its definition.
+        sources: every source's metadata in ``definition.upstream`` order, loaded when the refresh pinned
+            them (their current snapshot is the pinned one).
+    """
+    stale = table_state_fallback(info, definition)
+    if stale is not None:
+        return stale
+    query = plan_query(analyze_query(definition.expanded_query))
+    if query.fallback is not None:
+        return query.fallback
+    last = info.last_refresh()
+    assert last is not None and info.current_snapshot_id is not None
+    changes = tuple(classify(source, _recorded(last[1], source.name)) for source in sources)
+    ruled_out = [c for c in changes if c.kind is ChangeKind.RULES_OUT]
+    if ruled_out:
+        reasons = tuple(dict.fromkeys(c.reason for c in ruled_out if c.reason is not None))
+        return Fallback(reasons, ", ".join(c.name for c in ruled_out))
+    kinds = {c.kind for c in changes}
+    if not kinds & {ChangeKind.APPENDS, ChangeKind.ROW_LEVEL}:
+        return RefreshPlan(Strategy.NO_LOGICAL_CHANGE, query, changes, info.current_snapshot_id)
+    kind = ChangeKind.ROW_LEVEL if ChangeKind.ROW_LEVEL in kinds else ChangeKind.APPENDS
+    strategy = query.strategy_for(kind)
+    if strategy is None:
+        return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), f"{kind.value} changes")
+    return RefreshPlan(strategy, query, changes, info.current_snapshot_id, _identity_partitions(info))

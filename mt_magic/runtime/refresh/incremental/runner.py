@@ -1,0 +1,83 @@
+"""One incremental refresh end to end: plan from metadata, register deltas, run the strategy, commit once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.commit import commit
+from mt_magic.runtime.refresh.context import RefreshContext
+from mt_magic.runtime.refresh.incremental.delta import register_deltas
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, plan_refresh
+from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
+from mt_magic.runtime.refresh.incremental.strategies import Execution, StrategyContext, execute
+from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest
+
+
+def describe(execution: Execution, plan: RefreshPlan) -> str:
+    """The outcome's strategy line, e.g. "incremental: merge the aggregated delta · delta join (1 of 2 changed)"."""
+    text = f"incremental: {execution.strategy.label}"
+    if len(plan.changes) > 1:
+        changed = sum(1 for c in plan.changes if c.changed)
+        text += f" · delta join ({changed} of {len(plan.changes)} sources changed)"
+    if execution.write.scope:
+        text += f" · {execution.write.scope}"
+    return text
+
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+ROWS_PER_SHUFFLE_PARTITION = 1_000_000
+SIZED_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.AGGREGATE_MERGE})
+"""Strategies that read only the delta and the table itself, so the rows they shuffle are known up front."""
+
+
+def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str],
+                  configured: int) -> dict[str, str]:
+    """The run's session options, with the shuffle sized to the rows this refresh reads.
+
+    A small delta merged into a small table needs one shuffle partition, not the session's setting: each
+    extra task is fixed overhead on a refresh that may run every few seconds. Only for strategies whose
+    input is the delta plus the table (no joins), and never over an explicit setting.
+    """
+    table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
+    if (SHUFFLE_PARTITIONS in options or plan.strategy not in SIZED_STRATEGIES or plan.query.joins
+            or not table_rows.isdigit()):
+        return dict(options)
+    rows = sum(c.rows for c in plan.changes) + int(table_rows)
+    partitions = max(1, min(configured, -(-rows // ROWS_PER_SHUFFLE_PARTITION)))
+    return {**options, SHUFFLE_PARTITIONS: str(partitions)}
+
+
+def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
+                    definition: MaterializedTableDefinition, sources: Sequence[TableInfo],
+                    states: tuple[SourceState, ...], started: datetime) -> RefreshOutcome | Fallback:
+    """Refresh incrementally, or return why a full refresh is needed (nothing was committed then).
+
+    Args:
+        info: the table's metadata, loaded at the start of this refresh.
+        sources: every source's metadata, loaded when the sources were pinned (``definition.upstream`` order).
+        states: the pinned source states the commit records.
+    """
+    plan = plan_refresh(info, definition, sources)
+    if isinstance(plan, Fallback):
+        return plan
+    configured = int(ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS)
+                     or "200")
+    session = ctx.jobs.child_session(sized_options(plan, info, request.options, configured))
+    with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
+        views = register_deltas(session, plan.changes)
+        try:
+            result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))
+            if isinstance(result, Fallback):
+                return result
+            text = describe(result, plan)
+            state = RefreshState(states, started, RefreshKind.INCREMENTAL.value, request.trigger.value,
+                                 request.scheduled_time, definition.definition_version, {}, text)
+            ctx.jobs.check_cancelled(request.job_group)
+            done = commit(ctx.catalog, request.table, result.write, state, uuid.uuid4().hex, plan.table_snapshot)
+        finally:
+            views.release()
+    return RefreshOutcome(RefreshKind.INCREMENTAL, done.snapshot_id, done.rows_written, done.committed_at, text)

@@ -1,0 +1,101 @@
+"""Affected slices: the values a change touched in the table's group-locating (or partition) columns.
+
+Collected in one small Spark action over the delta, then turned into literal filters: literals push down
+into Iceberg scans (partition pruning, min/max file skipping), which a join against the keys would not.
+Any superset of the affected rows is a correct slice, so a column with too many values is dropped (a
+coarser slice) rather than listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.sql.query.result_rewrite import in_list, literal
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from sqlglot import exp
+
+MAX_VALUES = 5000
+"""Most values of one column listed in a slice filter."""
+SLICE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date", "boolean", "timestamp")
+
+
+def sliceable_type(type_name: str) -> bool:
+    """Types whose values round-trip exactly between Spark and Python (timestamps as epoch microseconds)."""
+    return type_name in SLICE_TYPES or type_name.startswith("decimal")
+
+
+@dataclass(frozen=True)
+class SliceValues:
+    """The distinct values one column takes in the change (``NULL`` tracked apart)."""
+
+    column: str
+    type_name: str
+    values: tuple[object, ...]
+    has_null: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.values and not self.has_null
+
+    def _literals(self) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        if self.type_name == "timestamp":
+            return [F.timestamp_micros(F.lit(v)) for v in self.values]
+        return [F.lit(v) for v in self.values]
+
+    def member(self) -> Column:
+        """True for rows whose column takes one of the values; never NULL (safe under NOT)."""
+        from pyspark.sql import functions as F
+
+        col = F.col(identifier(self.column))
+        cond = F.coalesce(col.isin(self._literals()), F.lit(False)) if self.values else F.lit(False)
+        return cond | col.isNull() if self.has_null else cond
+
+    def overwrite_condition(self) -> Column:
+        """The same rows as a filter Iceberg can translate (IN / IS NULL), for ``overwrite(condition)``."""
+        from pyspark.sql import functions as F
+
+        col = F.col(identifier(self.column))
+        parts = ([col.isin(self._literals())] if self.values else []) + ([col.isNull()] if self.has_null else [])
+        return reduce(lambda a, b: a | b, parts) if parts else F.lit(False)
+
+    def predicate(self, key_sql: str) -> exp.Expression | None:
+        """``key IN (…)`` as SQL for the aggregation's input; ``None`` when a value has no SQL literal."""
+        literals = [literal(v, self.type_name) for v in self.values]
+        if any(lit is None for lit in literals):
+            return None
+        return in_list(key_sql, literals, self.has_null)  # type: ignore[arg-type]
+
+
+def collect_slices(df: DataFrame, types: Mapping[str, str]) -> dict[str, SliceValues]:
+    """Distinct values of each column of ``df`` (named in ``types``: column → Spark type), one action.
+
+    Columns with more than :data:`MAX_VALUES` values are left out of the result.
+    """
+    from pyspark.sql import functions as F
+
+    aggs = []
+    for column, type_name in types.items():
+        col = F.col(identifier(column))
+        value = F.unix_micros(col) if type_name == "timestamp" else col
+        aggs += [F.slice(F.collect_set(value), 1, MAX_VALUES + 1), F.max(col.isNull().cast("int"))]
+    row = df.agg(*aggs).collect()[0]
+    found = {}
+    for i, (column, type_name) in enumerate(types.items()):
+        values = row[2 * i] or []
+        if len(values) <= MAX_VALUES:
+            found[column] = SliceValues(column, type_name, tuple(values), bool(row[2 * i + 1]))
+    return found
+
+
+def all_of(conditions: Sequence[Column]) -> Column:
+    from pyspark.sql import functions as F
+
+    return reduce(lambda a, b: a & b, conditions) if conditions else F.lit(True)

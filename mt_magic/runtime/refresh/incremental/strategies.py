@@ -1,0 +1,211 @@
+"""The incremental strategies: each turns a :class:`RefreshPlan` and the registered deltas into one write.
+
+Nothing here commits; :mod:`.commit` does, once. Every DataFrame is lazy until that commit, except the
+small affected-slice collection (one action over the delta) that scoped strategies need first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, reduce
+from typing import TYPE_CHECKING
+
+from mt_magic.runtime.refresh.commit import Write, WriteMode
+from mt_magic.runtime.refresh.context import conform
+from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
+from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.sql.query.result_rewrite import key_probe, with_input_filter, without_having
+from mt_magic.sql.query.rewrite import pin_sources
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The write a strategy produced, and the strategy that actually ran (a merge can become a recompute)."""
+
+    write: Write
+    strategy: Strategy
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """Everything a strategy reads: the child session, the plan, the query and the registered deltas."""
+
+    session: SparkSession
+    plan: RefreshPlan
+    query: str
+    table: str
+    views: DeltaViews
+
+    @cached_property
+    def current(self) -> DataFrame:
+        """The table as of the snapshot the plan read (the commit validates it is still current)."""
+        return self.session.read.option("snapshot-id", str(self.plan.table_snapshot)).table(self.table)
+
+    @cached_property
+    def types(self) -> dict[str, str]:
+        """The table's column → Spark type name."""
+        return {f.name: f.dataType.simpleString() for f in self.current.schema.fields}
+
+    def column(self, name: str) -> str:
+        """The table's spelling of an output column name."""
+        return next((c for c in self.types if c.lower() == name.lower()), name)
+
+    def frames(self, query: str, deltas: dict[str, str]) -> list[DataFrame]:
+        target = self.current
+        return [conform(self.session.sql(t), target) for t in delta_terms(query, self.plan.changes, deltas)]
+
+    def pinned(self, query: str) -> str:
+        return pin_sources(query, {c.name: c.pinned for c in self.plan.changes})
+
+    def union(self, frames: list[DataFrame]) -> DataFrame:
+        return reduce(lambda a, b: a.union(b), frames) if frames else self.empty()
+
+    def empty(self) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        fields = self.current.schema.fields
+        return self.session.range(0).select([F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
+
+
+def _cached(df: DataFrame) -> DataFrame:
+    from pyspark import StorageLevel
+
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, SliceValues] | None:
+    """Values of the partition columns in ``touched``; ``None`` when the write cannot be scoped."""
+    columns = [ctx.column(c) for c in ctx.plan.partition_columns]
+    if not columns:
+        return None
+    types = ctx.types
+    values = collect_slices(touched, {c: types[c] for c in columns})
+    return values if len(values) == len(columns) else None
+
+
+def _scoped(values: dict[str, SliceValues], what: str = "partitions") -> str:
+    """E.g. "partitions ds (2 value(s))": the region a scoped write replaced."""
+    return f"{what} " + ", ".join(f"{c} ({len(v.values) + int(v.has_null)} value(s))" for c, v in values.items())
+
+
+def no_change(ctx: StrategyContext) -> Execution:
+    return Execution(Write(ctx.empty(), WriteMode.APPEND), Strategy.NO_LOGICAL_CHANGE)
+
+
+def append_delta(ctx: StrategyContext) -> Execution:
+    """Projection over appends: the new rows are the delta terms' rows."""
+    return Execution(Write(ctx.union(ctx.frames(ctx.query, ctx.views.inserted)), WriteMode.APPEND),
+                     Strategy.APPEND_DELTA)
+
+
+def apply_changes(ctx: StrategyContext) -> Execution:
+    """Projection with row-level changes: (table ⊎ inserted) ∖ deleted, as multisets."""
+    inserted = ctx.union(ctx.frames(ctx.query, ctx.views.inserted))
+    deleted = ctx.union(ctx.frames(ctx.query, ctx.views.deleted))
+    if ctx.plan.partition_columns:
+        inserted, deleted = _cached(inserted), _cached(deleted)
+        ctx.views.cached.extend([inserted, deleted])
+        values = _partition_slices(ctx, inserted.union(deleted))
+        if values is not None:
+            if any(v.empty for v in values.values()):
+                return no_change(ctx)
+            region = all_of([v.member() for v in values.values()])
+            df = ctx.current.where(region).union(inserted).exceptAll(deleted)
+            condition = all_of([v.overwrite_condition() for v in values.values()])
+            return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(values)), Strategy.APPLY_CHANGES)
+    df = ctx.current.union(inserted).exceptAll(deleted)
+    return Execution(Write(df, WriteMode.OVERWRITE), Strategy.APPLY_CHANGES)
+
+
+def _rollup_keys_non_null(ctx: StrategyContext) -> bool:
+    """Rolled-up keys must never be NULL in the input, or a rolled-up row could be mistaken for a group."""
+    try:
+        schema = ctx.session.sql(ctx.pinned(key_probe(ctx.query, ctx.plan.query.rollup_keys))).schema
+    except Exception:  # the probe could not be analysed (e.g. an alias used as a key): assume nullable
+        return False
+    return not any(f.nullable for f in schema.fields)
+
+
+def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    functions = {"sum": F.sum, "min": F.min, "max": F.max}
+    keys = [identifier(ctx.column(k)) for k in ctx.plan.query.merge_keys]
+    merge = ctx.plan.query.merge
+    if not merge:
+        return frame.distinct()
+    aggs = [functions[f](identifier(ctx.column(c))).alias(ctx.column(c)) for c, f in merge]
+    return conform(frame.groupBy(*keys).agg(*aggs), ctx.current)
+
+
+def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
+    """Decomposable aggregates over appends: combine the delta's partial aggregates with stored groups."""
+    if ctx.plan.query.rollup_keys and not _rollup_keys_non_null(ctx):
+        if ctx.plan.query.slice_columns:
+            return affected_groups(ctx)
+        return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "rolled-up grouping keys may be NULL")
+    partial = ctx.union(ctx.frames(ctx.query, ctx.views.inserted))
+    if ctx.plan.partition_columns:
+        partial = _cached(partial)
+        ctx.views.cached.append(partial)
+        values = _partition_slices(ctx, partial)
+        if values is not None:
+            if any(v.empty for v in values.values()):
+                return no_change(ctx)
+            region = all_of([v.member() for v in values.values()])
+            df = _combine(ctx, ctx.current.where(region).union(partial))
+            condition = all_of([v.overwrite_condition() for v in values.values()])
+            return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(values)), Strategy.AGGREGATE_MERGE)
+    df = _combine(ctx, ctx.current.union(partial))
+    return Execution(Write(df, WriteMode.OVERWRITE), Strategy.AGGREGATE_MERGE)
+
+
+def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
+    """Collect the slice values the change touches, recompute those groups at the new snapshots, replace."""
+    types = ctx.types
+    columns = [ctx.column(c) for c in ctx.plan.query.slice_columns]
+    columns = [c for c in columns if sliceable_type(types[c])]
+    if not columns:
+        return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "no group column of a sliceable type")
+    probe = without_having(ctx.query)
+    touched = ctx.frames(probe, ctx.views.inserted) + ctx.frames(probe, ctx.views.deleted)
+    values = collect_slices(ctx.union(touched), {c: types[c] for c in columns})
+    if not values:
+        return Fallback((FallbackReason.TOO_MANY_AFFECTED_GROUPS,), ", ".join(columns))
+    if any(v.empty for v in values.values()):
+        return no_change(ctx)
+    replaced = all_of([v.member() for v in values.values()])
+    predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown
+                  if ctx.column(c) in values]
+    query = with_input_filter(ctx.query, [p for p in predicates if p is not None])
+    fresh = conform(ctx.session.sql(ctx.pinned(query)), ctx.current).where(replaced)
+    partitions = [ctx.column(c) for c in ctx.plan.partition_columns]
+    if partitions and all(p in values for p in partitions):
+        scope = {p: values[p] for p in partitions}
+        region = all_of([v.member() for v in scope.values()])
+        df = ctx.current.where(region & ~replaced).union(fresh)
+        condition = all_of([v.overwrite_condition() for v in scope.values()])
+        return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(scope)), Strategy.AFFECTED_PARTITIONS)
+    df = ctx.current.where(~replaced).union(fresh)
+    return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, "groups")),
+                     Strategy.AFFECTED_GROUPS)
+
+
+def execute(ctx: StrategyContext) -> Execution | Fallback:
+    """Run the plan's strategy (lazily, except the affected-slice action) and return its write."""
+    strategy = ctx.plan.strategy
+    if strategy is Strategy.NO_LOGICAL_CHANGE:
+        return no_change(ctx)
+    if strategy is Strategy.APPEND_DELTA:
+        return append_delta(ctx)
+    if strategy is Strategy.APPLY_CHANGES:
+        return apply_changes(ctx)
+    if strategy is Strategy.AGGREGATE_MERGE:
+        return aggregate_merge(ctx)
+    return affected_groups(ctx)

@@ -1,0 +1,133 @@
+"""One refresh of one materialized table: pin the sources, compute, and commit data + refresh state atomically.
+
+:func:`run_refresh` dispatches: a CONTINUOUS table whose last refresh left a state is refreshed
+incrementally (:mod:`mt_magic.runtime.refresh.incremental`) when its query and its sources' history allow, else it
+recomputes fully and records why (``mt.strategy``); with ``'incremental' = 'strict'`` in WITH, a refresh that
+would fall back fails instead. The first refresh, partition refreshes and FULL mode always recompute.
+
+The refresh state (which source snapshots were read, why and when) is attached to the data commit through
+Iceberg's ``snapshot-property.*`` write options, so the commit and its bookkeeping cannot diverge: a crash
+before the commit leaves the previous snapshot (and state) current; a crash after it repeats nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import RefreshError
+from mt_magic.runtime.refresh.commit import Write, WriteMode, commit
+from mt_magic.runtime.refresh.context import RefreshContext, conform, is_strict, load_sources, source_state
+from mt_magic.runtime.refresh.incremental.runner import run_incremental
+from mt_magic.runtime.spark.quoting import identifier, qualified
+from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest, RefreshTrigger
+from mt_magic.sql.query.rewrite import pin_sources
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+FORMATTER_TRIGGERS = (RefreshTrigger.SCHEDULED, RefreshTrigger.CATCH_UP, RefreshTrigger.CASCADE)
+
+
+def target_partition(request: RefreshRequest, definition: MaterializedTableDefinition) -> dict[str, str]:
+    """The partition a refresh overwrites: the backfill's, the formatter's for scheduled FULL runs, or none."""
+    if request.partition:
+        return dict(request.partition)
+    if definition.refresh_mode == "FULL" and definition.date_formatters and request.trigger in FORMATTER_TRIGGERS:
+        from mt_magic.sql.ddl.formatter import DateFormatter
+
+        return {col: DateFormatter(pattern).format(request.scheduled_time)
+                for col, pattern in definition.date_formatters.items()}
+    return {}
+
+
+def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: RefreshRequest,
+            states: tuple[SourceState, ...], partition: Mapping[str, str]) -> bool:
+    """True when the table already reflects exactly these source snapshots with this definition."""
+    if request.trigger in (RefreshTrigger.MANUAL, RefreshTrigger.INITIAL) or request.partition:
+        return False
+    last = info.last_refresh()
+    if last is None:
+        return False
+    _, state = last
+    if state.definition_version != definition.definition_version:
+        return False
+    if state.kind == RefreshKind.PARTITION.value and dict(state.partition) != dict(partition):
+        return False
+    return all(state.snapshot_of(s.qualified_name) == s.snapshot_id for s in states) and len(
+        state.source_states) == len(states)
+
+
+def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Column:
+    from pyspark.sql import functions as F
+
+    types = {f.name: f.dataType for f in target.schema.fields}
+    condition = F.lit(True)
+    for col, value in partition.items():
+        condition = condition & (F.col(identifier(col)) == F.lit(value).cast(types[col]))
+    return condition
+
+
+def _recompute(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
+               definition: MaterializedTableDefinition, states: tuple[SourceState, ...],
+               partition: Mapping[str, str], started: datetime, strategy: str | None = None) -> RefreshOutcome:
+    """Recompute the table (or one partition) from the pinned sources; one atomic commit or nothing."""
+    kind = RefreshKind.PARTITION if partition else RefreshKind.FULL
+    strategy = strategy or (f"partition {partition}" if partition else "full recompute")
+    state = RefreshState(states, started, kind.value, request.trigger.value, request.scheduled_time,
+                         definition.definition_version, partition, strategy)
+    session: SparkSession = ctx.jobs.child_session(dict(request.options))
+    with ctx.jobs.job_group(request.job_group, f"refresh {request.table}"):
+        pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states})
+        target = session.table(qualified(request.table))
+        df = conform(session.sql(pinned), target)
+        condition = None
+        if partition:
+            condition = _partition_condition(target, partition)
+            df = df.where(condition)
+        ctx.jobs.check_cancelled(request.job_group)
+        done = commit(ctx.catalog, request.table, Write(df, WriteMode.OVERWRITE, condition), state,
+                      uuid.uuid4().hex, info.current_snapshot_id)
+    return RefreshOutcome(kind, done.snapshot_id, done.rows_written, done.committed_at, strategy)
+
+
+def tries_incremental(request: RefreshRequest, info: TableInfo, definition: MaterializedTableDefinition,
+                      partition: Mapping[str, str]) -> bool:
+    """CONTINUOUS, not the first refresh, not a partition refresh, and a previous refresh state to start from."""
+    return (definition.refresh_mode == "CONTINUOUS" and not partition
+            and request.trigger is not RefreshTrigger.INITIAL and info.last_refresh() is not None)
+
+
+def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool = False) -> RefreshOutcome:
+    """Refresh incrementally where the table's mode, query and sources allow, else recompute (and say why).
+
+    Args:
+        force_full: recompute even where an incremental refresh would be possible (benchmarks compare both).
+
+    Raises:
+        RefreshError: ``'incremental' = 'strict'`` and this refresh would have fallen back; nothing was written.
+        RefreshConflictError: another writer committed to the table meanwhile; nothing was written.
+    """
+    started = ctx.clock()
+    info, definition = ctx.catalog.load_materialized(request.table)
+    sources = load_sources(ctx.catalog, definition.upstream)
+    states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
+    partition = target_partition(request, definition)
+    if is_noop(info, definition, request, states, partition):
+        return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
+    if force_full or not tries_incremental(request, info, definition, partition):
+        return _recompute(ctx, request, info, definition, states, partition, started)
+    result = run_incremental(ctx, request, info, definition, sources, states, started)
+    if isinstance(result, RefreshOutcome):
+        return result
+    if is_strict(definition.options):
+        raise RefreshError(
+            f"{request.table}: 'incremental' = 'strict' forbids a full refresh, but {result.describe()} "
+            f"[{result.reason.name}]. Nothing was written; change the query or the sources, or drop the option."
+        )
+    return _recompute(ctx, request, info, definition, states, partition, started,
+                      f"full: fallback — {result.describe()}")

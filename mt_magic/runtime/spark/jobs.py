@@ -1,0 +1,118 @@
+"""Spark jobs of refreshes: isolated child sessions, job groups for cancellation, progress from the tracker.
+
+Each refresh runs in ``spark.newSession()``: same SparkContext and cached data, but its own SQL settings
+(``RESUME WITH`` options apply to that run only) and its own temp views, so concurrent refreshes on the
+manager's worker threads cannot see each other's state. Job groups are thread-local in PySpark's pinned
+thread mode, so each worker thread tags its own jobs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from mt_magic.errors import RefreshCancelledError
+from mt_magic.runtime.status import JobProgress
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REFRESH_SESSION_CONF = {
+    # Primary-key columns are required in Iceberg; a query's inferred nullability must not block the write.
+    "spark.sql.iceberg.check-nullability": "false",
+}
+
+
+def job_group_prefix(table: str) -> str:
+    """Every Spark job group of ``table``'s refreshes starts with this; a run appends its number."""
+    return f"mt-refresh:{table}:"
+
+
+class SparkJobs:
+    """Child sessions, cancellation and progress for refresh jobs on one SparkSession."""
+
+    def __init__(self, spark: SparkSession, session_conf: Mapping[str, str]) -> None:
+        self.spark = spark
+        self.session_conf = dict(session_conf)
+        self._cancelled: set[str] = set()
+        self._active: set[str] = set()
+        self._lock = threading.Lock()
+        self._finished = threading.Condition(self._lock)
+
+    def child_session(self, options: Mapping[str, str] = ()) -> SparkSession:  # type: ignore[assignment]
+        """A new session sharing the context, with the catalog settings and the run's options."""
+        session = self.spark.newSession()
+        for key, value in {**self.session_conf, **REFRESH_SESSION_CONF, **dict(options)}.items():
+            session.conf.set(key, value)
+        return session
+
+    @contextmanager
+    def job_group(self, group: str, description: str) -> Iterator[None]:
+        """Tag this thread's Spark jobs with ``group``; a cancelled group raises RefreshCancelledError."""
+        sc = self.spark.sparkContext
+        if group:
+            sc.setJobGroup(group, description, interruptOnCancel=True)
+        with self._lock:
+            self._active.add(group)
+        try:
+            self.check_cancelled(group)
+            yield
+        except RefreshCancelledError:
+            raise
+        except Exception as exc:
+            if self.is_cancelled(group):
+                raise RefreshCancelledError(f"{description} was cancelled; nothing was committed.") from exc
+            raise
+        finally:
+            if group:
+                sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+                sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+            with self._lock:
+                self._cancelled.discard(group)
+                self._active.discard(group)
+                self._finished.notify_all()
+
+    def wait_finished(self, prefix: str, timeout: float) -> bool:
+        """Wait until no refresh whose job group starts with ``prefix`` is running; False on timeout.
+
+        A drop waits here after cancelling, so a write that is being aborted cannot leave files behind in a
+        table that is already purged.
+        """
+        with self._finished:
+            return self._finished.wait_for(
+                lambda: not any(g.startswith(prefix) for g in self._active), timeout=timeout)
+
+    def is_cancelled(self, group: str) -> bool:
+        with self._lock:
+            return group in self._cancelled
+
+    def check_cancelled(self, group: str) -> None:
+        """Raise at a safe point (before the commit) when the group was cancelled."""
+        if group and self.is_cancelled(group):
+            raise RefreshCancelledError(f"refresh {group} was cancelled before it committed; nothing was written.")
+
+    def cancel(self, group: str) -> None:
+        """Mark the group cancelled and stop its running Spark jobs."""
+        with self._lock:
+            self._cancelled.add(group)
+        self.spark.sparkContext.cancelJobGroup(group)
+
+    def progress(self, group: str) -> JobProgress | None:
+        """Completed vs. total tasks over the group's jobs (``None`` when it has no jobs)."""
+        tracker = self.spark.sparkContext.statusTracker()
+        job_ids = tracker.getJobIdsForGroup(group)
+        if not job_ids:
+            return None
+        done = total = 0
+        for job_id in job_ids:
+            job = tracker.getJobInfo(job_id)
+            if job is None:
+                continue
+            for stage_id in job.stageIds:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    done += stage.numCompletedTasks
+                    total += stage.numTasks
+        return JobProgress(done, total)

@@ -1,0 +1,135 @@
+"""Schema rules of materialized tables: column lists, keys, creation, and append-only evolution (Spark side)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from mt_magic.errors import DefinitionError
+from mt_magic.runtime.refresh.retention import retention_properties
+from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
+from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructField, StructType
+
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
+
+
+def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], inferred: StructType) -> str:
+    """Wrap the query so it yields the declared columns, in the declared order, cast to declared types.
+
+    Flink's rule: the list names every column the query produces (any order); types, when given, are
+    applied as casts, and a cast Spark cannot do is a validation error (raised when the result is analysed).
+    """
+    if not columns:
+        return query
+    produced = {f.name.lower(): f.name for f in inferred.fields}
+    declared = [c.name.lower() for c in columns]
+    unknown = [c.name for c in columns if c.name.lower() not in produced]
+    if unknown:
+        raise DefinitionError(
+            f"{label}: column(s) {', '.join(unknown)} are not produced by the query, which produces "
+            f"{', '.join(f.name for f in inferred.fields)}. Declare only the query's columns (Flink does not "
+            "support physical columns that the query does not use)."
+        )
+    missing = [f.name for f in inferred.fields if f.name.lower() not in declared]
+    if missing:
+        raise DefinitionError(
+            f"{label}: the column list leaves out {', '.join(missing)}; list every column the query produces, "
+            "in any order, or omit the column list."
+        )
+    select = []
+    for c in columns:
+        source = identifier(produced[c.name.lower()])
+        cast = f"CAST({source} AS {c.type})" if c.type else source
+        select.append(f"{cast} AS {identifier(c.name)}")
+    return f"SELECT {', '.join(select)} FROM ({query}) AS `__mt_query`"
+
+
+def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, partitioned_by: Sequence[str],
+               formatters: Mapping[str, str]) -> None:
+    """Primary key, partition and formatter columns must exist; formatter columns must be strings."""
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    names = ", ".join(f.name for f in schema.fields)
+    for col in (primary_key.columns if primary_key else ()):
+        if col.lower() not in types:
+            raise DefinitionError(f"{label}: PRIMARY KEY column {col} is not a column of the query ({names}).")
+    for col in partitioned_by:
+        if col.lower() not in types:
+            raise DefinitionError(f"{label}: PARTITIONED BY column {col} is not a column of the query ({names}).")
+    for col in formatters:
+        if col not in partitioned_by:
+            raise DefinitionError(
+                f"{label}: 'partition.fields.{col}.date-formatter' names {col}, which is not a partition column "
+                f"(PARTITIONED BY {', '.join(partitioned_by) or 'nothing'})."
+            )
+        if types[col.lower()].simpleString() != "string":
+            raise DefinitionError(
+                f"{label}: the date-formatter column {col} must be a STRING partition column, "
+                f"but the query makes it {types[col.lower()].simpleString()}. Cast it, e.g. date_format(…)."
+            )
+
+
+def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
+                         definition: MaterializedTableDefinition, comment: str | None) -> None:
+    """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure.
+
+    Plain DDL rather than CTAS: CTAS makes every column optional, and identifier fields must be required.
+    """
+    key = {c.lower() for c in definition.primary_key}
+    columns = ", ".join(
+        f"{identifier(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
+        for f in schema.fields
+    )
+    properties = {"format-version": "2", **retention_properties(definition.freshness_seconds, definition.options),
+                  **definition.to_properties()}
+    ddl = [f"CREATE TABLE {qualified(name)} ({columns}) USING iceberg"]
+    if definition.partitioned_by:
+        ddl.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
+    if comment:
+        ddl.append(f"COMMENT {string_literal(comment)}")
+    ddl.append("TBLPROPERTIES (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}"
+                                            for k, v in properties.items()) + ")")
+    spark.sql("\n".join(ddl))
+    if definition.primary_key:
+        try:
+            spark.sql(f"ALTER TABLE {qualified(name)} SET IDENTIFIER FIELDS "
+                      + ", ".join(identifier(c) for c in definition.primary_key))
+        except Exception:
+            spark.sql(f"DROP TABLE IF EXISTS {qualified(name)} PURGE")
+            raise
+
+
+def appended_columns(label: str, current: StructType, new: StructType) -> list[StructField]:
+    """The columns the new query appends; anything but appending is an error that says what changed."""
+    problems = []
+    for i, old in enumerate(current.fields):
+        if i >= len(new.fields):
+            problems.append(f"column {old.name} ({old.dataType.simpleString()}) would be removed")
+            continue
+        now = new.fields[i]
+        if now.name.lower() != old.name.lower():
+            problems.append(f"column {i + 1} is {now.name} instead of {old.name}")
+        elif now.dataType != old.dataType:
+            problems.append(
+                f"column {old.name} changes type {old.dataType.simpleString()} → {now.dataType.simpleString()}"
+            )
+    if problems:
+        raise DefinitionError(
+            f"{label}: only appending nullable columns at the end is allowed, but " + "; ".join(problems)
+            + ". Keep the existing columns as they are and add new ones last, or drop and recreate the table."
+        )
+    return list(new.fields[len(current.fields):])
+
+
+def add_columns(spark: SparkSession, name: str, fields: Sequence[StructField]) -> None:
+    if fields:
+        cols = ", ".join(f"{identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
+        spark.sql(f"ALTER TABLE {qualified(name)} ADD COLUMNS ({cols})")
+
+
+def drop_columns(spark: SparkSession, name: str, columns: Sequence[str]) -> None:
+    for col in columns:
+        spark.sql(f"ALTER TABLE {qualified(name)} DROP COLUMN {identifier(col)}")

@@ -1,0 +1,165 @@
+"""Get or create the SparkSession that mt_magic runs on, with Iceberg wired in as configuration.
+
+* An active session in the kernel is reused; the Iceberg catalog is added to it at runtime (catalogs are
+  plain ``spark.sql.catalog.<name>.*`` settings that Spark reads lazily).
+* Otherwise a session is built: ``local[*]`` unless another master URL is configured, quiet logs, the
+  Spark UI off unless asked for.
+* How Iceberg gets onto the classpath is configuration: ``spark.jars.packages`` where Maven is reachable
+  (``MT_MAGIC_ICEBERG=maven``), else the offline jars assembled by :mod:`mt_magic.runtime.spark.iceberg_jars`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.embedded import mt_home
+from mt_magic.errors import RuntimeSetupError
+from mt_magic.runtime.spark import iceberg_jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+ICEBERG_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How to build a new session. Ignored (except ``extra``) when an active session is reused.
+
+    Attributes:
+        master: Spark master URL; ``local[*]`` runs in the kernel's machine.
+        app_name: shown in the Spark UI and cluster managers.
+        ui: start the Spark UI (off by default: notebooks rarely need it and it takes a port).
+        log_level: Spark's log level after start (``WARN`` keeps notebooks readable).
+        driver_memory: heap of the driver JVM (only for new local sessions).
+        iceberg: ``"offline"`` for the assembled jars, ``"maven"`` for ``spark.jars.packages``.
+        extra: any further ``spark.*`` settings, applied last.
+    """
+
+    master: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_SPARK_MASTER", "local[*]"))
+    app_name: str = "mt_magic"
+    ui: bool = False
+    log_level: str = "WARN"
+    driver_memory: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_DRIVER_MEMORY", "4g"))
+    iceberg: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_ICEBERG", "offline"))
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.iceberg not in ("offline", "maven"):
+            raise RuntimeSetupError(
+                f"MT_MAGIC_ICEBERG={self.iceberg!r} is not a known Iceberg source; use 'offline' or 'maven'."
+            )
+
+
+def check_java() -> None:
+    """Raise a clear error, not a Py4J stack trace, when no Java runtime is available."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return
+    if shutil.which("java") is None:
+        raise RuntimeSetupError(
+            "Java is not installed, and Spark needs Java 17. Run `make setup` (it installs "
+            "openjdk-17-jre-headless), or install Java 17 and set JAVA_HOME."
+        )
+
+
+def iceberg_classpath_conf(settings: SparkSettings) -> dict[str, str]:
+    """The settings that put the Iceberg runtime on a new session's classpath."""
+    if settings.iceberg == "maven":
+        return {"spark.jars.packages": iceberg_jars.MAVEN_PACKAGE}
+    return {"spark.jars": iceberg_jars.require_jars().spark_jars()}
+
+
+def base_conf(settings: SparkSettings) -> dict[str, str]:
+    """Every setting of a session built by mt_magic, before the catalog's own."""
+    conf = {
+        **iceberg_classpath_conf(settings),
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        "spark.ui.enabled": str(settings.ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.shuffle.partitions": "8" if settings.master.startswith("local") else "200",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.scheduler.mode": "FAIR",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
+        # Spark's built-in catalog is not ours; keep its warehouse out of the user's notebook folder.
+        "spark.sql.warehouse.dir": str(mt_home() / "spark-warehouse"),
+    }
+    conf.update(settings.extra)
+    return conf
+
+
+def _active_session() -> SparkSession | None:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def _check_iceberg_loaded(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    try:
+        # Spark's own class loader sees spark.jars; plain Class.forName on a Py4J thread does not.
+        jvm.org.apache.spark.util.Utils.classForName(ICEBERG_CATALOG_CLASS, True, False)
+    except Exception as exc:  # Py4J wraps ClassNotFoundException
+        raise RuntimeSetupError(
+            "The active SparkSession was started without the Iceberg runtime, and jars cannot be added to a "
+            "running driver. Stop it (spark.stop()) and let mt_magic start one, or start yours with "
+            f"spark.jars={iceberg_jars.require_jars().spark_jars()} "
+            f"(or spark.jars.packages={iceberg_jars.MAVEN_PACKAGE} where Maven is reachable)."
+        ) from exc
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if ICEBERG_EXTENSIONS not in extensions:
+        raise RuntimeSetupError(
+            "The active SparkSession lacks the Iceberg SQL extensions (needed for MERGE INTO and CALL). "
+            f"Start it with spark.sql.extensions={ICEBERG_EXTENSIONS}."
+        )
+
+
+def get_or_create_session(
+    settings: SparkSettings | None = None, catalog_conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """Reuse the active session (adding the catalog) or build one with Iceberg.
+
+    Args:
+        settings: how to build a new session; defaults from the environment.
+        catalog_conf: ``spark.sql.catalog.<name>.*`` settings for the Iceberg catalog to register.
+
+    Returns:
+        The session, with the catalog usable by name.
+
+    Raises:
+        RuntimeSetupError: Java or the Iceberg jars are missing, or an active session cannot host Iceberg.
+    """
+    settings = settings or SparkSettings()
+    catalog_conf = dict(catalog_conf or {})
+    spark = _active_session()
+    if spark is not None:
+        _check_iceberg_loaded(spark)
+        for key, value in {**settings.extra, **catalog_conf}.items():
+            spark.conf.set(key, value)
+        return spark
+    check_java()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    for key, value in {**base_conf(settings), **catalog_conf}.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        if "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc):
+            raise RuntimeSetupError(
+                "Spark's JVM did not start (Java gateway exited). Check that Java 17 works (`java -version`) "
+                "and run `make setup`."
+            ) from exc
+        raise
+    spark.sparkContext.setLogLevel(settings.log_level)
+    return spark

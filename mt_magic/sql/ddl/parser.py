@@ -1,0 +1,231 @@
+"""Cell text → typed, immutable statements: our own small grammar over ``sqlparse`` tokens.
+
+Grammar (Flink's materialized-table statements; the query bodies are Spark SQL and are kept as text)::
+
+    CREATE [OR ALTER] MATERIALIZED TABLE name [(columns / constraints)] [COMMENT '…']
+        [PARTITIONED BY (col, …)] [WITH ('k' = 'v', …)] [FRESHNESS = INTERVAL '<n>' <unit>]
+        [REFRESH_MODE = CONTINUOUS | FULL] AS <select>
+    ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
+        | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit>
+    DROP MATERIALIZED TABLE [IF EXISTS] name
+
+Statements are separated by ``;``; ``--`` and ``/* */`` comments, any letter case and backtick-quoted
+identifiers are accepted. Every error names the statement, the offending text, its line and column and a fix.
+"""
+
+from __future__ import annotations
+
+from mt_magic.sql.ddl.clauses import freshness_interval, option_list, partition_spec
+from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
+from mt_magic.sql.ddl.cursor import Cursor, describe
+from mt_magic.sql.ddl.freshness import FreshnessRules
+from mt_magic.sql.ddl.lexing import (
+    STATEMENTS_HINT,
+    RawStatement,
+    Source,
+    Tok,
+    check_parentheses,
+    check_terminated,
+    split_statements,
+    statement_label,
+    tokenize,
+)
+from mt_magic.sql.ddl.statements import (
+    AlterFreshness,
+    AlterQuery,
+    AlterRefresh,
+    AlterResume,
+    AlterSuspend,
+    AnyStatement,
+    DropMaterializedTable,
+    Freshness,
+    TableName,
+)
+from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
+
+ALTER_ACTIONS = ["SUSPEND", "RESUME", "REFRESH", "AS", "SET FRESHNESS"]
+_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET"}
+
+
+def parse_cell(text: str, rules: FreshnessRules | None = None) -> tuple[AnyStatement, ...]:
+    """Parse every statement of a ``%%materialized`` cell, in order.
+
+    Args:
+        text: the cell body (without the ``%%materialized`` line).
+        rules: the FRESHNESS settings used to validate FULL-mode freshness; Flink's defaults if omitted.
+
+    Raises:
+        SqlError: the first mistake in the cell (a subclass per kind of mistake), with its position.
+    """
+    source = Source(text)
+    toks = tokenize(text)
+    check_terminated(toks, source)
+    rules = rules or FreshnessRules()
+    return tuple(_parse_statement(raw, source, rules) for raw in split_statements(toks, source))
+
+
+def parse_interval(text: str) -> Freshness:
+    """``INTERVAL '5' MINUTE`` → :class:`Freshness`, read by the FRESHNESS clause's grammar (for settings).
+
+    Raises:
+        SqlError: not exactly one interval; the message says what is wrong with it.
+    """
+    cur = _clause("FRESHNESS", f"= {text}")
+    freshness = freshness_interval(cur)
+    _end_of_clause(cur, "the interval", "write one interval such as INTERVAL '5' MINUTE")
+    return freshness
+
+
+def parse_partition(text: str) -> tuple[tuple[str, str], ...]:
+    """``ds = '20250101'`` → ``(("ds", "20250101"),)``, read by the grammar of ``REFRESH PARTITION (…)``.
+
+    Raises:
+        SqlError: not a partition spec; the message quotes ``text``.
+    """
+    fix = "write it as ds = '20250101'"
+    try:
+        cur = _clause("PARTITION", f"({text})")
+        spec = partition_spec(cur)
+        _end_of_clause(cur, "the partition spec", fix)
+    except SqlError as exc:
+        raise SqlError(exc.problem, statement=f"PARTITION ({text})", fix=fix) from None
+    return spec.pairs
+
+
+def _clause(keyword: str, text: str) -> Cursor:
+    """A cursor just past ``keyword`` over ``keyword text``: one clause, read outside a statement."""
+    body = f"{keyword} {text}"
+    source = Source(body)
+    toks = tokenize(body)
+    check_terminated(toks, source)
+    raws = split_statements(toks, source)
+    if len(raws) != 1:
+        raise SqlSyntaxError(f"{text!r} is not one {keyword} clause", statement=keyword)
+    cur = Cursor(raws[0], source, keyword)
+    cur.advance()
+    return cur
+
+
+def _end_of_clause(cur: Cursor, what: str, fix: str) -> None:
+    if not cur.at_end():
+        raise cur.error(SqlSyntaxError, f"unexpected {describe(cur.peek())} after {what}", cur.peek(), fix)
+
+
+def _parse_statement(raw: RawStatement, source: Source, rules: FreshnessRules) -> AnyStatement:
+    first = raw.significant[0]
+    cur = Cursor(raw, source, statement_label(raw.significant))
+    check_parentheses(raw, source, cur.label)
+    cur.advance()
+    if first.is_word("CREATE"):
+        _require_materialized(cur, first, skip=("OR", "ALTER", "REPLACE"))
+        return parse_create(cur, first, rules)
+    if first.is_word("ALTER"):
+        _require_materialized(cur, first)
+        return _parse_alter(cur, first)
+    if first.is_word("DROP"):
+        _require_materialized(cur, first)
+        return _parse_drop(cur, first)
+    raise cur.error(
+        UnsupportedStatementError,
+        f"{first.text} … is not a materialized-table statement",
+        first,
+        f"{STATEMENTS_HINT}; run other SQL with spark.sql(…) or a %%sql cell",
+    )
+
+
+def _require_materialized(cur: Cursor, first: Tok, skip: tuple[str, ...] = ()) -> None:
+    """``CREATE TABLE``/``DROP VIEW``/… are someone else's statements: say so instead of a syntax error."""
+    words = [first.text.upper()]
+    j = 0
+    while (tok := cur.peek(j)) is not None and skip and tok.is_word(*skip):
+        words.append(tok.upper)
+        j += 1
+    tok = cur.peek(j)
+    if tok is not None and tok.is_word("MATERIALIZED"):
+        return
+    if tok is not None and tok.is_word():
+        words.append(tok.upper)
+    what = " ".join(words)
+    raise cur.error(
+        UnsupportedStatementError,
+        f"{what} is not a materialized-table statement",
+        tok or first,
+        f"{STATEMENTS_HINT}; run {what} with spark.sql(…)",
+    )
+
+
+def _name(cur: Cursor, verb: str) -> TableName:
+    cur.expect_word("MATERIALIZED", f"after {verb}")
+    cur.expect_word("TABLE", "after MATERIALIZED")
+    return cur.table_name(_ALTER_RESERVED)[1]
+
+
+def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
+    name = _name(cur, "ALTER")
+    cur.label = f"ALTER MATERIALIZED TABLE {name}"
+    common = {
+        "text": cur.source.text[cur.statement.start : cur.statement.stop],
+        "position": cur.source.position(alter_tok.start),
+        "name": name,
+    }
+    tok = cur.peek()
+    if tok is None:
+        raise cur.error(
+            SqlSyntaxError,
+            "ALTER MATERIALIZED TABLE needs an action",
+            None,
+            "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or SET FRESHNESS = INTERVAL …",
+        )
+    if tok.is_word("AS"):
+        query, query_pos = query_body(cur, cur.label)
+        return AlterQuery(**common, query=query, query_position=query_pos)
+    cur.advance()
+    if tok.is_word("SUSPEND"):
+        cur.expect_end("SUSPEND")
+        return AlterSuspend(**common)
+    if tok.is_word("RESUME"):
+        options = option_list(cur, "RESUME WITH").pairs if cur.accept_word("WITH") else ()
+        cur.expect_end("RESUME" + (" WITH (…)" if options else ""))
+        return AlterResume(**common, options=options)
+    if tok.is_word("REFRESH"):
+        partition = partition_spec(cur).pairs if cur.accept_word("PARTITION") else ()
+        cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else ""))
+        return AlterRefresh(**common, partition=partition)
+    if tok.is_word("SET"):
+        target = cur.peek()
+        if target is None or not target.is_word("FRESHNESS"):
+            raise cur.error(
+                SqlSyntaxError,
+                f"ALTER … SET supports FRESHNESS only, found {describe(target)}",
+                target,
+                "write SET FRESHNESS = INTERVAL '5' MINUTE",
+            )
+        cur.advance()
+        freshness = freshness_interval(cur)
+        cur.expect_end("SET FRESHNESS")
+        return AlterFreshness(**common, freshness=freshness)
+    raise cur.error(
+        SqlSyntaxError,
+        f"unknown ALTER action {tok.text!r}",
+        tok,
+        "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or SET FRESHNESS = INTERVAL …",
+    )
+
+
+def _parse_drop(cur: Cursor, drop_tok: Tok) -> DropMaterializedTable:
+    cur.expect_word("MATERIALIZED", "after DROP")
+    cur.expect_word("TABLE", "after MATERIALIZED")
+    if_exists = False
+    if cur.at_word("IF"):
+        cur.advance()
+        cur.expect_word("EXISTS", "after IF", "write DROP MATERIALIZED TABLE IF EXISTS name")
+        if_exists = True
+    _, name = cur.table_name(_ALTER_RESERVED)
+    cur.label = f"DROP MATERIALIZED TABLE {name}"
+    cur.expect_end(f"DROP MATERIALIZED TABLE {name}")
+    return DropMaterializedTable(
+        text=cur.source.text[cur.statement.start : cur.statement.stop],
+        position=cur.source.position(drop_tok.start),
+        name=name,
+        if_exists=if_exists,
+    )

@@ -1,0 +1,198 @@
+"""Typed, immutable statements parsed from a ``%%materialized`` cell.
+
+These records are the contract between the SQL front end (which builds them) and the runtime (which
+executes them). They hold what the user wrote; defaults and derived values (effective refresh mode, cron)
+come from :mod:`mt_magic.sql.ddl.freshness`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+
+class RefreshMode(enum.Enum):
+    """How a materialized table is kept fresh."""
+
+    CONTINUOUS = "CONTINUOUS"
+    """Refreshed every freshness interval, incrementally where the query and the change allow."""
+    FULL = "FULL"
+    """Recomputed on a cron schedule derived from the freshness (whole table or one partition)."""
+
+
+class FreshnessUnit(enum.Enum):
+    """The units FRESHNESS accepts (Flink's rule: no MONTH or YEAR)."""
+
+    SECOND = "SECOND"
+    MINUTE = "MINUTE"
+    HOUR = "HOUR"
+    DAY = "DAY"
+
+    @property
+    def seconds(self) -> int:
+        return {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}[self.value]
+
+
+@dataclass(frozen=True)
+class Position:
+    """A 1-based line and column in the cell text."""
+
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"line {self.line}, column {self.column}"
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """A positive whole number of one unit, e.g. ``INTERVAL '5' MINUTE``."""
+
+    value: int
+    unit: FreshnessUnit
+
+    def __post_init__(self) -> None:
+        if self.value <= 0:
+            raise ValueError(f"freshness must be a positive whole number, got {self.value}")
+
+    def to_timedelta(self) -> timedelta:
+        return timedelta(seconds=self.value * self.unit.seconds)
+
+    def sql(self) -> str:
+        """The canonical SQL form, stored in the catalog and shown to users."""
+        return f"INTERVAL '{self.value}' {self.unit.value}"
+
+    def __str__(self) -> str:
+        return self.sql()
+
+
+@dataclass(frozen=True)
+class TableName:
+    """``[catalog.][namespace.]name`` as written (unquoted, original letter case kept)."""
+
+    name: str
+    namespace: str | None = None
+    catalog: str | None = None
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[str]) -> TableName:
+        """1 part: name; 2: namespace.name; 3+: catalog.namespace.name (nested namespaces joined by '.')."""
+        if len(parts) == 1:
+            return cls(name=parts[0])
+        if len(parts) == 2:
+            return cls(name=parts[1], namespace=parts[0])
+        return cls(name=parts[-1], namespace=".".join(parts[1:-1]), catalog=parts[0])
+
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.catalog, self.namespace, self.name) if p is not None)
+
+    def __str__(self) -> str:
+        return ".".join(self.parts())
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """A column in the optional column list: a name, and optionally a Spark SQL type and a comment."""
+
+    name: str
+    type: str | None = None
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class PrimaryKey:
+    """``[CONSTRAINT name] PRIMARY KEY (cols) NOT ENFORCED`` — becomes Iceberg identifier fields."""
+
+    columns: tuple[str, ...]
+    constraint_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Statement:
+    """Common to every statement: its text in the cell and where it starts."""
+
+    text: str = field(repr=False, compare=False)
+    position: Position = field(compare=False)
+
+
+@dataclass(frozen=True)
+class CreateMaterializedTable(Statement):
+    """``CREATE [OR ALTER] MATERIALIZED TABLE … AS <select>``."""
+
+    name: TableName = field(kw_only=True)
+    query: str = field(kw_only=True)
+    """The ``AS`` body exactly as written (Spark SQL), without a trailing semicolon."""
+    columns: tuple[ColumnDef, ...] = field(default=(), kw_only=True)
+    primary_key: PrimaryKey | None = field(default=None, kw_only=True)
+    comment: str | None = field(default=None, kw_only=True)
+    partitioned_by: tuple[str, ...] = field(default=(), kw_only=True)
+    options: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
+    """``WITH ('k' = 'v', …)`` in the order written."""
+    freshness: Freshness | None = field(default=None, kw_only=True)
+    """As declared; ``None`` when omitted (the default depends on the mode)."""
+    refresh_mode: RefreshMode | None = field(default=None, kw_only=True)
+    """As declared; ``None`` when omitted (inferred from the freshness)."""
+    or_alter: bool = field(default=False, kw_only=True)
+    query_position: Position | None = field(default=None, compare=False, kw_only=True)
+    """Where the ``AS`` body starts in the cell, so errors in the query can point into the cell."""
+
+    @property
+    def options_dict(self) -> dict[str, str]:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
+class AlterSuspend(Statement):
+    """``ALTER MATERIALIZED TABLE name SUSPEND``."""
+
+    name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class AlterResume(Statement):
+    """``ALTER MATERIALIZED TABLE name RESUME [WITH (…)]`` — options apply to this resumption's runs."""
+
+    name: TableName = field(kw_only=True)
+    options: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
+
+
+@dataclass(frozen=True)
+class AlterRefresh(Statement):
+    """``ALTER MATERIALIZED TABLE name REFRESH [PARTITION (k = 'v', …)]`` — a manual backfill."""
+
+    name: TableName = field(kw_only=True)
+    partition: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
+
+
+@dataclass(frozen=True)
+class AlterQuery(Statement):
+    """``ALTER MATERIALIZED TABLE name AS <select>`` — a new definition query."""
+
+    name: TableName = field(kw_only=True)
+    query: str = field(kw_only=True)
+    query_position: Position | None = field(default=None, compare=False, kw_only=True)
+    """Where the ``AS`` body starts in the cell, so errors in the query can point into the cell."""
+
+
+@dataclass(frozen=True)
+class AlterFreshness(Statement):
+    """``ALTER MATERIALIZED TABLE name SET FRESHNESS = INTERVAL …`` — change the freshness (and schedule)."""
+
+    name: TableName = field(kw_only=True)
+    freshness: Freshness = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class DropMaterializedTable(Statement):
+    """``DROP MATERIALIZED TABLE [IF EXISTS] name``."""
+
+    name: TableName = field(kw_only=True)
+    if_exists: bool = field(default=False, kw_only=True)
+
+
+AnyStatement = (
+    CreateMaterializedTable | AlterSuspend | AlterResume | AlterRefresh | AlterQuery | AlterFreshness
+    | DropMaterializedTable
+)

@@ -1,0 +1,87 @@
+"""Rewrites of the result SELECT that incremental strategies run, on sqlglot's tree (spark dialect).
+
+Each rewrite touches only the result SELECT (found as :func:`mt_magic.sql.query.result_shape.result_select` finds it),
+so the facts the planner read and the SQL the strategies run describe the same SELECT.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from decimal import Decimal
+
+import sqlglot
+from sqlglot import exp
+
+from mt_magic.sql.query.result_shape import result_select
+from mt_magic.sql.query.tree import DIALECT
+
+
+def _result(query: str) -> tuple[exp.Expression, exp.Select]:
+    tree = sqlglot.parse_one(query, read=DIALECT)
+    found = result_select(tree)
+    if found is None:
+        raise ValueError("the query has no result SELECT (it is a set operation)")
+    return tree, found[0]
+
+
+def without_having(query: str) -> str:
+    """The query with the result SELECT's HAVING removed: every group the input produces appears."""
+    tree, select = _result(query)
+    select.set("having", None)
+    return tree.sql(dialect=DIALECT)
+
+
+def with_input_filter(query: str, predicates: Sequence[exp.Expression]) -> str:
+    """The query with ``predicates`` ANDed into the result SELECT's WHERE (filtering its input rows)."""
+    tree, select = _result(query)
+    for predicate in predicates:
+        select.where(predicate, append=True, copy=False)
+    return tree.sql(dialect=DIALECT)
+
+
+def key_probe(query: str, keys: Sequence[str]) -> str:
+    """``SELECT <keys> FROM <the result SELECT's input>``: the grouping expressions as input columns."""
+    tree, select = _result(query)
+    probe = select.copy()
+    for clause in ("group", "having", "order", "limit", "distinct", "qualify"):
+        probe.set(clause, None)
+    probe.set("expressions", [exp.alias_(sqlglot.parse_one(k, read=DIALECT), f"__mt_k{i}") for i, k in enumerate(keys)])
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    if with_ is not None and select is not tree:
+        probe.set("with_" if "with_" in tree.args else "with", with_.copy())
+    return probe.sql(dialect=DIALECT)
+
+
+def literal(value: object, type_name: str) -> exp.Expression | None:
+    """A Spark SQL literal of ``value`` for a column of Spark type ``type_name``; ``None`` if not renderable.
+
+    Timestamps arrive as microseconds since the epoch (collected with ``unix_micros``), so no time zone
+    conversion happens between Spark and Python.
+    """
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if type_name == "timestamp" and isinstance(value, int):
+        return exp.func("timestamp_micros", exp.Literal.number(value))
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("DATE"))
+    if isinstance(value, Decimal) and type_name.startswith("decimal"):
+        return exp.cast(exp.Literal.string(str(value)), exp.DataType.build(type_name, dialect=DIALECT))
+    return None
+
+
+def in_list(key_sql: str, literals: Sequence[exp.Expression], has_null: bool) -> exp.Expression:
+    """``key IN (…) OR key IS NULL`` (either part only when needed; ``FALSE`` when both are empty)."""
+    key = sqlglot.parse_one(key_sql, read=DIALECT)
+    parts: list[exp.Expression] = []
+    if literals:
+        parts.append(exp.In(this=exp.Paren(this=key.copy()), expressions=list(literals)))
+    if has_null:
+        parts.append(exp.Is(this=exp.Paren(this=key.copy()), expression=exp.Null()))
+    if not parts:
+        return exp.false()
+    return exp.Paren(this=exp.or_(*parts)) if len(parts) > 1 else parts[0]

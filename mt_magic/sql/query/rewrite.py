@@ -1,0 +1,133 @@
+"""Rewrites of a definition query's source tables, done on sqlglot's tree (spark dialect), never on raw text.
+
+* :func:`qualify_sources` makes every source name ``catalog.namespace.table`` so a stored query means the
+  same thing in any session, whatever its current catalog and namespace.
+* :func:`pin_sources` makes every source read one snapshot (``VERSION AS OF <id>``), or a named view that
+  the refresh engine registered (a delta, an empty relation), so one refresh sees one consistent state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import sqlglot
+from sqlglot import exp
+
+from mt_magic.errors import MtMagicError
+from mt_magic.sql.query.tree import DIALECT
+
+
+class QueryRewriteError(MtMagicError):
+    """The definition query could not be parsed for rewriting."""
+
+
+def _parse(query: str) -> exp.Expression:
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECT)
+    except sqlglot.errors.ParseError as exc:
+        raise QueryRewriteError(f"Cannot parse the query body as Spark SQL: {exc}") from exc
+    if tree is None:
+        raise QueryRewriteError("The query body is empty.")
+    return tree
+
+
+def _cte_names(tree: exp.Expression) -> set[str]:
+    return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+
+
+def _source_tables(tree: exp.Expression) -> list[exp.Table]:
+    ctes = _cte_names(tree)
+    return [
+        t for t in tree.find_all(exp.Table)
+        if t.name and not (not t.db and t.name.lower() in ctes) and not isinstance(t.this, exp.Func)
+    ]
+
+
+def _table_name(table: exp.Table) -> tuple[str, ...]:
+    return tuple(p for p in (table.catalog, table.db, table.name) if p)
+
+
+def _identifier_table(parts: tuple[str, ...], alias: str | None) -> exp.Table:
+    names = [exp.to_identifier(p, quoted=True) for p in parts]
+    catalog, db, name = ([None] * (3 - len(names)) + names)[-3:]
+    table = exp.Table(this=name, db=db, catalog=catalog)
+    if alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    return table
+
+
+def _transform_sources(query: str, replace: Callable[[tuple[str, ...], exp.Table], exp.Expression]) -> str:
+    tree = _parse(query)
+    targets = {id(t) for t in _source_tables(tree)}
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and id(node) in targets:
+            return replace(_table_name(node), node)
+        return node
+
+    return tree.transform(visit, copy=False).sql(dialect=DIALECT)
+
+
+def qualify_sources(
+    query: str, default_catalog: str, default_namespace: str, known_catalogs: frozenset[str] = frozenset()
+) -> tuple[str, tuple[str, ...]]:
+    """Fully qualify every source table.
+
+    Args:
+        query: the definition query (Spark SQL).
+        default_catalog: catalog for names without one.
+        default_namespace: namespace for one-part names.
+        known_catalogs: catalog names (lower case) that a two-part name's first part may be; otherwise
+            a two-part name is ``namespace.table`` in the default catalog.
+
+    Returns:
+        The rewritten query and the qualified source names in order of first appearance.
+    """
+    sources: list[str] = []
+
+    def qualify(parts: tuple[str, ...]) -> tuple[str, ...]:
+        if len(parts) == 1:
+            return (default_catalog, default_namespace, parts[0])
+        if len(parts) == 2 and parts[0].lower() not in known_catalogs:
+            return (default_catalog, *parts)
+        return parts
+
+    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expression:
+        full = qualify(parts)
+        name = ".".join(full)
+        if name not in sources:
+            sources.append(name)
+        new = _identifier_table(full, node.alias or (parts[-1] if len(parts) > 1 else None))
+        return new
+
+    rewritten = _transform_sources(query, replace)
+    return rewritten, tuple(sources)
+
+
+def pin_sources(query: str, snapshots: Mapping[str, int | None], views: Mapping[str, str] | None = None) -> str:
+    """Make each qualified source read a fixed snapshot or a registered view.
+
+    Args:
+        query: a query from :func:`qualify_sources`.
+        snapshots: qualified source name → snapshot id (``None``: read as is, e.g. an empty table).
+        views: qualified source name → temp view name, taking precedence over ``snapshots``.
+
+    Raises:
+        QueryRewriteError: a source of the query is in neither mapping.
+    """
+    views = views or {}
+
+    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expression:
+        name = ".".join(parts)
+        alias = node.alias or parts[-1]
+        if name in views:
+            return _identifier_table((views[name],), alias)
+        if name not in snapshots:
+            raise QueryRewriteError(f"Source {name} has no pinned snapshot.")
+        table = _identifier_table(parts, alias)
+        snapshot = snapshots[name]
+        if snapshot is not None:
+            table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)))
+        return table
+
+    return _transform_sources(query, replace)
