@@ -14,7 +14,7 @@ import time
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.sql import parse_cell
-from mt_magic.sql.ddl.statements import TableName
+from mt_magic.sql.names import TableName
 
 ODS = """
 CREATE TABLE IF NOT EXISTS ods_user_log (item_id INT, user_id INT, vtime TIMESTAMP, ds STRING)

@@ -17,12 +17,14 @@ from mt_magic.errors import (
     MaterializedTableExistsError,
     NoSuchMaterializedTableError,
 )
+from mt_magic.runtime import schema as schema_rules
+from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
-from mt_magic.runtime.spark import schema as schema_rules
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.query.rewrite import qualify_sources
+from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,7 +85,7 @@ def _check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSche
     return resolve_schedule(stmt.freshness, stmt.refresh_mode, ws.rules)
 
 
-def _check_incremental_option(label: str, options: dict[str, str], mode: str, expanded: str) -> None:
+def _check_incremental_option(label: str, options: dict[str, str], mode: RefreshMode, expanded: str) -> None:
     """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
     value = incremental_option(options)
     if value is not None and value not in INCREMENTAL_VALUES:
@@ -107,17 +109,17 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
     schema = _infer_schema(ws, label, expanded)
     options = stmt.options_dict
-    _check_incremental_option(label, options, schedule.mode.value, expanded)
+    _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
     schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
     definition = MaterializedTableDefinition(
         query=stmt.query,
         expanded_query=expanded,
         freshness=schedule.freshness.sql(),
-        freshness_seconds=int(schedule.freshness.to_timedelta().total_seconds()),
-        refresh_mode=schedule.mode.value,
-        declared_refresh_mode=stmt.refresh_mode.value if stmt.refresh_mode else "",
-        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode.value, expanded),
+        interval=schedule.freshness.to_timedelta(),
+        refresh_mode=schedule.mode,
+        declared_refresh_mode=stmt.refresh_mode,
+        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode, expanded),
         cron=schedule.cron or "",
         options=options,
         date_formatters=formatters,
@@ -178,43 +180,26 @@ def update_definition(ws: Workspace, name: str, **changes: object) -> Materializ
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
     """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table)."""
     from mt_magic.sql.ddl.freshness import resolve_schedule
-    from mt_magic.sql.ddl.statements import RefreshMode
 
     _, current = ws.catalog.load_materialized(name)
-    schedule = resolve_schedule(freshness, RefreshMode(current.refresh_mode), ws.rules)
+    schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
     return update_definition(ws, name, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
-                             freshness_seconds=int(freshness.to_timedelta().total_seconds()))
+                             interval=freshness.to_timedelta())
 
 
-def downstream_of(definitions: dict[str, MaterializedTableDefinition], name: str) -> list[str]:
-    """Every materialized table that reads ``name`` directly or transitively, upstream-first."""
-    order: list[str] = []
+def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:
+    """What a DROP would remove, dependents first; checks everything and changes nothing.
 
-    def visit(node: str) -> None:
-        for child, definition in sorted(definitions.items()):
-            if node in definition.upstream and child not in order and child != name:
-                visit(child)
-                order.insert(0, child)
+    Returns:
+        The tables to drop in order (empty: ``IF EXISTS`` on a missing table).
 
-    visit(name)
-    return _topological(definitions, order)
-
-
-def _topological(definitions: dict[str, MaterializedTableDefinition], names: list[str]) -> list[str]:
-    pending, done = set(names), []
-    while pending:
-        ready = sorted(n for n in pending if not (set(definitions[n].upstream) & pending))
-        if not ready:  # a cycle cannot be created, but never loop forever
-            ready = sorted(pending)
-        done.extend(ready)
-        pending -= set(ready)
-    return done
-
-
-def drop_table(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:
-    """Drop a materialized table (and, with ``cascade``, its dependents first); returns what was dropped."""
-    all_defs = {i.name: i.definition for i in ws.catalog.list_materialized() if i.definition}
-    if name not in all_defs:
+    Raises:
+        NoSuchMaterializedTableError: no such materialized table (and no ``IF EXISTS``).
+        DefinitionError: it is a plain Iceberg table.
+        DependencyError: other materialized tables read it and ``cascade`` was not given.
+    """
+    upstream = {i.name: i.definition.upstream for i in ws.catalog.list_materialized() if i.definition}
+    if name not in upstream:
         if ws.catalog.exists(name):
             raise DefinitionError(f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table; use DROP TABLE.")
         if if_exists:
@@ -222,14 +207,19 @@ def drop_table(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list
         raise NoSuchMaterializedTableError(
             f"DROP MATERIALIZED TABLE {name}: no such materialized table. Use DROP MATERIALIZED TABLE IF EXISTS."
         )
-    dependents = downstream_of(all_defs, name)
+    dependents = descendants(name, upstream)
     if dependents and not cascade:
         raise DependencyError(
             f"DROP MATERIALIZED TABLE {name}: {', '.join(dependents)} read(s) it. Drop those first, or use "
             "`%%materialized --cascade` to drop them too."
         )
-    dropped = []
-    for victim in [*reversed(dependents), name]:
+    return [*reversed(dependents), name]
+
+
+def drop_tables(ws: Workspace, victims: list[str]) -> list[str]:
+    """Drop (and purge) ``victims`` in order; returns those dropped before any failure re-raises."""
+    dropped: list[str] = []
+    for victim in victims:
         ws.catalog.drop(victim, purge=True)
         dropped.append(victim)
     return dropped

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from mt_magic.runtime.spark.preview import Preview
-from mt_magic.runtime.status import JobState, TableStatus
+from mt_magic.runtime.status import TableStatus
+from mt_magic.vocabulary import JobState
 from mt_magic.widgets.badges import (
     freshness_badge,
     freshness_badge_html,

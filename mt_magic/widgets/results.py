@@ -29,7 +29,7 @@ class StatementOutput(FallbackBundle, widgets.VBox):
 
     def _drop(self, card: LiveView) -> None:
         self.cards = [c for c in self.cards if c is not card]
-        self.children = tuple(c for c in self.children if c is not card)
+        self.children = tuple(c for c in self.children if c is not card)  # type: ignore[has-type]
 
     def close(self) -> None:
         """Close the messages and the cards (which unsubscribe)."""

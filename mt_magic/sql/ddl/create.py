@@ -17,7 +17,7 @@ from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.formatter import formatter_column, partition_formatters
 from mt_magic.sql.ddl.freshness import FreshnessRules, resolve_schedule
 from mt_magic.sql.ddl.lexing import Tok, TokKind
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, Position, RefreshMode
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.errors import (
     ClauseOrderError,
     ColumnError,
@@ -26,6 +26,8 @@ from mt_magic.sql.errors import (
     FreshnessError,
     SqlSyntaxError,
 )
+from mt_magic.sql.names import Position
+from mt_magic.vocabulary import RefreshMode
 
 CLAUSE_ORDER = ("COMMENT", "PARTITIONED BY", "WITH", "FRESHNESS", "REFRESH_MODE")
 """Flink's order of the optional clauses; ``AS <select>`` ends the statement."""

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from sqlparse import lexer
 from sqlparse import tokens as T
 
-from mt_magic.sql.ddl.statements import Position
 from mt_magic.sql.errors import SqlSyntaxError
+from mt_magic.sql.names import Position
 
 STATEMENTS_HINT = (
     "%%materialized runs CREATE [OR ALTER] MATERIALIZED TABLE, ALTER MATERIALIZED TABLE and DROP MATERIALIZED TABLE"

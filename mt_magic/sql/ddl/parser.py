@@ -39,9 +39,9 @@ from mt_magic.sql.ddl.statements import (
     AnyStatement,
     DropMaterializedTable,
     Freshness,
-    TableName,
 )
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
+from mt_magic.sql.names import TableName
 
 ALTER_ACTIONS = ["SUSPEND", "RESUME", "REFRESH", "AS", "SET FRESHNESS"]
 _ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET"}
@@ -163,11 +163,8 @@ def _name(cur: Cursor, verb: str) -> TableName:
 def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
     name = _name(cur, "ALTER")
     cur.label = f"ALTER MATERIALIZED TABLE {name}"
-    common = {
-        "text": cur.source.text[cur.statement.start : cur.statement.stop],
-        "position": cur.source.position(alter_tok.start),
-        "name": name,
-    }
+    text = cur.source.text[cur.statement.start : cur.statement.stop]
+    position = cur.source.position(alter_tok.start)
     tok = cur.peek()
     if tok is None:
         raise cur.error(
@@ -178,19 +175,19 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
         )
     if tok.is_word("AS"):
         query, query_pos = query_body(cur, cur.label)
-        return AlterQuery(**common, query=query, query_position=query_pos)
+        return AlterQuery(text, position, name=name, query=query, query_position=query_pos)
     cur.advance()
     if tok.is_word("SUSPEND"):
         cur.expect_end("SUSPEND")
-        return AlterSuspend(**common)
+        return AlterSuspend(text, position, name=name)
     if tok.is_word("RESUME"):
         options = option_list(cur, "RESUME WITH").pairs if cur.accept_word("WITH") else ()
         cur.expect_end("RESUME" + (" WITH (…)" if options else ""))
-        return AlterResume(**common, options=options)
+        return AlterResume(text, position, name=name, options=options)
     if tok.is_word("REFRESH"):
         partition = partition_spec(cur).pairs if cur.accept_word("PARTITION") else ()
         cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else ""))
-        return AlterRefresh(**common, partition=partition)
+        return AlterRefresh(text, position, name=name, partition=partition)
     if tok.is_word("SET"):
         target = cur.peek()
         if target is None or not target.is_word("FRESHNESS"):
@@ -203,7 +200,7 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
         cur.advance()
         freshness = freshness_interval(cur)
         cur.expect_end("SET FRESHNESS")
-        return AlterFreshness(**common, freshness=freshness)
+        return AlterFreshness(text, position, name=name, freshness=freshness)
     raise cur.error(
         SqlSyntaxError,
         f"unknown ALTER action {tok.text!r}",
