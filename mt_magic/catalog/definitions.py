@@ -196,9 +196,14 @@ class RefreshState:
             rows_written=int(summary.get(f"{PREFIX}rows-written", "0")),
         )
 
-    def snapshot_of(self, qualified_name: str) -> int | None:
+    def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:
+        """The recorded state of a source: by name, else (a renamed table) by its table uuid."""
+        by_name = next((s for s in self.source_states if s.qualified_name == qualified_name), None)
+        if by_name is not None or not uuid:
+            return by_name
+        return next((s for s in self.source_states if s.uuid == uuid), None)
+
+    def snapshot_of(self, qualified_name: str, uuid: str = "") -> int | None:
         """The consumed snapshot id of a source, ``None`` if it was empty or not read."""
-        for source in self.source_states:
-            if source.qualified_name == qualified_name:
-                return source.snapshot_id
-        return None
+        recorded = self.source(qualified_name, uuid)
+        return None if recorded is None else recorded.snapshot_id

@@ -7,6 +7,7 @@ statement leaves nothing behind.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -15,12 +16,14 @@ from mt_magic.errors import (
     DefinitionError,
     DependencyError,
     MaterializedTableExistsError,
+    MtMagicError,
     NoSuchMaterializedTableError,
 )
 from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
+from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.query.rewrite import qualify_sources
@@ -169,22 +172,49 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     return updated
 
 
-def update_definition(ws: Workspace, name: str, **changes: object) -> MaterializedTableDefinition:
-    """Persist a changed field of the definition (suspended flag, freshness, …) in one commit."""
+def update_definition(ws: Workspace, name: str, extra: Mapping[str, str] | None = None,
+                      **changes: object) -> MaterializedTableDefinition:
+    """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
+    properties, in one commit."""
     _, current = ws.catalog.load_materialized(name)
     updated = replace(current, **changes)  # type: ignore[arg-type]
-    ws.catalog.update_properties(name, updated.to_properties())
+    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})})
     return updated
 
 
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
-    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table)."""
+    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table). The
+    snapshot-retention policy follows the new freshness unless WITH set it."""
     from mt_magic.sql.ddl.freshness import resolve_schedule
 
     _, current = ws.catalog.load_materialized(name)
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
-    return update_definition(ws, name, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
+    retention = retention_properties(freshness.to_timedelta(), current.options)
+    return update_definition(ws, name, retention, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
                              interval=freshness.to_timedelta())
+
+
+def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+    """``SET REFRESH_MODE``: a new schedule from the same freshness, taking over from the last committed
+    refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh consumed).
+
+    Raises:
+        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
+        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
+    """
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.ddl.parser import parse_interval
+
+    label = f"ALTER MATERIALIZED TABLE {name} SET REFRESH_MODE = {mode.value}"
+    _, current = ws.catalog.load_materialized(name)
+    try:
+        schedule = resolve_schedule(parse_interval(current.freshness), mode, ws.rules)
+    except MtMagicError as exc:
+        raise DefinitionError(f"{label}: {exc}") from exc
+    _check_incremental_option(label, dict(current.options), mode, current.expanded_query)
+    reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
+    return update_definition(ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "",
+                             mode_reason=reason)
 
 
 def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:

@@ -19,23 +19,31 @@ from typing import TYPE_CHECKING
 
 from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError
 from mt_magic.runtime import ddl
+from mt_magic.runtime.describe import create_statement, table_description, tables_listing
 from mt_magic.runtime.graph import Lineage, lineage
 from mt_magic.runtime.history import refresh_history
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
+from mt_magic.runtime.rename import rename_table
 from mt_magic.runtime.spark.jobs import job_group_prefix
-from mt_magic.runtime.status import RefreshEvent, RefreshOutcome, RefreshRecord, TableStatus
+from mt_magic.runtime.status import Listing, RefreshEvent, RefreshOutcome, RefreshRecord, TableStatus
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
+    AlterRefreshMode,
+    AlterRename,
     AlterResume,
     AlterSuspend,
     AnyStatement,
     CreateMaterializedTable,
+    DescribeMaterializedTable,
     DropMaterializedTable,
     Freshness,
+    ShowCreateMaterializedTable,
+    ShowMaterializedTables,
 )
+from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
@@ -60,6 +68,8 @@ class StatementResult:
     message: str
     refresh: concurrent.futures.Future[RefreshOutcome] | None = field(default=None, compare=False)
     """The refresh it started, when it started one (already done with an inline manager)."""
+    listing: Listing | None = None
+    """What a SHOW or DESCRIBE statement shows."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,8 @@ class MaterializedTables:
         """Apply one statement. ``cascade`` extends REFRESH and DROP to downstream materialized tables."""
         if isinstance(stmt, CreateMaterializedTable):
             return self.create(stmt)
+        if isinstance(stmt, ShowMaterializedTables):
+            return self.show_tables(stmt.namespace, stmt.like)
         name = self.workspace.qualify(stmt.name)
         if isinstance(stmt, DropMaterializedTable):
             return self.drop(name, stmt.if_exists, cascade)
@@ -123,6 +135,14 @@ class MaterializedTables:
             return self.alter_query(name, stmt.query)
         if isinstance(stmt, AlterFreshness):
             return self.set_freshness(name, stmt.freshness)
+        if isinstance(stmt, AlterRefreshMode):
+            return self.set_refresh_mode(name, stmt.mode)
+        if isinstance(stmt, AlterRename):
+            return self.rename(name, self.workspace.qualify(stmt.new_name))
+        if isinstance(stmt, ShowCreateMaterializedTable):
+            return self.show_create(name)
+        if isinstance(stmt, DescribeMaterializedTable):
+            return self.describe(name)
         raise TypeError(f"unknown statement {stmt!r}")
 
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
@@ -158,6 +178,25 @@ class MaterializedTables:
         ddl.change_freshness(self.workspace, name, freshness)
         self._retrack(name)
         return StatementResult("altered", (name,), f"{name}: freshness is now {freshness}.")
+
+    def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
+        """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
+        definition = ddl.change_refresh_mode(self.workspace, name, mode)
+        self._retrack(name)
+        schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
+        return StatementResult("altered", (name,), f"{name}: refresh mode is now {mode.value} ({schedule}).")
+
+    def rename(self, name: str, new_name: str) -> StatementResult:
+        """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
+        readers = rename_table(self.workspace, name, new_name)
+        if self._knows(name):
+            self.manager.remove(name, reason=f"renamed to {new_name}")
+            self.engine.jobs.wait_finished(job_group_prefix(name), timeout=DROP_WAIT_SECONDS)
+        self.manager.upsert(self._managed(new_name))
+        for reader in readers:
+            self._retrack(reader)
+        also = f"; {', '.join(readers)} now read(s) it" if readers else ""
+        return StatementResult("renamed", (new_name,), f"Renamed {name} to {new_name}{also}.")
 
     def suspend(self, name: str) -> StatementResult:
         ddl.update_definition(self.workspace, name, suspended=True)
@@ -199,6 +238,25 @@ class MaterializedTables:
                     self.manager.upsert(self._managed(victim))
             raise
         return StatementResult("dropped", tuple(victims), "Dropped " + ", ".join(victims) + ".")
+
+    # --- statements that only look --------------------------------------------------------------------
+
+    def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
+        statuses = {s.name: s for s in self.manager.statuses()}
+        listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
+        where = f" in {namespace}" if namespace else ""
+        return StatementResult("shown", (), f"{len(listing.rows)} materialized table(s){where}.", listing=listing)
+
+    def show_create(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        return StatementResult("shown", (), f"SHOW CREATE MATERIALIZED TABLE {name}",
+                               listing=create_statement(info, definition))
+
+    def describe(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        status = self.manager.status(name) if self._knows(name) else None
+        return StatementResult("shown", (), f"DESCRIBE MATERIALIZED TABLE {name}",
+                               listing=table_description(info, definition, status))
 
     # --- what the views read ----------------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: R
         return False
     if state.kind is RefreshKind.PARTITION and dict(state.partition) != dict(partition):
         return False
-    return all(state.snapshot_of(s.qualified_name) == s.snapshot_id for s in states) and len(
+    return all(state.snapshot_of(s.qualified_name, s.uuid) == s.snapshot_id for s in states) and len(
         state.source_states) == len(states)
 
 

@@ -150,7 +150,46 @@ class DropMaterializedTable(Statement):
     if_exists: bool = field(default=False, kw_only=True)
 
 
+@dataclass(frozen=True)
+class AlterRefreshMode(Statement):
+    """``ALTER MATERIALIZED TABLE name SET REFRESH_MODE = CONTINUOUS | FULL`` — switch how it is kept fresh."""
+
+    name: TableName = field(kw_only=True)
+    mode: RefreshMode = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class AlterRename(Statement):
+    """``ALTER MATERIALIZED TABLE name RENAME TO new_name``."""
+
+    name: TableName = field(kw_only=True)
+    new_name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class ShowMaterializedTables(Statement):
+    """``SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']`` (``%`` and ``_`` wildcards)."""
+
+    namespace: str | None = field(default=None, kw_only=True)
+    like: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class ShowCreateMaterializedTable(Statement):
+    """``SHOW CREATE MATERIALIZED TABLE name`` — the statement that recreates it, from the catalog."""
+
+    name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class DescribeMaterializedTable(Statement):
+    """``DESCRIBE | DESC MATERIALIZED TABLE name`` — columns, mode and why, freshness, sources, last refresh."""
+
+    name: TableName = field(kw_only=True)
+
+
 AnyStatement = (
     CreateMaterializedTable | AlterSuspend | AlterResume | AlterRefresh | AlterQuery | AlterFreshness
-    | DropMaterializedTable
+    | AlterRefreshMode | AlterRename | DropMaterializedTable | ShowMaterializedTables
+    | ShowCreateMaterializedTable | DescribeMaterializedTable
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange, classify
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
@@ -48,8 +48,6 @@ class RefreshPlan:
         return columns if columns and all(c.lower() in allowed for c in columns) else ()
 
 
-def _recorded(state: RefreshState, name: str) -> SourceState | None:
-    return next((s for s in state.source_states if s.qualified_name == name), None)
 
 
 def table_state_fallback(info: TableInfo, definition: MaterializedTableDefinition) -> Fallback | None:
@@ -94,7 +92,7 @@ def plan_refresh(info: TableInfo, definition: MaterializedTableDefinition,
         return query.fallback
     last = info.last_refresh()
     assert last is not None and info.current_snapshot_id is not None
-    changes = tuple(classify(source, _recorded(last[1], source.name)) for source in sources)
+    changes = tuple(classify(source, last[1].source(source.name, source.uuid)) for source in sources)
     ruled_out = [c for c in changes if c.kind is ChangeKind.RULES_OUT]
     if ruled_out:
         reasons = tuple(dict.fromkeys(c.reason for c in ruled_out if c.reason is not None))
