@@ -189,7 +189,7 @@ class MaterializedTables:
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
         readers = rename_table(self.workspace, name, new_name)
-        if self._knows(name):
+        if self.manager.knows(name):
             self.manager.remove(name, reason=f"renamed to {new_name}")
             self.engine.jobs.wait_finished(job_group_prefix(name), timeout=DROP_WAIT_SECONDS)
         self.manager.upsert(self._managed(new_name))
@@ -227,7 +227,7 @@ class MaterializedTables:
         if not victims:
             return StatementResult("dropped", (), f"{name} does not exist; nothing to drop (IF EXISTS).")
         for victim in victims:
-            if self._knows(victim):
+            if self.manager.knows(victim):
                 self.manager.remove(victim)
                 self.engine.jobs.wait_finished(job_group_prefix(victim), timeout=DROP_WAIT_SECONDS)
         try:
@@ -254,7 +254,7 @@ class MaterializedTables:
 
     def describe(self, name: str) -> StatementResult:
         info, definition = self.workspace.catalog.load_materialized(name)
-        status = self.manager.status(name) if self._knows(name) else None
+        status = self.manager.status(name) if self.manager.knows(name) else None
         return StatementResult("shown", (), f"DESCRIBE MATERIALIZED TABLE {name}",
                                listing=table_description(info, definition, status))
 
@@ -275,7 +275,7 @@ class MaterializedTables:
         """Committed refreshes from the catalog plus the failures this kernel saw, newest first."""
         _, definition = self.workspace.catalog.load_materialized(name)
         records = refresh_history(self.engine, name)
-        if self._knows(name):
+        if self.manager.knows(name):
             records = sorted([*records, *self.manager.failures(name)], key=lambda r: r.started_at, reverse=True)
         freshness = definition.interval or None
         return TableHistory(name, tuple(records), freshness)
@@ -315,13 +315,6 @@ class MaterializedTables:
             raise NoSuchMaterializedTableError(f"{name} is not a materialized table in the catalog.")
         return managed_table(info, {i.name for i in infos})
 
-    def _knows(self, name: str) -> bool:
-        try:
-            self.manager.status(name)
-        except NoSuchMaterializedTableError:
-            return False
-        return True
-
     def _track(self, name: str, with_downstream: bool = False) -> None:
         """Make sure the manager knows ``name`` (and, for a cascade, its downstream tables) from the catalog."""
         wanted = [name]
@@ -332,7 +325,7 @@ class MaterializedTables:
                         if i.definition}
             wanted += descendants(name, upstream)
         for table in wanted:
-            if not self._knows(table):
+            if not self.manager.knows(table):
                 self.manager.upsert(self._managed(table))
 
     def _retrack(self, name: str) -> None:

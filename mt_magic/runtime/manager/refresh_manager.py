@@ -356,6 +356,11 @@ class RefreshManager:
         with self._lock:
             return self._state.snapshot(self._entry(name), self._clock())
 
+    def knows(self, name: str) -> bool:
+        """Whether the manager tracks ``name``."""
+        with self._lock:
+            return name in self._state.tables
+
     def failures(self, name: str) -> list[RefreshRecord]:
         """The latest failed refreshes of ``name`` in this process, newest first.
 
