@@ -22,7 +22,14 @@ from mt_magic.errors import (
 from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
-from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
+from mt_magic.runtime.refresh.context import (
+    INCREMENTAL_OPTION,
+    INCREMENTAL_VALUES,
+    MAX_CHANGE_OPTION,
+    incremental_option,
+    is_strict,
+    max_change_fraction,
+)
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
@@ -94,7 +101,18 @@ def _check_incremental_option(label: str, options: dict[str, str], mode: Refresh
     if value is not None and value not in INCREMENTAL_VALUES:
         raise DefinitionError(
             f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
-            "'strict' (fail rather than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
+            "'auto' (the default: incremental where correct and cheaper), 'always' (incremental wherever correct), "
+            "'strict' (fail rather than recompute) or 'never' (always recompute)."
+        )
+    raw = options.get(MAX_CHANGE_OPTION)
+    try:
+        fraction = max_change_fraction(options)
+    except ValueError:
+        fraction = -1.0
+    if raw is not None and not 0 < fraction <= 1:
+        raise DefinitionError(
+            f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
+            "a full recompute is chosen over an incremental refresh."
         )
     why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:

@@ -105,3 +105,36 @@ def plan_refresh(info: TableInfo, definition: MaterializedTableDefinition,
     if strategy is None:
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), f"{kind.value} changes")
     return RefreshPlan(strategy, query, changes, info.current_snapshot_id, _identity_partitions(info))
+
+
+def total_records(info: TableInfo) -> int | None:
+    """Rows in the source's pinned snapshot, from its summary (``None`` when the summary does not say)."""
+    if not info.snapshots:
+        return 0
+    raw = info.snapshots[-1].summary.get("total-records", "")
+    return int(raw) if raw.isdigit() else None
+
+
+ADAPTIVE_MIN_ROWS = 100_000
+"""Below this many rows in the changed sources either refresh costs about one Spark job: stay incremental."""
+
+
+def cheaper_to_recompute(plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float) -> Fallback | None:
+    """ADAPTIVE: a full recompute when the change is past ``max_fraction`` of the changed sources' rows.
+
+    The incremental strategies' cost grows with the delta (rows read, merged or re-aggregated) while a
+    recompute's is the sources' size; the fraction of changed rows, known from snapshot summaries, decides
+    which is cheaper without a Spark job. Small sources (under :data:`ADAPTIVE_MIN_ROWS`) stay incremental.
+    """
+    changed = [(c, s) for c, s in zip(plan.changes, sources, strict=True) if c.changed]
+    totals = [total_records(s) for _, s in changed]
+    if not changed or any(t is None for t in totals):
+        return None
+    delta = sum(c.rows for c, _ in changed)
+    total = sum(t for t in totals if t is not None)
+    fraction = delta / total if total else 0.0
+    if total < ADAPTIVE_MIN_ROWS or fraction <= max_fraction:
+        return None
+    names = ", ".join(c.name for c, _ in changed)
+    return Fallback((FallbackReason.CHEAPER_TO_RECOMPUTE,),
+                    f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}")
