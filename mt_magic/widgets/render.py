@@ -69,6 +69,9 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
     if status.last_error:
         failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
         rows.append(("error", status.last_error + failures))
+    if status.state is JobState.FAILED:
+        rows.append(("suspended", "after repeated failures; the tables reading it wait. Fix the cause, then "
+                                  "ALTER MATERIALIZED TABLE … RESUME (or refresh it by hand)."))
     return rows
 
 
