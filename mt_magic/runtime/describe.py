@@ -19,9 +19,18 @@ TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refres
 
 
 def like_matches(pattern: str, name: str) -> bool:
-    """SQL ``LIKE`` on a table's name: ``%`` any text, ``_`` one character, case-insensitive."""
-    translated = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(translated, name, re.IGNORECASE | re.DOTALL) is not None
+    """SQL ``LIKE`` on a table's name: ``%`` any text, ``_`` one character, ``\\`` escapes the next character
+    (as in Spark); case-insensitive."""
+    parts, escaped = [], False
+    for c in pattern:
+        if escaped:
+            parts.append(re.escape(c))
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        else:
+            parts.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return re.fullmatch("".join(parts), name, re.IGNORECASE | re.DOTALL) is not None
 
 
 def tables_listing(infos: list[TableInfo], statuses: Mapping[str, TableStatus], namespace: str | None,
