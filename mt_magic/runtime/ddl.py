@@ -126,7 +126,9 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     options = stmt.options_dict
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
-    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
+    buckets = stmt.distribution
+    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters,
+                            buckets.columns if buckets else ())
     definition = MaterializedTableDefinition(
         query=stmt.query,
         expanded_query=expanded,
@@ -141,6 +143,8 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
         upstream=upstream,
         primary_key=stmt.primary_key.columns if stmt.primary_key else (),
         partitioned_by=stmt.partitioned_by,
+        bucket_columns=buckets.columns if buckets else (),
+        buckets=buckets.buckets if buckets else 0,
     )
     return definition, schema
 

@@ -62,6 +62,9 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
     comment = info.properties.get("comment")
     if comment:
         lines.append(f"COMMENT {string_literal(comment)}")
+    if definition.bucket_columns:
+        columns = ", ".join(identifier(c) for c in definition.bucket_columns)
+        lines.append(f"DISTRIBUTED BY HASH({columns}) INTO {definition.buckets} BUCKETS")
     if definition.partitioned_by:
         lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
     if definition.options:
@@ -87,6 +90,8 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
         "# refresh mode": f"{definition.refresh_mode.value} ({definition.mode_reason})",
         "# freshness": definition.freshness + (f" (cron {definition.cron})" if definition.cron else ""),
         "# partitioned by": ", ".join(definition.partitioned_by) or "—",
+        "# distributed by": (f"HASH({', '.join(definition.bucket_columns)}) INTO {definition.buckets} BUCKETS"
+                             if definition.bucket_columns else "—"),
         "# sources": ", ".join(definition.upstream) or "—",
         "# state": _state(definition, status),
         "# staleness": _staleness(status),
