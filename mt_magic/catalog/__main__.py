@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from mt_magic.catalog.server import serve
+            from mt_magic.catalog.server.app import serve
 
             serve(
                 host=args.host,

@@ -18,8 +18,8 @@ from pyiceberg.table.sorting import SortOrder
 from pyiceberg.table.update import TableRequirement
 from pyiceberg.typedef import IcebergBaseModel, Identifier
 
-from mt_magic.catalog.errors_http import BadRequest, parse_json
-from mt_magic.catalog.table_updates import AnyTableUpdate
+from mt_magic.catalog.server.errors_http import BadRequest, parse_json
+from mt_magic.catalog.server.table_updates import AnyTableUpdate
 
 NAMESPACE_SEPARATOR = "\x1f"
 M = TypeVar("M", bound=BaseModel)

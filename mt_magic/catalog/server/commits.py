@@ -6,7 +6,7 @@ clients send exactly that when they replace a table (``CREATE OR REPLACE TABLE â
 transaction re-sends the table's current schema, spec and order), and Java's own catalog de-duplicates them
 (``TableMetadata.Builder`` reuses an equal schema / compatible spec / equal order, and gives new ones the
 next free id). :func:`normalize_updates` does the same before pyiceberg applies anything, and
-:func:`apply_commit` also applies the updates pyiceberg lacks (:mod:`mt_magic.catalog.table_updates`).
+:func:`apply_commit` also applies the updates pyiceberg lacks (:mod:`mt_magic.catalog.server.table_updates`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from pyiceberg.table.update import (
     update_table_metadata,
 )
 
-from mt_magic.catalog.errors_http import BadRequest, describe_validation_error
-from mt_magic.catalog.table_updates import (
+from mt_magic.catalog.server.errors_http import BadRequest, describe_validation_error
+from mt_magic.catalog.server.table_updates import (
     Removal,
     RemovePartitionSpecsUpdate,
     RemoveSchemasUpdate,

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pyiceberg.exceptions import NamespaceNotEmptyError
 
-from mt_magic.catalog.service import CatalogService, raw_body, service
-from mt_magic.catalog.wire import (
+from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.wire import (
     CreateNamespaceBody,
     UpdateNamespacePropertiesBody,
     check_namespace,

@@ -27,7 +27,7 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.typedef import IcebergBaseModel
 
-from mt_magic.catalog.errors_http import BadRequest
+from mt_magic.catalog.server.errors_http import BadRequest
 
 
 def now_ms() -> int:

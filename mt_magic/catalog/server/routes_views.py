@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.service import CatalogService, raw_body, service
-from mt_magic.catalog.views import CommitViewBody, CreateViewBody, LoadViewResult, ViewMetadata
-from mt_magic.catalog.wire import (
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.views import CommitViewBody, CreateViewBody, LoadViewResult, ViewMetadata
+from mt_magic.catalog.server.wire import (
     RegisterBody,
     RenameBody,
     identifier,

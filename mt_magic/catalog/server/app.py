@@ -21,10 +21,10 @@ from fastapi import FastAPI, Request, Response
 from pyiceberg.catalog.sql import SqlCatalog
 from sqlalchemy.engine import make_url
 
-from mt_magic.catalog import routes_namespaces, routes_tables, routes_views
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
-from mt_magic.catalog.errors_http import error_response, install_error_handlers
-from mt_magic.catalog.service import build_service
+from mt_magic.catalog.server import routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
+from mt_magic.catalog.server.service import build_service
 
 log = logging.getLogger(__name__)
 CATALOG_NAME = "mt"

@@ -18,11 +18,17 @@ from pyiceberg.typedef import Identifier
 from sqlalchemy import Column, MetaData, String, Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from mt_magic.catalog.commits import new_metadata_file_name
-from mt_magic.catalog.errors_http import BadRequest, ViewAlreadyExistsError
-from mt_magic.catalog.namespaces import NamespaceStore
-from mt_magic.catalog.views import AssertViewUUID, CreateViewBody, ViewMetadata, apply_view_commit, new_view_metadata
-from mt_magic.catalog.wire import display
+from mt_magic.catalog.server.commits import new_metadata_file_name
+from mt_magic.catalog.server.errors_http import BadRequest, ViewAlreadyExistsError
+from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.views import (
+    AssertViewUUID,
+    CreateViewBody,
+    ViewMetadata,
+    apply_view_commit,
+    new_view_metadata,
+)
+from mt_magic.catalog.server.wire import display
 
 _META = MetaData()
 VIEWS = Table(

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from fastapi import Request
 from pyiceberg.catalog.sql import SqlCatalog
 
-from mt_magic.catalog.namespaces import NamespaceStore
-from mt_magic.catalog.tables_store import TableStore
-from mt_magic.catalog.views_store import ViewStore
+from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.tables_store import TableStore
+from mt_magic.catalog.server.views_store import ViewStore
 
 
 @dataclass(frozen=True)
@@ -42,5 +42,5 @@ def service(request: Request) -> CatalogService:
 
 
 async def raw_body(request: Request) -> bytes:
-    """FastAPI dependency: the request body, parsed later by :func:`mt_magic.catalog.wire.parse_body`."""
+    """FastAPI dependency: the request body, parsed later by :func:`mt_magic.catalog.server.wire.parse_body`."""
     return await request.body()

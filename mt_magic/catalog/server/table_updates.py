@@ -3,7 +3,7 @@
 pyiceberg lacks ``remove-schemas`` and ``remove-partition-specs`` (Java sends them from
 ``expire_snapshots(clean_expired_metadata => true)``), and its ``set-statistics`` model only validates when
 built in Python, not from JSON. The models here parse those from the wire;
-:func:`mt_magic.catalog.commits.apply_commit` applies them.
+:func:`mt_magic.catalog.server.commits.apply_commit` applies them.
 """
 
 from __future__ import annotations

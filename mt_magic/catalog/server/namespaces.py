@@ -10,8 +10,8 @@ from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceErr
 from pyiceberg.typedef import Identifier, Properties
 from sqlalchemy.exc import IntegrityError
 
-from mt_magic.catalog.errors_http import RestError
-from mt_magic.catalog.wire import display
+from mt_magic.catalog.server.errors_http import RestError
+from mt_magic.catalog.server.wire import display
 
 
 class NamespaceStore:

@@ -2,7 +2,7 @@
 
 The rows are pyiceberg ``SqlCatalog``'s own ``iceberg_tables`` table, so a database written here is a valid
 pyiceberg SQL catalog and vice versa. Commits do not go through ``SqlCatalog.commit_table`` because the
-server needs more than it offers: Java's id-reuse rules (:mod:`mt_magic.catalog.commits`), several tables
+server needs more than it offers: Java's id-reuse rules (:mod:`mt_magic.catalog.server.commits`), several tables
 swapped in one SQL transaction (``/v1/transactions/commit``), and a retry when another process moved the
 table between read and swap. Within one server, writes are serialized by a lock; across processes the
 ``UPDATE … WHERE metadata_location = <read>`` compare-and-swap keeps every commit or rejects it.
@@ -33,11 +33,11 @@ from pyiceberg.typedef import Identifier
 from sqlalchemy import Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from mt_magic.catalog.commits import apply_commit, is_create, metadata_version
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.namespaces import NamespaceStore
-from mt_magic.catalog.table_updates import AnyTableUpdate
-from mt_magic.catalog.wire import CreateTableBody, display
+from mt_magic.catalog.server.commits import apply_commit, is_create, metadata_version
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.table_updates import AnyTableUpdate
+from mt_magic.catalog.server.wire import CreateTableBody, display
 
 _T = cast(Table, IcebergTables.__table__)
 MAX_CAS_ATTEMPTS = 5

@@ -11,11 +11,11 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
 
-from mt_magic.catalog.commits import refs_only
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.service import CatalogService, raw_body, service
-from mt_magic.catalog.tables_store import TableChange
-from mt_magic.catalog.wire import (
+from mt_magic.catalog.server.commits import refs_only
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.tables_store import TableChange
+from mt_magic.catalog.server.wire import (
     CommitTableBody,
     CommitTransactionBody,
     CreateTableBody,
