@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
 from mt_magic.catalog.server import routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.server.edge import RestPathDecoding
 from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
 from mt_magic.catalog.server.service import build_service
 
@@ -84,19 +85,23 @@ def _bearer_ok(header: str | None, token: str) -> bool:
     return hmac.compare_digest(header[7:].strip().encode(), token.encode())
 
 
-def create_app(catalog: SqlCatalog, token: str | None = None, *, warehouse: str) -> FastAPI:
+def create_app(
+    catalog: SqlCatalog, token: str | None = None, *, warehouse: str, allowed_locations: Sequence[str] = ()
+) -> FastAPI:
     """The REST catalog as an ASGI app.
 
     Args:
         catalog: pyiceberg ``SqlCatalog`` holding the rows (see :func:`open_sql_catalog`).
         token: when set, every request must carry ``Authorization: Bearer <token>`` (else 401).
-        warehouse: where new tables and views go by default (a URI or a local directory).
+        warehouse: where new tables and views go by default (a URI or a local directory); their files
+            must stay inside it ...
+        allowed_locations: ... or inside one of these storage roots.
 
     Returns:
         The FastAPI application; serve it with uvicorn (see :func:`serve`).
     """
     app = FastAPI(title="mt_magic Iceberg REST catalog", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.service = build_service(catalog, warehouse_uri(warehouse))
+    app.state.service = build_service(catalog, warehouse_uri(warehouse), allowed_locations)
     install_error_handlers(app)
 
     if token:
@@ -118,9 +123,11 @@ def create_app(catalog: SqlCatalog, token: str | None = None, *, warehouse: str)
         """The ``warehouse`` query parameter is accepted and ignored: a server has exactly one warehouse."""
         return {"defaults": {}, "overrides": {}, "endpoints": list(ENDPOINTS)}
 
-    app.include_router(routes_namespaces.router)
+    # Greedy path parameters (names may contain '/'): the routes with longer fixed suffixes come first.
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)
+    app.include_router(routes_namespaces.router)
+    app.add_middleware(RestPathDecoding)
     return app
 
 
@@ -149,6 +156,7 @@ def serve(
     token: str | None,
     state_file: Path | None = None,
     log_level: str = "warning",
+    allowed_locations: Sequence[str] = (),
 ) -> None:
     """Run the server in this process until SIGTERM/SIGINT.
 
@@ -158,7 +166,7 @@ def serve(
     import uvicorn
 
     catalog = open_sql_catalog(database, warehouse)
-    app = create_app(catalog, token, warehouse=warehouse)
+    app = create_app(catalog, token, warehouse=warehouse, allowed_locations=allowed_locations)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
     url = f"http://{host}:{actual_port}"

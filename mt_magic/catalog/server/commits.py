@@ -33,10 +33,11 @@ from pyiceberg.table.update import (
     SetDefaultSpecUpdate,
     TableRequirement,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 
-from mt_magic.catalog.server.errors_http import BadRequest, describe_validation_error
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, describe_validation_error
 from mt_magic.catalog.server.table_updates import (
     Removal,
     RemovePartitionSpecsUpdate,
@@ -222,6 +223,9 @@ def apply_commit(
         for u in updates
         if not isinstance(u, RemoveSchemasUpdate | RemovePartitionSpecsUpdate)
     ]
+    for update in others:
+        if isinstance(update, UpgradeFormatVersionUpdate):
+            check_format_version(update.format_version)
     base = _apply_removals(current if current is not None else empty_metadata(), removals)
     try:
         result = update_table_metadata(
@@ -232,9 +236,36 @@ def apply_commit(
         )
     except PydanticValidationError as exc:  # only a create validates the whole result
         raise BadRequest(f"The updates do not make a valid new table: {describe_validation_error(exc)}") from exc
+    except INPUT_FAULTS as exc:
+        raise BadRequest(f"The updates cannot be applied: {type(exc).__name__}: {exc}") from None
+    check_format_version(result.format_version)
     if removals and current is not None and current_location is not None and result != current:
         result = _log_previous(result, current, current_location)
     return result
+
+
+V3_REFUSED = (
+    "Table format version 3 is not supported by this catalog yet (its pyiceberg cannot write v3 metadata); "
+    "create a version 2 table instead: leave 'format-version' out (2 is the default) or set "
+    "TBLPROPERTIES ('format-version'='2')"
+)
+
+
+def check_format_version(version: object) -> int:
+    """The table format version as an int, if this server can write it (1 or 2).
+
+    Raises:
+        BadRequest: not a number, unknown, or 3 (with how to create a v2 table instead).
+    """
+    try:
+        number = int(str(version))
+    except ValueError:
+        raise BadRequest(f"Invalid format-version {version!r}: use 1 or 2") from None
+    if number >= 3:
+        raise BadRequest(V3_REFUSED if number == 3 else f"Invalid format-version {number}: use 1 or 2")
+    if number < 1:
+        raise BadRequest(f"Invalid format-version {number}: use 1 or 2")
+    return number
 
 
 def metadata_version(location: str | None) -> int:

@@ -8,7 +8,6 @@ bodies by hand.
 
 from __future__ import annotations
 
-import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -30,6 +29,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 log = logging.getLogger(__name__)
 
 BAD_REQUEST = "BadRequestException"
+# What pyiceberg raises, instead of a ValidationError, on input shapes it does not expect (its model
+# validators index dicts, its deserializers raise TypeError). Caught only where client input is parsed or
+# applied, and answered with a 400 that names the input.
+INPUT_FAULTS = (TypeError, AttributeError, LookupError, RecursionError, NotImplementedError)
 
 
 class RestError(Exception):
@@ -102,16 +105,6 @@ def describe_validation_error(exc: PydanticValidationError | RequestValidationEr
     if more > 0:
         lines.append(f"... and {more} more")
     return "; ".join(lines)
-
-
-def parse_json(raw: bytes) -> object:
-    """Decode a request body, turning any decoding problem into a 400 with the parser's reason."""
-    if not raw.strip():
-        raise BadRequest("Invalid request body: it is empty, a JSON object was expected")
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"Invalid request body: not valid JSON ({exc})") from exc
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -33,7 +33,7 @@ from mt_magic.catalog.server.wire import (
 router = APIRouter(prefix="/v1")
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
-TABLE = "/namespaces/{namespace}/tables/{table}"
+TABLE = "/namespaces/{namespace:path}/tables/{table:path}"
 
 
 def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -51,7 +51,15 @@ def _load_result(location: str | None, metadata: TableMetadata, etag: str | None
     )
 
 
-@router.get("/namespaces/{namespace}/tables")
+@router.post(TABLE + "/metrics", status_code=204)
+def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
+    if not isinstance(parse_json(raw), dict):
+        raise BadRequest("Invalid request body: a metrics report must be a JSON object")
+    identifier(namespace_from_path(namespace), table)
+    return Response(status_code=204)
+
+
+@router.get("/namespaces/{namespace:path}/tables")
 def list_tables(
     svc: Svc,
     namespace: str,
@@ -62,7 +70,7 @@ def list_tables(
     return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
 
 
-@router.post("/namespaces/{namespace}/tables")
+@router.post("/namespaces/{namespace:path}/tables")
 def create_table(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, CreateTableBody)
     ident = identifier(namespace_from_path(namespace), body.name)
@@ -111,15 +119,7 @@ def drop_table(
     return Response(status_code=204)
 
 
-@router.post(TABLE + "/metrics", status_code=204)
-def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
-    if not isinstance(parse_json(raw), dict):
-        raise BadRequest("Invalid request body: a metrics report must be a JSON object")
-    identifier(namespace_from_path(namespace), table)
-    return Response(status_code=204)
-
-
-@router.post("/namespaces/{namespace}/register")
+@router.post("/namespaces/{namespace:path}/register")
 def register_table(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, RegisterBody)
     ident = identifier(namespace_from_path(namespace), body.name)

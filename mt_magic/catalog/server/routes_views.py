@@ -23,7 +23,7 @@ from mt_magic.catalog.server.wire import (
 router = APIRouter(prefix="/v1")
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
-VIEW = "/namespaces/{namespace}/views/{view}"
+VIEW = "/namespaces/{namespace:path}/views/{view:path}"
 
 
 def _view_result(location: str, metadata: ViewMetadata) -> Response:
@@ -31,7 +31,7 @@ def _view_result(location: str, metadata: ViewMetadata) -> Response:
     return Response(content=result.model_dump_json(), media_type="application/json")
 
 
-@router.get("/namespaces/{namespace}/views")
+@router.get("/namespaces/{namespace:path}/views")
 def list_views(
     svc: Svc,
     namespace: str,
@@ -42,7 +42,7 @@ def list_views(
     return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
 
 
-@router.post("/namespaces/{namespace}/views")
+@router.post("/namespaces/{namespace:path}/views")
 def create_view(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, CreateViewBody)
     ident = identifier(namespace_from_path(namespace), body.name, "view")
@@ -82,7 +82,7 @@ def rename_view(svc: Svc, raw: Body) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/namespaces/{namespace}/register-view")
+@router.post("/namespaces/{namespace:path}/register-view")
 def register_view(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, RegisterBody)
     ident = identifier(namespace_from_path(namespace), body.name, "view")

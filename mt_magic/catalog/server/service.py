@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastapi import Request
 from pyiceberg.catalog.sql import SqlCatalog
 
+from mt_magic.catalog.server.edge import read_body
+from mt_magic.catalog.server.locations import StorageRoots
 from mt_magic.catalog.server.namespaces import NamespaceStore
 from mt_magic.catalog.server.tables_store import TableStore
 from mt_magic.catalog.server.views_store import ViewStore
@@ -19,21 +22,29 @@ class CatalogService:
 
     catalog: SqlCatalog
     warehouse: str
+    roots: StorageRoots
     lock: threading.RLock
     namespaces: NamespaceStore
     tables: TableStore
     views: ViewStore
 
 
-def build_service(catalog: SqlCatalog, warehouse: str) -> CatalogService:
-    """Wire the stores over one catalog with one shared write lock (tables and views share names)."""
+def build_service(catalog: SqlCatalog, warehouse: str, allowed_locations: Sequence[str] = ()) -> CatalogService:
+    """Wire the stores over one catalog with one shared write lock (tables and views share names).
+
+    Args:
+        catalog: the SQL catalog holding the rows.
+        warehouse: the warehouse URI; tables and views may keep files only inside it
+        allowed_locations: ... or inside one of these (operator-allowed storage roots).
+    """
     lock = threading.RLock()
-    namespaces = NamespaceStore(catalog, lock)
+    roots = StorageRoots.of(warehouse, allowed_locations)
+    namespaces = NamespaceStore(catalog, lock, roots)
     holder: dict[str, ViewStore] = {}
-    tables = TableStore(catalog, namespaces, lock, view_exists=lambda ident: holder["views"].exists(ident))
-    views = ViewStore(catalog, namespaces, lock, table_exists=lambda ident: tables.location_of(ident) is not None)
+    tables = TableStore(catalog, namespaces, lock, lambda ident: holder["views"].exists(ident), roots)
+    views = ViewStore(catalog, namespaces, lock, lambda ident: tables.location_of(ident) is not None, roots)
     holder["views"] = views
-    return CatalogService(catalog, warehouse, lock, namespaces, tables, views)
+    return CatalogService(catalog, warehouse, roots, lock, namespaces, tables, views)
 
 
 def service(request: Request) -> CatalogService:
@@ -42,5 +53,6 @@ def service(request: Request) -> CatalogService:
 
 
 async def raw_body(request: Request) -> bytes:
-    """FastAPI dependency: the request body, parsed later by :func:`mt_magic.catalog.server.wire.parse_body`."""
-    return await request.body()
+    """FastAPI dependency: the (size-bounded) request body, parsed later by
+    :func:`mt_magic.catalog.server.wire.parse_body`."""
+    return await read_body(request)

@@ -19,7 +19,9 @@ from sqlalchemy import Column, MetaData, String, Table, delete, insert, select, 
 from sqlalchemy.exc import IntegrityError
 
 from mt_magic.catalog.server.commits import new_metadata_file_name
-from mt_magic.catalog.server.errors_http import BadRequest, ViewAlreadyExistsError
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, ViewAlreadyExistsError
+from mt_magic.catalog.server.locations import StorageRoots
+from mt_magic.catalog.server.names import namespace_key
 from mt_magic.catalog.server.namespaces import NamespaceStore
 from mt_magic.catalog.server.views import (
     AssertViewUUID,
@@ -51,17 +53,19 @@ class ViewStore:
         namespaces: NamespaceStore,
         lock: threading.RLock,
         table_exists: Callable[[Identifier], bool],
+        roots: StorageRoots,
     ) -> None:
         self.catalog = catalog
         self.namespaces = namespaces
         self.lock = lock
         self.table_exists = table_exists
+        self.roots = roots
         _META.create_all(catalog.engine)
 
     def _where(self, ident: Identifier) -> tuple[Any, ...]:
         return (
             VIEWS.c.catalog_name == self.catalog.name,
-            VIEWS.c.view_namespace == ".".join(ident[:-1]),
+            VIEWS.c.view_namespace == namespace_key(ident[:-1]),
             VIEWS.c.view_name == ident[-1],
         )
 
@@ -89,7 +93,7 @@ class ViewStore:
     def list_views(self, namespace: Identifier) -> list[Identifier]:
         self.namespaces.require(namespace)
         stmt = select(VIEWS.c.view_name).where(
-            VIEWS.c.catalog_name == self.catalog.name, VIEWS.c.view_namespace == ".".join(namespace)
+            VIEWS.c.catalog_name == self.catalog.name, VIEWS.c.view_namespace == namespace_key(namespace)
         )
         with self.catalog.engine.connect() as conn:
             return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
@@ -113,7 +117,7 @@ class ViewStore:
             conn.execute(
                 insert(VIEWS).values(
                     catalog_name=self.catalog.name,
-                    view_namespace=".".join(ident[:-1]),
+                    view_namespace=namespace_key(ident[:-1]),
                     view_name=ident[-1],
                     metadata_location=location,
                     previous_metadata_location=None,
@@ -124,6 +128,7 @@ class ViewStore:
         with self.lock:
             self._check_free(ident)
             metadata = new_view_metadata(body, body.location or self.namespaces.default_location(ident))
+            self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
             location = self._write(metadata, None)
             try:
                 self._insert(ident, location)
@@ -140,6 +145,7 @@ class ViewStore:
             metadata = apply_view_commit(base, requirements, updates)
             if metadata == base:
                 return previous, base
+            self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
             location = self._write(metadata, previous)
             with self.catalog.engine.begin() as conn:
                 result = conn.execute(
@@ -165,14 +171,17 @@ class ViewStore:
                 conn.execute(
                     update(VIEWS)
                     .where(*self._where(source))
-                    .values(view_namespace=".".join(destination[:-1]), view_name=destination[-1])
+                    .values(view_namespace=namespace_key(destination[:-1]), view_name=destination[-1])
                 )
 
     def register(self, ident: Identifier, metadata_location: str) -> ViewMetadata:
+        self.roots.check(metadata_location, f"the metadata of view {display(ident)}")
         try:
             metadata = self.read(metadata_location)
-        except (OSError, ValueError) as exc:
-            raise BadRequest(f"Cannot read view metadata at {metadata_location!r}: {exc}") from exc
+        except (OSError, ValueError, *INPUT_FAULTS) as exc:
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise BadRequest(f"Cannot read view metadata at {metadata_location!r}: {reason}") from None
+        self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
         with self.lock:
             self._check_free(ident)
             self._insert(ident, metadata_location)
