@@ -13,19 +13,22 @@ import logging
 import os
 import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from pyiceberg.catalog.sql import SqlCatalog
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
 from mt_magic.catalog.server import routes_namespaces, routes_tables, routes_views
 from mt_magic.catalog.server.edge import RestPathDecoding
 from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
 from mt_magic.catalog.server.service import build_service
+from mt_magic.catalog.server.views_store import create_view_table
 
 log = logging.getLogger(__name__)
 CATALOG_NAME = "mt"
@@ -72,11 +75,28 @@ def open_sql_catalog(database: str, warehouse: str | Path, name: str = CATALOG_N
         if url.database in (None, "", ":memory:"):
             raise ValueError(f"{database!r} is an in-memory SQLite database; the server needs a file")
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    catalog = SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse))
+    catalog = _create_tables(lambda: SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse)))
+    _create_tables(lambda: create_view_table(catalog.engine))
     if url.get_backend_name() == "sqlite":
         with catalog.engine.connect() as conn:  # readers never block the single writer
             conn.exec_driver_sql("PRAGMA journal_mode=WAL")
     return catalog
+
+
+T = TypeVar("T")
+
+
+def _create_tables(create: Callable[[], T], attempts: int = 5) -> T:
+    """Run a ``CREATE TABLE IF NOT EXISTS`` step, retrying when another server process creates the same
+    tables at the same moment (PostgreSQL then reports a duplicate type or key)."""
+    for attempt in range(attempts):
+        try:
+            return create()
+        except (IntegrityError, ProgrammingError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _bearer_ok(header: str | None, token: str) -> bool:

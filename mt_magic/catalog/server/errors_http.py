@@ -24,6 +24,7 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
     ValidationError,
 )
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ _EXCEPTION_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
     (CommitFailedException, 409, "CommitFailedException"),
     # pyiceberg raises these for metadata that breaks Iceberg's rules (unknown snapshot, bad schema id, ...).
+    # The catalog database refused a value (too long for its column, a NUL byte): the input's fault.
+    (DataError, 400, BAD_REQUEST),
     (ValidationError, 400, BAD_REQUEST),
     (ValueError, 400, BAD_REQUEST),
 )
@@ -107,6 +110,15 @@ def describe_validation_error(exc: PydanticValidationError | RequestValidationEr
     return "; ".join(lines)
 
 
+def _message(exc: Exception) -> str:
+    if isinstance(exc, RestError):
+        return exc.message
+    if isinstance(exc, DataError):  # not the statement and its parameters, just the database's reason
+        reason = (str(exc.orig) or "invalid value").splitlines()[0]
+        return f"Invalid value: the catalog database refused it ({reason})"
+    return str(exc)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Route every exception through :func:`status_for` so no client ever sees a bare 500 or 422."""
 
@@ -127,7 +139,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def _mapped(_: Request, exc: Exception) -> JSONResponse:
         status, error_type = status_for(exc)
-        return error_response(status, error_type, exc.message if isinstance(exc, RestError) else str(exc))
+        return error_response(status, error_type, _message(exc))
 
     # Known exceptions get their own handler (Starlette's ExceptionMiddleware answers without re-raising);
     # the catch-all below is the last resort for genuine server faults.

@@ -215,9 +215,12 @@ class TableStore:
                 delete_files(self._io(s.location), {s.location}, "metadata")
 
     def _swap(self, staged: Sequence[_Staged]) -> None:
-        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table)."""
+        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table).
+
+        Rows are updated in identifier order, so two servers swapping the same tables never deadlock.
+        """
         with self.catalog.engine.begin() as conn:
-            for s in staged:
+            for s in sorted(staged, key=lambda s: s.ident):
                 if not s.changed:
                     continue
                 if s.previous is None:

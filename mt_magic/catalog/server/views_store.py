@@ -16,6 +16,7 @@ from pyiceberg.exceptions import CommitFailedException, NoSuchViewError
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.typedef import Identifier
 from sqlalchemy import Column, MetaData, String, Table, delete, insert, select, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from mt_magic.catalog.server.commits import new_metadata_file_name
@@ -44,6 +45,11 @@ VIEWS = Table(
 )
 
 
+def create_view_table(engine: Engine) -> None:
+    """Create ``mt_iceberg_views`` unless it exists."""
+    _META.create_all(engine)
+
+
 class ViewStore:
     """View operations over the catalog's database; writes hold ``lock``."""
 
@@ -60,7 +66,7 @@ class ViewStore:
         self.lock = lock
         self.table_exists = table_exists
         self.roots = roots
-        _META.create_all(catalog.engine)
+        create_view_table(catalog.engine)
 
     def _where(self, ident: Identifier) -> tuple[Any, ...]:
         return (
