@@ -108,3 +108,17 @@ def test_namespace_properties_must_fit_the_database(http: httpx.Client, ns: str)
     assert "'k'" in error_of(response, 400, "BadRequestException")
     response = http.post("/v1/namespaces", json={"namespace": ["x" * 300]})
     assert "at most 255" in error_of(response, 400, "BadRequestException")
+
+
+@pytest.mark.spark
+def test_spark_asking_for_v3_gets_the_message(spark, spark_cat: str, rest) -> None:  # type: ignore[no-untyped-def]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {spark_cat}.sp_v3")
+    with pytest.raises(Exception, match="format version 3 is not supported.*'format-version'='2'"):
+        spark.sql(f"CREATE TABLE {spark_cat}.sp_v3.t (id BIGINT) USING iceberg TBLPROPERTIES ('format-version'='3')")
+    with pytest.raises(Exception, match="format version 3 is not supported"):
+        spark.sql(
+            f"CREATE TABLE {spark_cat}.sp_v3.c USING iceberg TBLPROPERTIES ('format-version'='3') AS SELECT 1 AS id"
+        )
+    spark.sql(f"CREATE TABLE {spark_cat}.sp_v3.t (id BIGINT) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    assert rest.load_table(("sp_v3", "t")).metadata.format_version == 2
+    assert not rest.table_exists(("sp_v3", "c"))
