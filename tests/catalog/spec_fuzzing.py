@@ -23,6 +23,7 @@ import schemathesis
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Ok
 
 SPEC_FILE = Path(__file__).with_name("rest-catalog-open-api.yaml")
 NAMESPACE, TABLES, VIEW = "fuzz", ("t1", "t2"), "v1"
@@ -113,6 +114,8 @@ def fuzz(base_url: str, examples: int, log: Callable[[str], None] = lambda _: No
     report = FuzzReport()
     session = requests.Session()
     for result in schema.get_all_operations():
+        if not isinstance(result, Ok):
+            raise AssertionError(f"The spec has an operation schemathesis cannot read: {result.err()}")
         operation = result.ok()
         names = [p.name for p in operation.path_parameters]
         seed(base_url)
