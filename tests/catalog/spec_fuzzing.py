@@ -108,8 +108,13 @@ def _seeded_path(parameters: list[str], index: int) -> dict[str, Any]:
     return {name: values[name] for name in parameters if name in values}
 
 
-def fuzz(base_url: str, examples: int, log: Callable[[str], None] = lambda _: None) -> FuzzReport:
-    """Send up to ``examples`` generated requests per operation and generation mode (half seeded)."""
+def fuzz(
+    base_url: str, examples: int, *, derandomize: bool = False, log: Callable[[str], None] = lambda _: None
+) -> FuzzReport:
+    """Send up to ``examples`` generated requests per operation and generation mode (half seeded).
+
+    ``derandomize`` makes the run repeatable (the suite); the benchmark explores new inputs every run.
+    """
     schema = schemathesis.openapi.from_dict(load_spec())
     report = FuzzReport()
     session = requests.Session()
@@ -124,14 +129,15 @@ def fuzz(base_url: str, examples: int, log: Callable[[str], None] = lambda _: No
             for fixed in ({}, seeded) if seeded else ({},):
                 strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed or None)
                 share = max(1, examples // 2) if seeded else examples
-                _run(strategy, share, lambda case: _record(case, case.call(base_url, session), report))
+                _run(strategy, share, derandomize, lambda case: _record(case, case.call(base_url, session), report))
         log(f"{operation.label}: {report.summary()}")
     return report
 
 
-def _run(strategy: Any, examples: int, check: Callable[[Any], None]) -> None:
+def _run(strategy: Any, examples: int, derandomize: bool, check: Callable[[Any], None]) -> None:
     @settings(
         max_examples=examples,
+        derandomize=derandomize,
         deadline=None,
         database=None,
         phases=[Phase.generate],
