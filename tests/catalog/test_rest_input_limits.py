@@ -31,6 +31,13 @@ def test_nesting_inside_strings_does_not_count(http: httpx.Client) -> None:
     assert response.status_code == 200, response.text
 
 
+def test_lone_surrogates_are_400(http: httpx.Client, ns: str) -> None:
+    body = b'{"updates": {"k": "\\ud800"}}'
+    assert "lone surrogate (\\ud800)" in error_of(
+        http.post(f"/v1/namespaces/{ns}/properties", content=body), 400, "BadRequestException"
+    )
+
+
 def test_oversized_body_is_413(http: httpx.Client) -> None:
     body = b'{"namespace": ["' + b"x" * (MAX_BODY_BYTES + 1) + b'"]}'
     message = error_of(http.post("/v1/namespaces", content=body), 413, "RequestTooLargeException")

@@ -85,8 +85,17 @@ def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> object:
     if too_deep is not None:
         raise BadRequest(f"Invalid request body: JSON nested more than {max_depth} levels deep (near byte {too_deep})")
     try:
-        return json.loads(raw)
+        data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"Invalid request body: not valid JSON ({exc})") from exc
     except RecursionError:
         raise BadRequest(f"Invalid request body: JSON nested more than {max_depth} levels deep") from None
+    if b"\\u" in raw:  # an escape may encode a lone UTF-16 surrogate, which no file or database can store
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+            raise BadRequest(
+                f"Invalid request body: a string holds a lone surrogate ({bad}); send valid Unicode"
+            ) from None
+    return data
