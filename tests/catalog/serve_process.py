@@ -36,6 +36,7 @@ def serving(*args: str, token: str = "", log: Path | None = None) -> Iterator[st
     """
     env = {**os.environ, "MT_MAGIC_CATALOG_TOKEN": token}
     env.pop("MT_MAGIC_CATALOG_DATABASE", None)
+    own_log = log is None
     log = log or Path(tempfile.mkstemp(prefix="serve_", suffix=".log")[1])
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -49,3 +50,5 @@ def serving(*args: str, token: str = "", log: Path | None = None) -> Iterator[st
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+        if own_log:
+            log.unlink(missing_ok=True)
