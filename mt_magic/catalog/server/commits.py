@@ -60,7 +60,7 @@ def is_create(requirements: Sequence[TableRequirement]) -> bool:
 def empty_metadata() -> TableMetadata:
     """The starting point of a create-through-commit: no schema, spec or order yet (the updates add them)."""
     # As pyiceberg builds it: model_construct skips validation, so the alias ``schema`` is used as is.
-    return TableMetadataV1.model_construct(last_column_id=-1, schema=Schema())  # type: ignore[call-arg]
+    return TableMetadataV1.model_construct(last_column_id=-1, schema=Schema())
 
 
 def _spec_key(spec: PartitionSpec) -> tuple[tuple[int, str, str], ...]:
@@ -94,7 +94,7 @@ def _add_schema(update: AddSchemaUpdate, ids: _Ids) -> TableUpdate | None:
         schema = schema.model_copy(update={"schema_id": max(taken) + 1})
     ids.schemas.append(schema)
     ids.last_schema = schema.schema_id
-    return AddSchemaUpdate(schema_=schema)
+    return AddSchemaUpdate.model_validate({"schema_": schema})
 
 
 def _check_sources(source_ids: Sequence[int], what: str, ids: _Ids) -> None:
@@ -131,7 +131,7 @@ def _add_order(update: AddSortOrderUpdate, ids: _Ids) -> TableUpdate | None:
         order = order.model_copy(update={"order_id": max(taken) + 1})
     ids.orders.append(order)
     ids.last_order = order.order_id
-    return AddSortOrderUpdate(sort_order=order)
+    return AddSortOrderUpdate.model_validate({"sort_order": order})
 
 
 def _last(value: int | None, what: str) -> int:
@@ -167,11 +167,11 @@ def normalize_updates(base: TableMetadata, updates: Sequence[TableUpdate]) -> tu
         elif isinstance(update, AddSortOrderUpdate):
             rewritten = _add_order(update, ids)
         elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1:
-            rewritten = SetCurrentSchemaUpdate(schema_id=_last(ids.last_schema, "schema"))
+            rewritten = SetCurrentSchemaUpdate.model_validate({"schema_id": _last(ids.last_schema, "schema")})
         elif isinstance(update, SetDefaultSpecUpdate) and update.spec_id == -1:
-            rewritten = SetDefaultSpecUpdate(spec_id=_last(ids.last_spec, "partition spec"))
+            rewritten = SetDefaultSpecUpdate.model_validate({"spec_id": _last(ids.last_spec, "partition spec")})
         elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1:
-            rewritten = SetDefaultSortOrderUpdate(sort_order_id=_last(ids.last_order, "sort order"))
+            rewritten = SetDefaultSortOrderUpdate.model_validate({"sort_order_id": _last(ids.last_order, "sort order")})
         if rewritten is not None:
             out.append(rewritten)
     return tuple(out)
@@ -197,7 +197,9 @@ def _log_previous(metadata: TableMetadata, previous: TableMetadata, previous_loc
     if metadata.metadata_log and metadata.metadata_log[-1].metadata_file == previous_location:
         return metadata
     keep = max(1, int(metadata.properties.get("write.metadata.previous-versions-max", "100")))
-    entry = MetadataLogEntry(metadata_file=previous_location, timestamp_ms=previous.last_updated_ms)
+    entry = MetadataLogEntry.model_validate(
+        {"metadata_file": previous_location, "timestamp_ms": previous.last_updated_ms}
+    )
     return metadata.model_copy(
         update={"metadata_log": [*metadata.metadata_log, entry][-keep:], "last_updated_ms": int(time.time() * 1000)}
     )

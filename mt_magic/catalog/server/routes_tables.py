@@ -46,7 +46,7 @@ def _etag(location: str, snapshots: str) -> str:
 
 def _load_result(location: str | None, metadata: TableMetadata, etag: str | None = None) -> Response:
     return _json(
-        TableResponse(metadata_location=location, metadata=metadata, config={}),
+        TableResponse.model_validate({"metadata_location": location, "metadata": metadata, "config": {}}),
         headers={"ETag": etag} if etag else None,
     )
 
@@ -108,7 +108,7 @@ def commit_table(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
     if body.identifier is not None and identifier_from_wire(body.identifier) != ident:
         raise BadRequest(f"The body names table {identifier_from_wire(body.identifier)} but the path names {ident}")
     [(location, metadata)] = svc.tables.commit([TableChange(ident, body.requirements, body.updates)])
-    return _json(CommitTableResponse(metadata_location=location, metadata=metadata))
+    return _json(CommitTableResponse.model_validate({"metadata_location": location, "metadata": metadata}))
 
 
 @router.delete(TABLE, status_code=204)

@@ -27,7 +27,7 @@ VIEW = "/namespaces/{namespace:path}/views/{view:path}"
 
 
 def _view_result(location: str, metadata: ViewMetadata) -> Response:
-    result = LoadViewResult(metadata_location=location, metadata=metadata)
+    result = LoadViewResult.model_validate({"metadata_location": location, "metadata": metadata})
     return Response(content=result.model_dump_json(), media_type="application/json")
 
 

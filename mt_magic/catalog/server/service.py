@@ -49,7 +49,8 @@ def build_service(catalog: SqlCatalog, warehouse: str, allowed_locations: Sequen
 
 def service(request: Request) -> CatalogService:
     """FastAPI dependency: the app's :class:`CatalogService`."""
-    return request.app.state.service  # type: ignore[no-any-return]
+    svc: CatalogService = request.app.state.service
+    return svc
 
 
 async def raw_body(request: Request) -> bytes:

@@ -58,7 +58,7 @@ class SetStatisticsBody(IcebergBaseModel):
     snapshot_id: int | None = Field(alias="snapshot-id", default=None)
 
     def to_update(self) -> SetStatisticsUpdate:
-        return SetStatisticsUpdate(statistics=self.statistics)
+        return SetStatisticsUpdate.model_validate({"statistics": self.statistics})
 
 
 Removal = RemoveSchemasUpdate | RemovePartitionSpecsUpdate
