@@ -10,7 +10,7 @@ import httpx
 import pytest
 from concurrent_writers import concurrent_appends
 from postgres_cluster import missing_reason, postgres_cluster
-from serve_process import serving
+from serve_process import serving, serving_many
 
 TOKEN = "shared-team-token"
 pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or "")
@@ -25,7 +25,8 @@ def postgres_url() -> Iterator[str]:
 def test_two_servers_share_one_postgres_catalog(postgres_url: str, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "warehouse")
     args = ("--warehouse", warehouse, "--uri", postgres_url)
-    with serving(*args, token=TOKEN) as first, serving(*args, token=TOKEN) as second:
+    # started at once on a fresh database: both create the catalog's tables at the same moment
+    with serving_many(2, *args, token=TOKEN) as [first, second]:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with (
             httpx.Client(base_url=first, headers=headers, timeout=30) as a,
