@@ -164,7 +164,7 @@ class MaterializedTables:
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
         return StatementResult(
-            "created", (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
+            StatementAction.CREATED, (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
             "populating it as its first refresh.", future)
 
     def alter_query(self, name: str, query: str) -> StatementResult:
