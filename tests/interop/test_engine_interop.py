@@ -1,8 +1,8 @@
 """Other engines read materialized tables through the same REST catalog and see what Spark sees: pyiceberg
 (its own REST client) and DuckDB (its iceberg extension, installed from PyPI, ATTACHed to the catalog).
 
-Checked after the first (full) refresh and after an incremental refresh that merges changed groups, so the
-readers also follow a table whose latest snapshot rewrote rows."""
+Checked after the first refresh and after a second one, full (FULL mode) and incremental (CONTINUOUS mode, a
+merge of the changed groups), so the readers also follow a table whose latest snapshot rewrote rows."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from shared_catalog import CATALOG
+from spark_lines import snapshot_id_option_refused
 
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.sql import parse_cell
@@ -67,12 +68,12 @@ def _duckdb_rows(duck, namespace: str, table: str) -> list[Row]:  # type: ignore
                   .fetchall())
 
 
-def test_pyiceberg_and_duckdb_see_the_rows_spark_sees(mt, connection, duck) -> None:  # type: ignore[no-untyped-def]
+def _check_readers_follow_refreshes(mt, connection, duck, freshness: str) -> None:  # type: ignore[no-untyped-def]
     spark = connection.spark
     namespace = mt.workspace.default_namespace
     spark.sql("CREATE TABLE orders (id BIGINT, customer STRING, amount DOUBLE) USING iceberg")
     spark.sql("INSERT INTO orders VALUES (1, 'ann', 10.0), (2, 'bob', 5.5), (3, 'ann', 2.5), (4, 'cy', 1.0)")
-    _execute(mt, """CREATE MATERIALIZED TABLE revenue FRESHNESS = INTERVAL '1' MINUTE
+    _execute(mt, f"""CREATE MATERIALIZED TABLE revenue FRESHNESS = {freshness}
         AS SELECT customer, count(*) AS orders, sum(amount) AS total FROM orders GROUP BY customer""")
     qualified = f"{CATALOG}.{namespace}.revenue"
     first = _spark_rows(spark, qualified)
@@ -86,6 +87,15 @@ def test_pyiceberg_and_duckdb_see_the_rows_spark_sees(mt, connection, duck) -> N
     assert second == [("ann", 2, 12.5), ("bob", 2, 10.0), ("cy", 1, 1.0), ("dee", 1, 7.0)]
     assert _pyiceberg_rows(connection.catalog_config, f"{namespace}.revenue") == second
     assert _duckdb_rows(duck, namespace, "revenue") == second
+
+
+def test_readers_follow_full_refreshes(mt, connection, duck) -> None:  # type: ignore[no-untyped-def]
+    _check_readers_follow_refreshes(mt, connection, duck, "INTERVAL '1' HOUR")
+
+
+@snapshot_id_option_refused
+def test_readers_follow_incremental_refreshes(mt, connection, duck) -> None:  # type: ignore[no-untyped-def]
+    _check_readers_follow_refreshes(mt, connection, duck, "INTERVAL '1' MINUTE")
 
 
 def test_readers_see_the_definition_as_plain_table_properties(mt, connection) -> None:  # type: ignore[no-untyped-def]
