@@ -7,7 +7,7 @@
 PYSPARK ?= 3.5.9
 PYSPARK_OTHER ?= 4.1.4
 VENV_OTHER ?= .venv-pyspark-$(PYSPARK_OTHER)
-OTHER_LINE_TESTS ?= tests/integration tests/incremental tests/interop tests/cluster examples
+OTHER_LINE_TESTS ?= tests/integration tests/incremental tests/interop examples
 
 setup:
 	bash scripts/setup.sh --pyspark $(PYSPARK)
