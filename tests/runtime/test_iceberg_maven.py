@@ -78,3 +78,10 @@ def test_the_session_runs_the_runtime_of_its_spark_line(spark) -> None:
     jvm = spark.sparkContext._jvm
     catalog_class = jvm.org.apache.spark.util.Utils.classForName(session.ICEBERG_CATALOG_CLASS, True, False)
     assert runtime.jar_name in str(catalog_class.getProtectionDomain().getCodeSource().getLocation())
+
+
+@pytest.mark.spark
+def test_spark_4_sessions_keep_ansi_mode_on(spark) -> None:
+    """The refresh engine's SQL is tested under Spark 4's default ANSI mode, not with it switched off."""
+    spark_4 = iceberg_maven.installed_runtime().spark_line.startswith("4.")
+    assert spark.conf.get("spark.sql.ansi.enabled") == ("true" if spark_4 else "false")
