@@ -9,6 +9,8 @@ from pathlib import Path
 from serve_process import serving
 from spec_fuzzing import fuzz
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES_PER_OPERATION = 4  # per generation mode; the benchmark runs many more
 
 

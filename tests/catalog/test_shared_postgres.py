@@ -13,7 +13,7 @@ from postgres_cluster import missing_reason, postgres_cluster
 from serve_process import serving, serving_many
 
 TOKEN = "shared-team-token"
-pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or "")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or "")]
 
 
 @pytest.fixture(scope="module")
