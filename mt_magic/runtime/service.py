@@ -163,9 +163,9 @@ class MaterializedTables:
             self.manager.remove(name)
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
-        return StatementResult(
-            StatementAction.CREATED, (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
-            "populating it as its first refresh.", future)
+        mode = definition.refresh_mode.value
+        return StatementResult(StatementAction.CREATED, (name,), f"Created {name} ({mode}, {definition.freshness}); "
+                               "populating it as its first refresh.", future)
 
     def alter_query(self, name: str, query: str) -> StatementResult:
         definition = ddl.alter_query(self.workspace, name, query)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from serve_process import serving
 from spec_fuzzing import fuzz
 

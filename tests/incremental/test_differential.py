@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import pytest
 from incremental_testing import SourceWriter, assert_matches_oracle, qualified, refresh, run
-from spark_lines import snapshot_id_option_refused
 
 from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
 from mt_magic.vocabulary import RefreshKind
@@ -108,11 +107,9 @@ def _differential(mt, spark, cases: list[Case], seed: int, not_null: bool) -> No
             _check(mt, "src", c)
 
 
-@snapshot_id_option_refused
 def test_every_strategy_matches_a_full_recompute_under_random_changes(mt, spark) -> None:
     _differential(mt, spark, NULLABLE_CASES, seed=7, not_null=False)
 
 
-@snapshot_id_option_refused
 def test_grouping_sets_merge_with_non_null_keys_matches_a_full_recompute(mt, spark) -> None:
     _differential(mt, spark, NON_NULL_CASES, seed=11, not_null=True)

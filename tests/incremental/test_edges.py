@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from incremental_testing import COW, assert_matches_oracle, qualified, refresh, run
-from spark_lines import snapshot_id_option_refused
 
 from mt_magic.runtime.refresh.incremental import Strategy
 from mt_magic.vocabulary import RefreshKind
@@ -13,7 +12,6 @@ from mt_magic.vocabulary import RefreshKind
 pytestmark = pytest.mark.spark
 
 
-@snapshot_id_option_refused
 def test_a_source_empty_at_the_last_refresh_contributes_its_whole_table(mt, spark) -> None:
     spark.sql(f"CREATE TABLE facts (k INT, v INT) USING iceberg {COW}")
     spark.sql(f"CREATE TABLE dims (k INT, name STRING) USING iceberg {COW}")
@@ -32,7 +30,6 @@ def test_a_source_empty_at_the_last_refresh_contributes_its_whole_table(mt, spar
     assert spark.table("named").count() == 4
 
 
-@snapshot_id_option_refused
 def test_a_column_list_wrapper_keeps_groups_locatable(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
@@ -47,7 +44,6 @@ def test_a_column_list_wrapper_keeps_groups_locatable(mt, spark) -> None:
     assert_matches_oracle(mt, "listed")
 
 
-@snapshot_id_option_refused
 def test_date_timestamp_and_decimal_keys_slice_exactly(mt, spark) -> None:
     spark.sql(f"CREATE TABLE events (day DATE, at TIMESTAMP, price DECIMAL(8, 2), u INT) USING iceberg {COW}")
     spark.sql("""INSERT INTO events VALUES

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from incremental_testing import COW, assert_matches_oracle, multiset, qualified, refresh, run
-from spark_lines import snapshot_id_option_refused
 
 from mt_magic.errors import RefreshError
 from mt_magic.runtime.refresh import commit as commit_module
@@ -34,7 +33,6 @@ def sums(mt, spark) -> str:
     return "sums"
 
 
-@snapshot_id_option_refused
 def test_a_crash_right_before_the_commit_leaves_everything_unchanged(mt, spark, sums, monkeypatch) -> None:
     name = qualified(mt, sums)
     before = mt.workspace.catalog.load(name)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from incremental_testing import COW, MOR, assert_matches_oracle, qualified, refresh, run
 from shared_catalog import CATALOG
-from spark_lines import snapshot_id_option_refused
 
 from mt_magic.errors import DefinitionError, RefreshError
 from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
@@ -65,7 +64,6 @@ def test_merge_on_read_deletes_fall_back_and_appends_after_them_do_not(mt, spark
     assert_matches_oracle(mt, "kept")
 
 
-@snapshot_id_option_refused
 def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10)")

@@ -9,7 +9,6 @@ import random
 
 import pytest
 from incremental_testing import COW, assert_matches_oracle, refresh, run
-from spark_lines import snapshot_id_option_refused
 
 from mt_magic.runtime.refresh.incremental import Strategy
 from mt_magic.vocabulary import RefreshKind
@@ -74,7 +73,6 @@ INCREMENTAL = {"dwd_user_log_product": {Strategy.APPEND_DELTA, Strategy.APPLY_CH
                "dws_overall": {Strategy.AFFECTED_PARTITIONS, Strategy.NO_LOGICAL_CHANGE}}
 
 
-@snapshot_id_option_refused
 def test_tutorial_chain_stays_equal_to_a_full_recompute(mt, spark) -> None:
     rng = random.Random(2024)
     ods = Tutorial(spark, rng)

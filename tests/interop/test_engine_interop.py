@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from shared_catalog import CATALOG
-from spark_lines import snapshot_id_option_refused
 
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.sql import parse_cell
@@ -93,7 +92,6 @@ def test_readers_follow_full_refreshes(mt, connection, duck) -> None:  # type: i
     _check_readers_follow_refreshes(mt, connection, duck, "INTERVAL '1' HOUR")
 
 
-@snapshot_id_option_refused
 def test_readers_follow_incremental_refreshes(mt, connection, duck) -> None:  # type: ignore[no-untyped-def]
     _check_readers_follow_refreshes(mt, connection, duck, "INTERVAL '1' MINUTE")
 
