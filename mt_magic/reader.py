@@ -37,7 +37,7 @@ def kernel_connection() -> Connection:
             "No mt_magic connection in this kernel: run `%load_ext mt_magic` first, or pass "
             "connection=mt_magic.runtime.connection.connect()."
         )
-    return magics.connection  # type: ignore[no-any-return]
+    return magics.connection
 
 
 def read(name: str, max_staleness: timedelta | float | None = None, when_stale: WhenStale | str = WhenStale.FAIL,

@@ -70,7 +70,7 @@ def judge(service: MaterializedTables, name: str, max_staleness: timedelta | Non
     """
     table = service.workspace.qualify(TableName.from_parts(name.split(".")))
     _, definition = service.workspace.catalog.load_materialized(table)
-    allowed = max_staleness if max_staleness is not None else timedelta(seconds=definition.freshness_seconds)
+    allowed = max_staleness if max_staleness is not None else definition.interval
     pending = service.engine.pending_since(table)
     return Staleness(table, pending, service.workspace.clock(), allowed)
 

@@ -129,7 +129,7 @@ def _active_session() -> SparkSession | None:
 
 
 def _check_iceberg_loaded(spark: SparkSession) -> None:
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined,unused-ignore]
     assert jvm is not None, "a classic (non-Connect) SparkSession has a JVM gateway"
     try:
         # Spark's own class loader sees spark.jars; plain Class.forName on a Py4J thread does not.

@@ -49,6 +49,7 @@ class DeltaViews:
 def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
     reader = session.read
     if change.consumed is None:
+        assert change.pinned is not None, "an append change always has a pinned snapshot"
         return table_at(session, change.name, change.pinned)
     return (reader.option("start-snapshot-id", str(change.consumed))
             .option("end-snapshot-id", str(change.pinned)).table(change.name))
