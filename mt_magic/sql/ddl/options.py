@@ -17,6 +17,7 @@ keys are accepted there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -174,7 +175,7 @@ def _explain(key: str, value: str, instead: bool = True) -> str:
     return text if rule.instead == REMOVE or not instead else f"{text} ({rule.instead})"
 
 
-def _count(found: list[tuple[str, str, object]]) -> str:
+def _count(found: Sequence[object]) -> str:
     return "an option" if len(found) == 1 else f"{len(found)} options"
 
 
