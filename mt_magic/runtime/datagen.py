@@ -34,7 +34,7 @@ class Dataset(enum.Enum):
     PRODUCTS = "item_id INT, title STRING, pict_url STRING, brand_id INT, seller_id INT"
     """The product dimension: one row per ``item_id`` (row ``i`` is item ``i``)."""
     ORDERS = "order_id STRING, tms_company STRING, amount DECIMAL(10,2), order_time TIMESTAMP"
-    """Orders and the logistics company carrying each; ``order_id`` is row ``i`` zero-padded to 3 digits."""
+    """Orders and the logistics company carrying each; ``order_id`` is row ``i + 1``, at least 3 digits."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class DataGenerator:
             ]
         companies = ", ".join(string_literal(c) for c in COMPANIES)
         return [
-            "lpad(CAST(id + 1 AS STRING), 3, '0') AS order_id",
+            "format_string('%03d', id + 1) AS order_id",
             f"element_at(array({companies}), CAST({self._pick('company', len(COMPANIES))} AS INT) + 1) AS tms_company",
             f"CAST(({self._pick('amount', 100000)} + 100) / 100 AS DECIMAL(10,2)) AS amount",
             "timestamp'2024-12-16 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id * 7) AS order_time",

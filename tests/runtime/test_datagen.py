@@ -40,6 +40,8 @@ def test_products_and_orders(spark) -> None:
     assert products[3][1] == "product 3" and all(1000 <= p[3] < 10000 for p in products)
     orders = rows(spark, DataGenerator(Dataset.ORDERS, seed=3), 300)
     assert [o[0] for o in orders[:3]] == ["001", "002", "003"]
+    later = rows(spark, DataGenerator(Dataset.ORDERS, seed=3), 3, start=299_999)
+    assert [o[0] for o in later] == ["300000", "300001", "300002"]  # ids stay unique past 999
     assert {o[1] for o in orders} == set(COMPANIES)
     assert all(1 <= float(o[2]) <= 1001 for o in orders)
 
