@@ -6,7 +6,13 @@
 
 from __future__ import annotations
 
+import logging
+
 __version__ = "0.1.0"
+
+# A library logs; the application decides where it goes. Without a handler of our own, Python's last-resort
+# handler would print our warnings to stderr — which ipykernel shows in whatever cell happens to be running.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _MAGICS_ATTR = "_mt_magic_magics"
 

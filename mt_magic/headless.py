@@ -56,7 +56,7 @@ def run_headless(catalog: str, namespace: str, master: str | None, max_concurren
     assert conn.manager is not None
     stop = threading.Event()
     _stop_on_signals(stop)  # after connect: a new SparkContext installs a SIGINT handler that cancels every job
-    tables = ", ".join(s.name for s in conn.manager.statuses()) or "none yet"
+    tables = ", ".join(s.name for s in conn.service.statuses()) or "none yet"
     print(f"mt_magic runner: catalog {catalog}, keeping fresh: {tables}", flush=True)
     try:
         stop.wait()

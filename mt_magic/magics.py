@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -14,22 +13,22 @@ from traitlets import Integer, TraitError, Unicode, observe, validate
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
-from mt_magic.runtime.service import StatementResult
+from mt_magic.runtime.service import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, TableName
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.names import TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
 
 
 def _wait_for_refreshes(results: Sequence[StatementResult]) -> None:
-    futures = [r.refresh for r in results if r.refresh is not None]
-    concurrent.futures.wait(futures)
-    for future in futures:
-        if future.exception() is not None:
-            raise future.exception()  # type: ignore[misc]
+    concurrent.futures.wait([r.refresh for r in results if r.refresh is not None])
+    error = first_error(list(results))
+    if error is not None:
+        raise error
 
 
 @magics_class
@@ -44,6 +43,9 @@ class MaterializedMagics(Magics):
     max_concurrent_refreshes = Integer(2, config=True, help="Cap on refresh jobs running on Spark at once "
                                                             "(next %load_ext).")
     preview_rows = Integer(100, config=True, help="Rows in a card's preview of the newest data.")
+    failures_before_suspend = Integer(
+        5, config=True, help="Consecutive failed refreshes after which a table suspends itself until "
+                             "ALTER … RESUME; the tables reading it wait meanwhile (next %load_ext).")
     default_freshness_continuous = Unicode(
         "INTERVAL '3' MINUTE", config=True,
         help="FRESHNESS of a table that declares none (Flink's materialized-table.default-freshness.continuous).")
@@ -63,7 +65,7 @@ class MaterializedMagics(Magics):
 
     # -- settings ----------------------------------------------------------------------------------------
 
-    @validate("preview_rows", "max_concurrent_refreshes")
+    @validate("preview_rows", "max_concurrent_refreshes", "failures_before_suspend")
     def _positive(self, proposal):  # type: ignore[no-untyped-def]
         if proposal["value"] < 1:
             raise TraitError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
@@ -106,7 +108,7 @@ class MaterializedMagics(Magics):
         if self._connection is None:
             spark = SparkSettings(master=self.spark_master) if self.spark_master else SparkSettings()
             settings = ConnectionSettings(self.catalog_name, self.namespace, spark, self.max_concurrent_refreshes,
-                                          rules=self.rules)
+                                          rules=self.rules, failures_before_suspend=self.failures_before_suspend)
             try:
                 self._connection = connect(settings)
             except MtMagicError as exc:
@@ -120,7 +122,7 @@ class MaterializedMagics(Magics):
             from mt_magic.widgets.actions import ServiceActions
             from mt_magic.widgets.live import LiveViews
 
-            self._live = LiveViews(connection.manager, ServiceActions(connection.service),
+            self._live = LiveViews(connection.service, ServiceActions(connection.service),
                                    preview_rows=lambda: self.preview_rows)
         return self._live
 
@@ -151,9 +153,11 @@ class MaterializedMagics(Magics):
                FROM orders GROUP BY order_date
 
         Also: ``ALTER MATERIALIZED TABLE t SUSPEND | RESUME [WITH (...)] | REFRESH [PARTITION (k='v')]
-        | AS SELECT ... | SET FRESHNESS = INTERVAL '1' HOUR``, ``CREATE OR ALTER ...``,
-        ``DROP MATERIALIZED TABLE [IF EXISTS] t``. Several statements may share a cell. The cell shows a
-        live card per table (state, freshness, last/next refresh, preview, controls).
+        | AS SELECT ... | SET FRESHNESS = INTERVAL '1' HOUR | SET REFRESH_MODE = FULL | RENAME TO u``,
+        ``CREATE OR ALTER ...``, ``DROP MATERIALIZED TABLE [IF EXISTS] t``, ``SHOW MATERIALIZED TABLES
+        [FROM ns] [LIKE 'daily%']``, ``SHOW CREATE MATERIALIZED TABLE t``, ``DESCRIBE MATERIALIZED TABLE t``.
+        Several statements may share a cell. The cell shows a live card per table (state, freshness,
+        last/next refresh, preview, controls).
         """
         from mt_magic.sql import parse_cell
 
@@ -205,28 +209,18 @@ class MaterializedMagics(Magics):
         return self._required_live("status").card(self._one_name(args))
 
     def _mt_history(self, args: Any) -> object:
-        from mt_magic.runtime.history import refresh_history
         from mt_magic.widgets.views import HistoryView
 
-        name = self._one_name(args)
-        service = self.connection.service
-        _, definition = service.workspace.catalog.load_materialized(name)
-        freshness = timedelta(seconds=definition.freshness_seconds) if definition.freshness_seconds else None
-        return HistoryView(name, tuple(refresh_history(service.engine, name)), freshness)
+        history = self.connection.service.history(self._one_name(args))
+        return HistoryView(history.name, history.records, history.freshness)
 
     def _mt_lineage(self, args: Any) -> object:
-        from mt_magic.runtime.graph import lineage
         from mt_magic.widgets.views import LineageView
 
-        graph = lineage(self.connection.service.workspace)
+        service = self.connection.service
         focus = self._one_name(args) if args.target else None
-        if focus is not None:
-            if focus not in graph.nodes:
-                raise UsageError(f"{focus} is not a materialized table or one of their sources.")
-            graph = graph.around(focus)
-        manager = self.connection.manager
-        statuses = {s.name: s for s in manager.statuses()} if manager is not None else {}
-        return LineageView(graph, statuses, focus)
+        statuses = {s.name: s for s in service.statuses()}
+        return LineageView(service.lineage(focus), statuses, focus)
 
     def _mt_refresh(self, args: Any) -> object:
         partition = parse_partition(args.partition) if args.partition.strip() else ()
@@ -250,15 +244,13 @@ class MaterializedMagics(Magics):
 
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
-        from mt_magic.runtime.refresh.incremental.explain import explain
-
-        words = text.split()
-        if len(words) == 1:
-            return ExplainView(str(explain(self.connection.service.workspace, self._qualify(words[0]))))
+        service = self.connection.service
+        if len(text.split()) == 1:
+            return ExplainView(str(service.explain(self._qualify(text.strip()))))
         statements = parse_cell(text, self.rules)
         if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):
             raise UsageError("%mt explain takes a table name or one CREATE MATERIALIZED TABLE statement.")
-        return ExplainView(str(explain(self.connection.service.workspace, statements[0])))
+        return ExplainView(str(service.explain(statements[0])))
 
     # -- helpers -----------------------------------------------------------------------------------------
 

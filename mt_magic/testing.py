@@ -19,14 +19,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
-from mt_magic.runtime.status import (
-    JobProgress,
-    ManagedTable,
-    RefreshKind,
-    RefreshOutcome,
-    RefreshRecord,
-    RefreshRequest,
-)
+from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
+from mt_magic.vocabulary import RefreshKind
 
 T = TypeVar("T")
 Scripted = RefreshOutcome | RefreshKind | BaseException

@@ -80,4 +80,12 @@ def mt(connection) -> Iterator:
     base.catalog.catalog.create_namespace(namespace)
     workspace = replace(base, default_namespace=namespace)
     connection.spark.sql(f"USE {CATALOG}.{namespace}")
-    yield MaterializedTables(Engine(workspace, connection.service.engine.jobs))
+    yield MaterializedTables.inline(Engine(workspace, connection.service.engine.jobs))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the Spark session (directly or through another fixture) is a ``spark`` test, so
+    ``make test-fast`` (``-m "not spark and not browser"``) never starts a JVM."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

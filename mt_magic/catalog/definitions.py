@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+
+from mt_magic.vocabulary import RefreshKind, RefreshMode, RefreshTrigger
 
 FORMAT_VERSION = "1"
 PREFIX = "mt."
@@ -40,10 +42,11 @@ class MaterializedTableDefinition:
     """The same query with every source name fully qualified (what refreshes run)."""
     freshness: str
     """Canonical SQL, e.g. ``INTERVAL '5' MINUTE``."""
-    refresh_mode: str
+    refresh_mode: RefreshMode
     """Effective mode: ``CONTINUOUS`` or ``FULL``."""
-    freshness_seconds: int = 0
-    declared_refresh_mode: str = ""
+    interval: timedelta = timedelta(0)
+    """The freshness as a duration (``freshness`` is its SQL text)."""
+    declared_refresh_mode: RefreshMode | None = None
     """``REFRESH_MODE`` as written, empty when inferred."""
     mode_reason: str = ""
     cron: str = ""
@@ -65,9 +68,9 @@ class MaterializedTableDefinition:
             f"{PREFIX}query": self.query,
             f"{PREFIX}expanded-query": self.expanded_query,
             f"{PREFIX}freshness": self.freshness,
-            f"{PREFIX}freshness-seconds": str(self.freshness_seconds),
-            f"{PREFIX}refresh-mode": self.refresh_mode,
-            f"{PREFIX}declared-refresh-mode": self.declared_refresh_mode,
+            f"{PREFIX}freshness-seconds": str(int(self.interval.total_seconds())),
+            f"{PREFIX}refresh-mode": self.refresh_mode.value,
+            f"{PREFIX}declared-refresh-mode": self.declared_refresh_mode.value if self.declared_refresh_mode else "",
             f"{PREFIX}mode-reason": self.mode_reason,
             f"{PREFIX}cron": self.cron,
             f"{PREFIX}options": json.dumps(dict(self.options), sort_keys=True),
@@ -92,9 +95,9 @@ class MaterializedTableDefinition:
             query=get("query"),
             expanded_query=get("expanded-query") or get("query"),
             freshness=get("freshness"),
-            freshness_seconds=int(get("freshness-seconds", "0")),
-            refresh_mode=get("refresh-mode"),
-            declared_refresh_mode=get("declared-refresh-mode"),
+            interval=timedelta(seconds=int(get("freshness-seconds", "0"))),
+            refresh_mode=RefreshMode(get("refresh-mode")),
+            declared_refresh_mode=RefreshMode(get("declared-refresh-mode")) if get("declared-refresh-mode") else None,
             mode_reason=get("mode-reason"),
             cron=get("cron"),
             options=json.loads(get("options", "{}")),
@@ -138,7 +141,7 @@ class SourceState:
             namespace=tuple(data.get("namespace", ())),  # type: ignore[arg-type]
             name=str(data["name"]),
             uuid=str(data.get("uuid", "")),
-            snapshot_id=None if snapshot is None else int(snapshot),  # type: ignore[arg-type]
+            snapshot_id=None if snapshot is None else int(str(snapshot)),
             catalog=str(data.get("catalog", "")),
         )
 
@@ -149,10 +152,8 @@ class RefreshState:
 
     source_states: tuple[SourceState, ...]
     refresh_start: datetime
-    kind: str
-    """A ``RefreshKind`` value: full, partition, incremental."""
-    trigger: str
-    """A ``RefreshTrigger`` value: initial, scheduled, manual, cascade, catch-up."""
+    kind: RefreshKind
+    trigger: RefreshTrigger
     scheduled_time: datetime
     definition_version: int = 1
     partition: Mapping[str, str] = field(default_factory=dict)
@@ -167,8 +168,8 @@ class RefreshState:
         }
         return {
             REFRESH_STATE_KEY: json.dumps(state, separators=(",", ":")),
-            f"{PREFIX}refresh-kind": self.kind,
-            f"{PREFIX}refresh-trigger": self.trigger,
+            f"{PREFIX}refresh-kind": self.kind.value,
+            f"{PREFIX}refresh-trigger": self.trigger.value,
             f"{PREFIX}scheduled-time-ms": str(_ms(self.scheduled_time)),
             f"{PREFIX}definition-version": str(self.definition_version),
             f"{PREFIX}partition": json.dumps(dict(self.partition), sort_keys=True),
@@ -186,8 +187,8 @@ class RefreshState:
         return cls(
             source_states=tuple(SourceState.from_json(s) for s in state.get("source-states", [])),
             refresh_start=_from_ms(state.get("refresh-start-timestamp-ms", 0)),
-            kind=summary.get(f"{PREFIX}refresh-kind", "full"),
-            trigger=summary.get(f"{PREFIX}refresh-trigger", "manual"),
+            kind=RefreshKind(summary.get(f"{PREFIX}refresh-kind", "full")),
+            trigger=RefreshTrigger(summary.get(f"{PREFIX}refresh-trigger", "manual")),
             scheduled_time=_from_ms(summary.get(f"{PREFIX}scheduled-time-ms", "0")),
             definition_version=int(summary.get(f"{PREFIX}definition-version", "1")),
             partition=json.loads(summary.get(f"{PREFIX}partition", "{}")),
@@ -195,9 +196,14 @@ class RefreshState:
             rows_written=int(summary.get(f"{PREFIX}rows-written", "0")),
         )
 
-    def snapshot_of(self, qualified_name: str) -> int | None:
+    def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:
+        """The recorded state of a source: by name, else (a renamed table) by its table uuid."""
+        by_name = next((s for s in self.source_states if s.qualified_name == qualified_name), None)
+        if by_name is not None or not uuid:
+            return by_name
+        return next((s for s in self.source_states if s.uuid == uuid), None)
+
+    def snapshot_of(self, qualified_name: str, uuid: str = "") -> int | None:
         """The consumed snapshot id of a source, ``None`` if it was empty or not read."""
-        for source in self.source_states:
-            if source.qualified_name == qualified_name:
-                return source.snapshot_id
-        return None
+        recorded = self.source(qualified_name, uuid)
+        return None if recorded is None else recorded.snapshot_id

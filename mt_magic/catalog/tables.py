@@ -8,12 +8,13 @@ catalog has in Spark; pyiceberg identifiers drop that first part.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
-from mt_magic.errors import CatalogError, NoSuchMaterializedTableError
+from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -137,6 +138,23 @@ def _info(name: str, table: Table) -> TableInfo:
     )
 
 
+@contextmanager
+def reaching(name: str) -> Iterator[None]:
+    """Classify transport failures once, here: the catalog could not be reached (connection refused or reset,
+    a timeout, a 5xx) becomes :class:`CatalogUnavailableError` — a pause, not a verdict on ``name``; every
+    other answer keeps its own type."""
+    import requests
+    from pyiceberg.exceptions import ServerError, ServiceUnavailableError
+
+    try:
+        yield
+    except (requests.ConnectionError, requests.Timeout, ServiceUnavailableError, ServerError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise CatalogUnavailableError(
+            f"the catalog cannot be reached while reading {name} ({type(exc).__name__}: {first[:200]})"
+        ) from exc
+
+
 class MaterializedCatalog:
     """Metadata access for materialized tables in one Iceberg catalog.
 
@@ -163,7 +181,8 @@ class MaterializedCatalog:
         from pyiceberg.exceptions import NoSuchTableError
 
         try:
-            return self.catalog.load_table(self.identifier(name))
+            with reaching(name):
+                return self.catalog.load_table(self.identifier(name))
         except NoSuchTableError as exc:
             raise NoSuchMaterializedTableError(f"Table {name} does not exist in catalog {self.spark_name}.") from exc
 
@@ -188,7 +207,17 @@ class MaterializedCatalog:
         return info, definition
 
     def exists(self, name: str) -> bool:
-        return self.catalog.table_exists(self.identifier(name))
+        with reaching(name):
+            return self.catalog.table_exists(self.identifier(name))
+
+    def ping(self) -> None:
+        """A cheap request, to tell an unreachable catalog from other failures.
+
+        Raises:
+            CatalogUnavailableError: the catalog cannot be reached.
+        """
+        with reaching(f"catalog {self.spark_name}"):
+            self.catalog.list_namespaces()
 
     def _namespaces(self, parent: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
         for ns in self.catalog.list_namespaces(parent):
@@ -196,29 +225,46 @@ class MaterializedCatalog:
             yield from self._namespaces(tuple(ns))
 
     def list_materialized(self) -> list[TableInfo]:
-        """Every materialized table in the catalog (all namespaces)."""
+        """Every materialized table in the catalog (all namespaces).
+
+        Raises:
+            CatalogUnavailableError: the catalog cannot be reached (never a shorter list instead).
+        """
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
         found = []
-        for ns in self._namespaces():
-            for ident in self.catalog.list_tables(ns):
-                name = ".".join((self.spark_name, *ident))
+        with reaching(f"the tables of catalog {self.spark_name}"):
+            for ns in list(self._namespaces()):
                 try:
-                    info = _info(name, self.catalog.load_table(ident))
-                except Exception:  # dropped between list and load
+                    idents = self.catalog.list_tables(ns)
+                except NoSuchNamespaceError:  # dropped while listing
                     continue
-                if info.definition is not None:
-                    found.append(info)
+                for ident in idents:
+                    name = ".".join((self.spark_name, *ident))
+                    try:
+                        info = _info(name, self.catalog.load_table(ident))
+                    except NoSuchTableError:  # dropped between list and load
+                        continue
+                    if info.definition is not None:
+                        found.append(info)
         return found
 
     def update_properties(self, name: str, updates: Mapping[str, str]) -> None:
         """Set table properties in one commit."""
         table = self._load_table(name)
-        with table.transaction() as tx:
+        with reaching(name), table.transaction() as tx:
             tx.set_properties(dict(updates))
+
+    def rename(self, name: str, new_name: str) -> None:
+        """Rename the table within this catalog (same Iceberg table: data, history and properties stay)."""
+        with reaching(name):
+            self.catalog.rename_table(self.identifier(name), self.identifier(new_name))
 
     def drop(self, name: str, purge: bool = True) -> None:
         """Drop the table; with ``purge`` its files too."""
         ident = self.identifier(name)
-        if purge:
-            self.catalog.purge_table(ident)
-        else:
-            self.catalog.drop_table(ident)
+        with reaching(name):
+            if purge:
+                self.catalog.purge_table(ident)
+            else:
+                self.catalog.drop_table(ident)

@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.runtime.manager.refresh_manager import RefreshManager
+from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.runtime.spark.jobs import SparkJobs
@@ -23,9 +25,7 @@ if TYPE_CHECKING:
 
     from mt_magic.catalog.client import CatalogConfig
     from mt_magic.runtime.manager.loop import Subscriber
-    from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.sql.ddl.freshness import FreshnessRules
-
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class ConnectionSettings:
     max_concurrent_refreshes: int = 2
     rules: FreshnessRules | None = None
     start_manager: bool = True
+    """Run the refresh manager's thread (refreshes in the background); ``False`` runs each refresh inline."""
+    failures_before_suspend: int = 5
+    """Consecutive failed refreshes after which a table suspends itself until RESUME."""
     use_namespace: bool = True
     """Make the catalog and namespace current in the user's session, so queries can use short names."""
 
@@ -64,10 +67,10 @@ class Connection:
         workspace = self.service.workspace
         shown = {f"catalog.{k}": str(v) for k, v in masked(self.catalog_config).items()}
         return {
-            "catalog": self.catalog_config.name,
+            "catalog": str(self.catalog_config.name),
             **shown,
             "namespace": workspace.default_namespace,
-            "spark.master": self.spark.sparkContext.master,
+            "spark.master": str(self.spark.sparkContext.master),
             "spark.version": self.spark.version,
             "freshness.threshold": str(workspace.rules.threshold),
             "refresh manager": "running" if self.manager is not None else "off",
@@ -110,12 +113,14 @@ def connect(
         clock=clock,
     )
     engine = Engine(workspace, SparkJobs(spark, catalog_conf))
-    manager = None
-    if settings.start_manager:
-        from mt_magic.runtime.manager.refresh_manager import RefreshManager
-
-        manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes)
+    retry = RetryPolicy(suspend_after=settings.failures_before_suspend)
+    if not settings.start_manager:
+        service = MaterializedTables.inline(engine, retry)
         for callback in subscribers:
-            manager.subscribe(callback)
-        manager.start()
-    return Connection(catalog_config, spark, MaterializedTables(engine, manager), manager)
+            service.subscribe(callback)
+        return Connection(catalog_config, spark, service, None)
+    manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes, retry=retry)
+    for callback in subscribers:
+        manager.subscribe(callback)
+    manager.start()
+    return Connection(catalog_config, spark, MaterializedTables(engine, manager, background=True), manager)

@@ -7,6 +7,7 @@ statement leaves nothing behind.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -15,14 +16,25 @@ from mt_magic.errors import (
     DefinitionError,
     DependencyError,
     MaterializedTableExistsError,
+    MtMagicError,
     NoSuchMaterializedTableError,
 )
+from mt_magic.runtime import schema as schema_rules
+from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
-from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
-from mt_magic.runtime.spark import schema as schema_rules
+from mt_magic.runtime.refresh.context import (
+    INCREMENTAL_OPTION,
+    INCREMENTAL_VALUES,
+    MAX_CHANGE_OPTION,
+    incremental_option,
+    is_strict,
+    max_change_fraction,
+)
+from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.query.rewrite import qualify_sources
+from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,13 +95,24 @@ def _check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSche
     return resolve_schedule(stmt.freshness, stmt.refresh_mode, ws.rules)
 
 
-def _check_incremental_option(label: str, options: dict[str, str], mode: str, expanded: str) -> None:
+def _check_incremental_option(label: str, options: dict[str, str], mode: RefreshMode, expanded: str) -> None:
     """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
     value = incremental_option(options)
     if value is not None and value not in INCREMENTAL_VALUES:
         raise DefinitionError(
             f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
-            "'strict' (fail rather than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
+            "'auto' (the default: incremental where correct and cheaper), 'always' (incremental wherever correct), "
+            "'strict' (fail rather than recompute) or 'never' (always recompute)."
+        )
+    raw = options.get(MAX_CHANGE_OPTION)
+    try:
+        fraction = max_change_fraction(options)
+    except ValueError:
+        fraction = -1.0
+    if raw is not None and not 0 < fraction <= 1:
+        raise DefinitionError(
+            f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
+            "a full recompute is chosen over an incremental refresh."
         )
     why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:
@@ -107,17 +130,17 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
     schema = _infer_schema(ws, label, expanded)
     options = stmt.options_dict
-    _check_incremental_option(label, options, schedule.mode.value, expanded)
+    _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
     schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
     definition = MaterializedTableDefinition(
         query=stmt.query,
         expanded_query=expanded,
         freshness=schedule.freshness.sql(),
-        freshness_seconds=int(schedule.freshness.to_timedelta().total_seconds()),
-        refresh_mode=schedule.mode.value,
-        declared_refresh_mode=stmt.refresh_mode.value if stmt.refresh_mode else "",
-        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode.value, expanded),
+        interval=schedule.freshness.to_timedelta(),
+        refresh_mode=schedule.mode,
+        declared_refresh_mode=stmt.refresh_mode,
+        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode, expanded),
         cron=schedule.cron or "",
         options=options,
         date_formatters=formatters,
@@ -167,54 +190,64 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     return updated
 
 
-def update_definition(ws: Workspace, name: str, **changes: object) -> MaterializedTableDefinition:
-    """Persist a changed field of the definition (suspended flag, freshness, …) in one commit."""
+def update_definition(ws: Workspace, name: str, extra: Mapping[str, str] | None = None,
+                      **changes: object) -> MaterializedTableDefinition:
+    """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
+    properties, in one commit."""
     _, current = ws.catalog.load_materialized(name)
     updated = replace(current, **changes)  # type: ignore[arg-type]
-    ws.catalog.update_properties(name, updated.to_properties())
+    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})})
     return updated
 
 
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
-    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table)."""
+    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table). The
+    snapshot-retention policy follows the new freshness unless WITH set it."""
     from mt_magic.sql.ddl.freshness import resolve_schedule
-    from mt_magic.sql.ddl.statements import RefreshMode
 
     _, current = ws.catalog.load_materialized(name)
-    schedule = resolve_schedule(freshness, RefreshMode(current.refresh_mode), ws.rules)
-    return update_definition(ws, name, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
-                             freshness_seconds=int(freshness.to_timedelta().total_seconds()))
+    schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
+    retention = retention_properties(freshness.to_timedelta(), current.options)
+    return update_definition(ws, name, retention, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
+                             interval=freshness.to_timedelta())
 
 
-def downstream_of(definitions: dict[str, MaterializedTableDefinition], name: str) -> list[str]:
-    """Every materialized table that reads ``name`` directly or transitively, upstream-first."""
-    order: list[str] = []
+def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+    """``SET REFRESH_MODE``: a new schedule from the same freshness, taking over from the last committed
+    refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh consumed).
 
-    def visit(node: str) -> None:
-        for child, definition in sorted(definitions.items()):
-            if node in definition.upstream and child not in order and child != name:
-                visit(child)
-                order.insert(0, child)
+    Raises:
+        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
+        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
+    """
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.ddl.parser import parse_interval
 
-    visit(name)
-    return _topological(definitions, order)
-
-
-def _topological(definitions: dict[str, MaterializedTableDefinition], names: list[str]) -> list[str]:
-    pending, done = set(names), []
-    while pending:
-        ready = sorted(n for n in pending if not (set(definitions[n].upstream) & pending))
-        if not ready:  # a cycle cannot be created, but never loop forever
-            ready = sorted(pending)
-        done.extend(ready)
-        pending -= set(ready)
-    return done
+    label = f"ALTER MATERIALIZED TABLE {name} SET REFRESH_MODE = {mode.value}"
+    _, current = ws.catalog.load_materialized(name)
+    try:
+        schedule = resolve_schedule(parse_interval(current.freshness), mode, ws.rules)
+    except MtMagicError as exc:
+        raise DefinitionError(f"{label}: {exc}") from exc
+    _check_incremental_option(label, dict(current.options), mode, current.expanded_query)
+    reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
+    return update_definition(ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "",
+                             mode_reason=reason)
 
 
-def drop_table(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:
-    """Drop a materialized table (and, with ``cascade``, its dependents first); returns what was dropped."""
-    all_defs = {i.name: i.definition for i in ws.catalog.list_materialized() if i.definition}
-    if name not in all_defs:
+def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:
+    """What a DROP would remove, dependents first; checks everything and changes nothing.
+
+    Returns:
+        The tables to drop in order (empty: ``IF EXISTS`` on a missing table).
+
+    Raises:
+        NoSuchMaterializedTableError: no such materialized table (and no ``IF EXISTS``).
+        DefinitionError: it is a plain Iceberg table.
+        DependencyError: other materialized tables read it and ``cascade`` was not given.
+    """
+    upstream = {i.name: i.definition.upstream for i in ws.catalog.list_materialized() if i.definition}
+    if name not in upstream:
         if ws.catalog.exists(name):
             raise DefinitionError(f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table; use DROP TABLE.")
         if if_exists:
@@ -222,14 +255,19 @@ def drop_table(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list
         raise NoSuchMaterializedTableError(
             f"DROP MATERIALIZED TABLE {name}: no such materialized table. Use DROP MATERIALIZED TABLE IF EXISTS."
         )
-    dependents = downstream_of(all_defs, name)
+    dependents = descendants(name, upstream)
     if dependents and not cascade:
         raise DependencyError(
             f"DROP MATERIALIZED TABLE {name}: {', '.join(dependents)} read(s) it. Drop those first, or use "
             "`%%materialized --cascade` to drop them too."
         )
-    dropped = []
-    for victim in [*reversed(dependents), name]:
+    return [*reversed(dependents), name]
+
+
+def drop_tables(ws: Workspace, victims: list[str]) -> list[str]:
+    """Drop (and purge) ``victims`` in order; returns those dropped before any failure re-raises."""
+    dropped: list[str] = []
+    for victim in victims:
         ws.catalog.drop(victim, purge=True)
         dropped.append(victim)
     return dropped

@@ -1,4 +1,9 @@
-"""The dependency graph of the catalog's materialized tables, for ``%mt lineage`` (metadata only, no Spark)."""
+"""The one dependency graph of materialized tables: who reads whom, in which order, and what a cascade reaches.
+
+Every walk over "table → the tables it reads" lives here — the manager's ordering and cascades, DROP's
+dependents, ``%mt lineage`` — as pure functions of an *upstream map* (table → its sources, fully qualified).
+Metadata only: nothing here runs Spark.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,56 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
+
+Upstream = Mapping[str, Iterable[str]]
+"""Table → the tables it reads directly (fully qualified names)."""
+
+Partition = tuple[tuple[str, str], ...]
+
+
+def _walk(start: str, step: Callable[[str], Iterable[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(step(start))
+    while todo:
+        node = todo.pop()
+        if node not in seen and node != start:
+            seen.add(node)
+            todo.extend(step(node))
+    return seen
+
+
+def ancestors(name: str, upstream: Upstream) -> set[str]:
+    """Every table ``name`` reads from, directly or through other tables (itself excluded, cycles tolerated)."""
+    return _walk(name, lambda node: upstream.get(node, ()))
+
+
+def dependents(name: str, upstream: Upstream) -> list[str]:
+    """The tables that read ``name`` directly, sorted by name."""
+    return sorted(table for table, sources in upstream.items() if name in sources and table != name)
+
+
+def descendants(name: str, upstream: Upstream) -> list[str]:
+    """Every table that reads ``name`` directly or transitively, upstream first (ties by name)."""
+    found = _walk(name, lambda node: dependents(node, upstream))
+    order: list[str] = []
+    pending = set(found)
+    while pending:
+        ready = sorted(n for n in pending if not (set(upstream.get(n, ())) & pending))
+        ready = ready or sorted(pending)  # a cycle cannot be created, but never loop forever
+        order.extend(ready)
+        pending -= set(ready)
+    return order
+
+
+def blocking_ancestors(name: str, upstream: Upstream) -> set[str]:
+    """The ancestors ``name`` must wait for: all of them except those in a cycle with it (which would deadlock)."""
+    return {node for node in ancestors(name, upstream) if name not in ancestors(node, upstream)}
+
+
+def cascaded_partition(partition: Partition, partitioned_by: Iterable[str]) -> Partition:
+    """The partition a cascaded backfill refreshes downstream: the same one where the downstream table is
+    partitioned by those columns, else the whole table (``()``) — the one rule every cascade follows."""
+    return partition if partition and {k for k, _ in partition} <= set(partitioned_by) else ()
 
 
 @dataclass(frozen=True)
@@ -33,22 +88,8 @@ class Lineage:
         """
         if name not in self.nodes:
             raise KeyError(name)
-        ancestors = self._walk(name, lambda n: self.upstream.get(n, ()))
-        downstream = {n: tuple(m for m, srcs in self.upstream.items() if n in srcs) for n in self.nodes}
-        descendants = self._walk(name, lambda n: downstream[n])
-        keep = ancestors | descendants | {name}
+        keep = ancestors(name, self.upstream) | set(descendants(name, self.upstream)) | {name}
         return Lineage({m: tuple(s for s in srcs if s in keep) for m, srcs in self.upstream.items() if m in keep})
-
-    @staticmethod
-    def _walk(start: str, step: Callable[[str], Iterable[str]]) -> set[str]:
-        seen: set[str] = set()
-        todo = list(step(start))
-        while todo:
-            node = todo.pop()
-            if node not in seen:
-                seen.add(node)
-                todo.extend(step(node))
-        return seen
 
 
 def lineage(workspace: Workspace) -> Lineage:

@@ -35,7 +35,7 @@ def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshR
     states = [(s.snapshot_id, s.refresh_state) for s in info.snapshots if s.refresh_state is not None]
     before: dict[int, timedelta | None] = {}
     for (_, previous), (snapshot_id, state) in zip(states, states[1:], strict=False):
-        before[snapshot_id] = _staleness_before(sources, previous, state)  # type: ignore[arg-type]
+        before[snapshot_id] = _staleness_before(sources, previous, state)
     return [replace(r, staleness_before=before[r.snapshot_id]) if r.snapshot_id in before else r
             for r in engine.history(name, limit)]
 

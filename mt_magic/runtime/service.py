@@ -1,35 +1,58 @@
-"""The statements' effects: one method per statement kind, over the lifecycle, the engine and the manager.
+"""The only way in: every statement, control, status and view of materialized tables goes through here.
 
-With a running :class:`RefreshManager` refreshes happen in the background (the cell returns at once);
-without one (tests, scripts) they run inline, in the same order the manager would use.
+The magics, the widgets' buttons and the headless runner call these methods and nothing below them. Every
+refresh goes through the :class:`~mt_magic.runtime.manager.RefreshManager`: with its thread running the
+cell returns at once; an *inline* manager (no thread: scripts, tests) runs the same refresh, cascade and
+commit path within the call, on the calling thread.
+
+Each statement checks everything that can fail before it changes anything, so a refused statement leaves
+the catalog, the manager and the cards as they were.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime import ddl as lifecycle
+from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError
+from mt_magic.runtime import ddl
+from mt_magic.runtime.describe import create_statement, table_description, tables_listing
+from mt_magic.runtime.graph import Lineage, lineage
+from mt_magic.runtime.history import refresh_history
+from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
+from mt_magic.runtime.rename import rename_table
 from mt_magic.runtime.spark.jobs import job_group_prefix
-from mt_magic.runtime.status import RefreshOutcome, RefreshRequest, RefreshTrigger, TableStatus
+from mt_magic.runtime.status import Listing, RefreshEvent, RefreshOutcome, RefreshRecord, TableStatus
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
+    AlterRefreshMode,
+    AlterRename,
     AlterResume,
     AlterSuspend,
     AnyStatement,
     CreateMaterializedTable,
+    DescribeMaterializedTable,
     DropMaterializedTable,
+    Freshness,
+    ShowCreateMaterializedTable,
+    ShowMaterializedTables,
 )
+from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
+    from mt_magic.runtime.refresh.incremental.explain import Explanation
+    from mt_magic.runtime.spark.preview import Preview
+    from mt_magic.runtime.workspace import Workspace
     from mt_magic.sql.ddl.freshness import FreshnessRules
 
+Partition = tuple[tuple[str, str], ...]
 
 DROP_WAIT_SECONDS = 60.0
 """How long a DROP waits for a cancelled refresh of the table to abort before purging its files."""
@@ -40,40 +63,64 @@ class StatementResult:
     """What a statement did, for display."""
 
     action: str
-    """e.g. "created", "altered", "suspended", "refreshed", "dropped"."""
+    """e.g. "created", "altered", "suspended", "refreshing", "dropped"."""
     tables: tuple[str, ...]
     message: str
     refresh: concurrent.futures.Future[RefreshOutcome] | None = field(default=None, compare=False)
-    """The refresh it started, when it started one (already done when run inline)."""
+    """The refresh it started, when it started one (already done with an inline manager)."""
+    listing: Listing | None = None
+    """What a SHOW or DESCRIBE statement shows."""
 
 
-def _done(outcome: RefreshOutcome | BaseException) -> concurrent.futures.Future[RefreshOutcome]:
-    future: concurrent.futures.Future[RefreshOutcome] = concurrent.futures.Future()
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
-    return future
+@dataclass(frozen=True)
+class TableHistory:
+    """``%mt history``: a table's refreshes, newest first, and its freshness target."""
+
+    name: str
+    records: tuple[RefreshRecord, ...]
+    freshness: timedelta | None
 
 
 class MaterializedTables:
-    """Executes parsed statements against Spark, the catalog and (when running) the refresh manager."""
+    """Executes statements and answers questions about materialized tables.
 
-    def __init__(self, engine: Engine, manager: RefreshManager | None = None) -> None:
+    Args:
+        engine: runs refreshes on Spark and reads the catalog.
+        manager: every refresh goes through it; ``background=False`` means nobody runs its thread and this
+            service drives it inline (each request finishes within the call).
+    """
+
+    def __init__(self, engine: Engine, manager: RefreshManager, *, background: bool) -> None:
         self.engine = engine
-        self.workspace = engine.workspace
         self.manager = manager
+        self.background = background
+
+    @classmethod
+    def inline(cls, engine: Engine, retry: RetryPolicy | None = None) -> MaterializedTables:
+        """A service whose refreshes run within each call, through an inline manager (no thread)."""
+        from mt_magic.runtime.manager.loop import InlineExecutor
+        from mt_magic.runtime.manager.refresh_manager import RefreshManager
+
+        manager = RefreshManager(engine, clock=engine.workspace.clock, retry=retry or RetryPolicy(),
+                                 executor=InlineExecutor(), scheduling=False)
+        return cls(engine, manager, background=False)
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.engine.workspace
 
     def set_rules(self, rules: FreshnessRules) -> None:
         """Apply new FRESHNESS rules (``%config``) to the statements that follow; existing tables keep theirs."""
-        self.workspace = replace(self.workspace, rules=rules)
-        self.engine.workspace = self.workspace
+        self.engine.workspace = replace(self.engine.workspace, rules=rules)
 
     # --- statements -------------------------------------------------------------------------------------
+
     def execute(self, stmt: AnyStatement, cascade: bool = False) -> StatementResult:
         """Apply one statement. ``cascade`` extends REFRESH and DROP to downstream materialized tables."""
         if isinstance(stmt, CreateMaterializedTable):
             return self.create(stmt)
+        if isinstance(stmt, ShowMaterializedTables):
+            return self.show_tables(stmt.namespace, stmt.like)
         name = self.workspace.qualify(stmt.name)
         if isinstance(stmt, DropMaterializedTable):
             return self.drop(name, stmt.if_exists, cascade)
@@ -87,150 +134,215 @@ class MaterializedTables:
         if isinstance(stmt, AlterQuery):
             return self.alter_query(name, stmt.query)
         if isinstance(stmt, AlterFreshness):
-            lifecycle.change_freshness(self.workspace, name, stmt.freshness)
-            self._reschedule(name)
-            return StatementResult("altered", (name,), f"{name}: freshness is now {stmt.freshness}.")
+            return self.set_freshness(name, stmt.freshness)
+        if isinstance(stmt, AlterRefreshMode):
+            return self.set_refresh_mode(name, stmt.mode)
+        if isinstance(stmt, AlterRename):
+            return self.rename(name, self.workspace.qualify(stmt.new_name))
+        if isinstance(stmt, ShowCreateMaterializedTable):
+            return self.show_create(name)
+        if isinstance(stmt, DescribeMaterializedTable):
+            return self.describe(name)
         raise TypeError(f"unknown statement {stmt!r}")
 
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
         name = self.workspace.qualify(stmt.name)
         if stmt.or_alter and self.workspace.catalog.exists(name):
-            lifecycle.alter_query(self.workspace, name, stmt.query, stmt.columns)
-            self._reschedule(name)
+            ddl.alter_query(self.workspace, name, stmt.query, stmt.columns)
+            self._retrack(name)
             return StatementResult("altered", (name,), f"{name} exists: its query was replaced (CREATE OR ALTER).")
-        name, definition = lifecycle.create_table(self.workspace, stmt)
-        future = self._first_refresh(name)
+        name, definition = ddl.create_table(self.workspace, stmt)
+        try:
+            future = self.manager.add(self._managed(name), initial=True)
+        except BaseException:
+            self.workspace.catalog.drop(name, purge=True)
+            raise
+        assert future is not None
+        self._drive()
+        if not self.background and future.exception() is not None:  # inline creation is all-or-nothing
+            self.manager.remove(name)
+            self.workspace.catalog.drop(name, purge=True)
+            raise future.exception()  # type: ignore[misc]
         return StatementResult(
-            "created", (name,), f"Created {name} ({definition.refresh_mode}, {definition.freshness}); "
+            "created", (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
             "populating it as its first refresh.", future)
 
     def alter_query(self, name: str, query: str) -> StatementResult:
-        definition = lifecycle.alter_query(self.workspace, name, query)
-        self._reschedule(name)
+        definition = ddl.alter_query(self.workspace, name, query)
+        self._retrack(name)
         return StatementResult("altered", (name,), f"{name}: new query (definition version "
                                f"{definition.definition_version}); the next refresh uses it.")
 
+    def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
+        """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
+        ddl.change_freshness(self.workspace, name, freshness)
+        self._retrack(name)
+        return StatementResult("altered", (name,), f"{name}: freshness is now {freshness}.")
+
+    def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
+        """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
+        definition = ddl.change_refresh_mode(self.workspace, name, mode)
+        self._retrack(name)
+        schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
+        return StatementResult("altered", (name,), f"{name}: refresh mode is now {mode.value} ({schedule}).")
+
+    def rename(self, name: str, new_name: str) -> StatementResult:
+        """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
+        readers = rename_table(self.workspace, name, new_name)
+        if self.manager.knows(name):
+            self.manager.remove(name, reason=f"renamed to {new_name}")
+            self.engine.jobs.wait_finished(job_group_prefix(name), timeout=DROP_WAIT_SECONDS)
+        self.manager.upsert(self._managed(new_name))
+        for reader in readers:
+            self._retrack(reader)
+        also = f"; {', '.join(readers)} now read(s) it" if readers else ""
+        return StatementResult("renamed", (new_name,), f"Renamed {name} to {new_name}{also}.")
+
     def suspend(self, name: str) -> StatementResult:
-        lifecycle.update_definition(self.workspace, name, suspended=True)
-        if self.manager is not None:
-            self.manager.suspend(name)
+        ddl.update_definition(self.workspace, name, suspended=True)
+        self._track(name)
+        self.manager.suspend(name)
         return StatementResult("suspended", (name,), f"{name} is suspended: no refreshes until RESUME.")
 
-    def resume(self, name: str, options: tuple[tuple[str, str], ...] = ()) -> StatementResult:
-        lifecycle.update_definition(self.workspace, name, suspended=False)
-        if self.manager is not None:
-            self._reschedule(name)
-            self.manager.resume(name, options)
+    def resume(self, name: str, options: Partition = ()) -> StatementResult:
+        ddl.update_definition(self.workspace, name, suspended=False)
+        self._retrack(name)
+        self.manager.resume(name, options)
+        self._drive()
         extra = f" with {dict(options)} for this resumption" if options else ""
         return StatementResult("resumed", (name,), f"{name} is resumed{extra}.")
 
-    def refresh(self, name: str, partition: tuple[tuple[str, str], ...] = (), cascade: bool = False,
-                ) -> StatementResult:
-        if self.manager is not None and cascade:
-            future = self._cascade_via_manager(name, partition)
-        elif self.manager is not None:
-            future = self.manager.refresh_now(name, partition=partition)
-        else:
-            future = self._refresh_inline(name, RefreshTrigger.MANUAL, partition, cascade)
+    def refresh(self, name: str, partition: Partition = (), cascade: bool = False) -> StatementResult:
+        """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade."""
+        self._track(name, with_downstream=cascade)
+        future = self.manager.refresh_now(name, partition=partition, cascade=cascade)
+        self._drive()
         where = f" partition {dict(partition)}" if partition else ""
         also = " and its downstream tables" if cascade else ""
         return StatementResult("refreshing", (name,), f"Refreshing {name}{where}{also}.", future)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
-        if self.manager is not None and self.workspace.catalog.exists(name):
-            for victim in self._drop_order(name, cascade):
+        """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
+        victims = ddl.plan_drop(self.workspace, name, if_exists, cascade)
+        if not victims:
+            return StatementResult("dropped", (), f"{name} does not exist; nothing to drop (IF EXISTS).")
+        for victim in victims:
+            if self.manager.knows(victim):
                 self.manager.remove(victim)
                 self.engine.jobs.wait_finished(job_group_prefix(victim), timeout=DROP_WAIT_SECONDS)
-        dropped = lifecycle.drop_table(self.workspace, name, if_exists, cascade)
-        if not dropped:
-            return StatementResult("dropped", (), f"{name} does not exist; nothing to drop (IF EXISTS).")
-        return StatementResult("dropped", tuple(dropped), "Dropped " + ", ".join(dropped) + ".")
+        try:
+            ddl.drop_tables(self.workspace, victims)
+        except BaseException:
+            for victim in victims:  # what could not be dropped stays refreshed
+                if self.workspace.catalog.exists(victim):
+                    self.manager.upsert(self._managed(victim))
+            raise
+        return StatementResult("dropped", tuple(victims), "Dropped " + ", ".join(victims) + ".")
 
-    # --- status ---------------------------------------------------------------------------------------
+    # --- statements that only look --------------------------------------------------------------------
+
+    def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
+        statuses = {s.name: s for s in self.manager.statuses()}
+        listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
+        where = f" in {namespace}" if namespace else ""
+        return StatementResult("shown", (), f"{len(listing.rows)} materialized table(s){where}.", listing=listing)
+
+    def show_create(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        return StatementResult("shown", (), f"SHOW CREATE MATERIALIZED TABLE {name}",
+                               listing=create_statement(info, definition))
+
+    def describe(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        status = self.manager.status(name) if self.manager.knows(name) else None
+        return StatementResult("shown", (), f"DESCRIBE MATERIALIZED TABLE {name}",
+                               listing=table_description(info, definition, status))
+
+    # --- what the views read ----------------------------------------------------------------------------
+
     def status(self, name: str) -> TableStatus:
-        if self.manager is None:
-            raise NoSuchMaterializedTableError("the refresh manager is not running; no status is tracked.")
+        """The table's current status (tracked on demand if the catalog has it but the manager does not)."""
+        self._track(name)
         return self.manager.status(name)
 
-    # --- helpers ----------------------------------------------------------------------------------------
-    def _drop_order(self, name: str, cascade: bool) -> list[str]:
-        if not cascade:
-            return [name]
-        defs = {i.name: i.definition for i in self.workspace.catalog.list_materialized() if i.definition}
-        return [*reversed(lifecycle.downstream_of(defs, name)), name]
+    def statuses(self) -> list[TableStatus]:
+        return self.manager.statuses()
 
-    def _managed(self, name: str):  # -> ManagedTable
-        infos = self.workspace.catalog.list_materialized()
-        names = {i.name for i in infos}
-        info = next(i for i in infos if i.name == name)
-        return managed_table(info, names)
+    def subscribe(self, callback: Callable[[RefreshEvent], None]) -> Callable[[], None]:
+        return self.manager.subscribe(callback)
 
-    def _reschedule(self, name: str) -> None:
-        if self.manager is not None:
-            self.manager.upsert(self._managed(name))
+    def history(self, name: str) -> TableHistory:
+        """Committed refreshes from the catalog plus the failures this kernel saw, newest first."""
+        _, definition = self.workspace.catalog.load_materialized(name)
+        records = refresh_history(self.engine, name)
+        if self.manager.knows(name):
+            records = sorted([*records, *self.manager.failures(name)], key=lambda r: r.started_at, reverse=True)
+        freshness = definition.interval or None
+        return TableHistory(name, tuple(records), freshness)
 
-    def _first_refresh(self, name: str) -> concurrent.futures.Future[RefreshOutcome]:
-        if self.manager is not None:
-            return self.manager.add(self._managed(name), initial=True)
-        future = self._refresh_inline(name, RefreshTrigger.INITIAL, (), False)
-        if future.exception() is not None:  # inline creation is all-or-nothing
-            self.workspace.catalog.drop(name, purge=True)
-            raise future.exception()  # type: ignore[misc]
-        return future
+    def lineage(self, focus: str | None = None) -> Lineage:
+        """The dependency graph, or the part of it around ``focus``.
 
-    def _cascade_via_manager(self, name: str, partition: tuple[tuple[str, str], ...],
-                             ) -> concurrent.futures.Future[RefreshOutcome]:
-        """Refresh ``name``, then each downstream table after its upstream committed; one future for it all.
-
-        The future carries ``name``'s outcome and completes only when the whole cascade has, so "backfill
-        with cascade, then read the result" works.
+        Raises:
+            NoSuchMaterializedTableError: ``focus`` is neither a materialized table nor one of their sources.
         """
-        assert self.manager is not None
-        manager = self.manager
-        defs = {i.name: i.definition for i in self.workspace.catalog.list_materialized() if i.definition}
-        order = [name, *lifecycle.downstream_of(defs, name)]
-        combined: concurrent.futures.Future[RefreshOutcome] = concurrent.futures.Future()
-        first: list[RefreshOutcome] = []
+        graph = lineage(self.workspace)
+        if focus is None:
+            return graph
+        if focus not in graph.nodes:
+            raise NoSuchMaterializedTableError(f"{focus} is not a materialized table or one of their sources.")
+        return graph.around(focus)
 
-        def start(index: int) -> None:
-            if index == len(order):
-                combined.set_result(first[0])
-                return
-            table = order[index]
-            part = partition if index == 0 else self._cascaded_partition(table, partition)
-            trigger = RefreshTrigger.MANUAL if index == 0 else RefreshTrigger.CASCADE
-            manager.refresh_now(table, partition=part, trigger=trigger).add_done_callback(lambda f: finished(index, f))
+    def explain(self, target: CreateMaterializedTable | str) -> Explanation:
+        """How a table (by name) or a CREATE statement refreshes, and why; metadata only."""
+        from mt_magic.runtime.refresh.incremental.explain import explain
 
-        def finished(index: int, future: concurrent.futures.Future[RefreshOutcome]) -> None:
+        return explain(self.workspace, target)
+
+    def preview(self, name: str, limit: int) -> Preview:
+        """The newest ``limit`` rows (runs Spark: never call it on the manager's thread)."""
+        from mt_magic.runtime.spark.preview import preview
+
+        return preview(self.workspace, name, limit)
+
+    # --- keeping the manager in step with the catalog -----------------------------------------------------
+
+    def _managed(self, name: str):  # type: ignore[no-untyped-def]  # -> ManagedTable
+        infos = self.workspace.catalog.list_materialized()
+        info = next((i for i in infos if i.name == name), None)
+        if info is None:
+            self.workspace.catalog.load_materialized(name)  # says why: missing, or a plain table
+            raise NoSuchMaterializedTableError(f"{name} is not a materialized table in the catalog.")
+        return managed_table(info, {i.name for i in infos})
+
+    def _track(self, name: str, with_downstream: bool = False) -> None:
+        """Make sure the manager knows ``name`` (and, for a cascade, its downstream tables) from the catalog."""
+        wanted = [name]
+        if with_downstream:
+            from mt_magic.runtime.graph import descendants
+
+            upstream = {i.name: i.definition.upstream for i in self.workspace.catalog.list_materialized()
+                        if i.definition}
+            wanted += descendants(name, upstream)
+        for table in wanted:
+            if not self.manager.knows(table):
+                self.manager.upsert(self._managed(table))
+
+    def _retrack(self, name: str) -> None:
+        """Hand a changed definition to the manager (a running refresh of the old one starts over)."""
+        self.manager.upsert(self._managed(name))
+
+    def _drive(self) -> None:
+        """Inline manager: run what was just requested (and its cascade) now, on this thread."""
+        if not self.background:
+            self.manager.step()
+
+
+def first_error(results: list[StatementResult]) -> MtMagicError | None:
+    """The first failed refresh among finished ``results``, as the error to show (``--wait``)."""
+    for result in results:
+        future = result.refresh
+        if future is not None and future.done() and future.exception() is not None:
             error = future.exception()
-            if error is not None:
-                combined.set_exception(error)
-                return
-            if index == 0:
-                first.append(future.result())
-            start(index + 1)
-
-        start(0)
-        return combined
-
-    def _refresh_inline(self, name: str, trigger: RefreshTrigger, partition: tuple[tuple[str, str], ...],
-                        cascade: bool) -> concurrent.futures.Future[RefreshOutcome]:
-        now = self.workspace.clock()
-        try:
-            outcome = self.engine.refresh(RefreshRequest(name, trigger, now, partition))
-        except Exception as exc:
-            return _done(exc)
-        if cascade:
-            defs = {i.name: i.definition for i in self.workspace.catalog.list_materialized() if i.definition}
-            for child in lifecycle.downstream_of(defs, name):
-                child_partition = self._cascaded_partition(child, partition)
-                self.engine.refresh(RefreshRequest(child, RefreshTrigger.CASCADE, now, child_partition))
-        return _done(outcome)
-
-    def _cascaded_partition(self, child: str, partition: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-        """A backfilled partition carries over to a downstream table partitioned by the same columns."""
-        if not partition:
-            return ()
-        _, definition = self.workspace.catalog.load_materialized(child)
-        keys = {k for k, _ in partition}
-        return partition if keys <= set(definition.partitioned_by) else ()
+            return error if isinstance(error, MtMagicError) else MtMagicError(str(error))
+    return None

@@ -10,52 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from mt_magic.sql.ddl.statements import RefreshMode
-
-
-class JobState(enum.Enum):
-    """Where a table is in its refresh life, as the manager sees it."""
-
-    IDLE = "idle"
-    """Known, not suspended, and nothing scheduled (e.g. the manager is not running)."""
-    SCHEDULED = "scheduled"
-    """Waiting for its next refresh time."""
-    RUNNING = "running"
-    """A refresh job is executing on Spark."""
-    RETRYING = "retrying"
-    """The last attempt failed; another is scheduled after a backoff."""
-    SUSPENDED = "suspended"
-    """ALTER … SUSPEND: no refreshes until RESUME."""
-    FAILED = "failed"
-    """Repeated failures: shown as failed, still retried at a slow rate."""
-
-
-class RefreshTrigger(enum.Enum):
-    """Why a refresh ran."""
-
-    INITIAL = "initial"
-    """The first population right after CREATE."""
-    SCHEDULED = "scheduled"
-    """Its freshness interval or cron time came."""
-    MANUAL = "manual"
-    """ALTER … REFRESH, the Refresh button, or ``%mt refresh``."""
-    CASCADE = "cascade"
-    """An upstream materialized table committed, or a backfill cascaded down."""
-    CATCH_UP = "catch-up"
-    """A new kernel or runner found the table behind and caught it up once."""
-
-
-class RefreshKind(enum.Enum):
-    """What a refresh actually did to the table (recorded in the snapshot summary)."""
-
-    FULL = "full"
-    """Recomputed and overwrote the whole table."""
-    PARTITION = "partition"
-    """Recomputed and overwrote one partition (date formatter or backfill)."""
-    INCREMENTAL = "incremental"
-    """Merged only what changed in the sources since the consumed snapshots."""
-    NOOP = "noop"
-    """Sources unchanged since the last refresh: nothing written, no commit."""
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshMode, RefreshTrigger
 
 
 @dataclass(frozen=True)
@@ -71,6 +26,8 @@ class ManagedTable:
     suspended: bool = False
     upstream: tuple[str, ...] = ()
     """Fully qualified names of the sources that are materialized tables themselves."""
+    partitioned_by: tuple[str, ...] = ()
+    """The table's partition columns (a cascaded backfill reaches it with its partition only if they match)."""
     last_refresh_at: datetime | None = None
     """Commit time of the newest refresh snapshot, ``None`` before the first refresh."""
     mode_reason: str = ""
@@ -177,3 +134,13 @@ class RefreshEvent:
     status: TableStatus | None
     """``None`` only for TABLE_REMOVED."""
     message: str = field(default="")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Rows a statement shows (SHOW, DESCRIBE): column headers and text cells, in order."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    text: str = ""
+    """A statement's text to show as is (SHOW CREATE), instead of or before the rows."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
 from mt_magic.errors import DefinitionError
-from mt_magic.sql.ddl.statements import TableName
+from mt_magic.sql.names import TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

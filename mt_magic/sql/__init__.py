@@ -9,6 +9,7 @@ from __future__ import annotations
 from mt_magic.sql.ddl.formatter import DateFormatter, PartitionFormatters, partition_formatters
 from mt_magic.sql.ddl.freshness import FULL_MODE_DIVISORS, FreshnessRules, RefreshSchedule, resolve_schedule
 from mt_magic.sql.ddl.parser import parse_cell
+from mt_magic.sql.ddl.query_facts import analyze_statement
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -21,11 +22,8 @@ from mt_magic.sql.ddl.statements import (
     DropMaterializedTable,
     Freshness,
     FreshnessUnit,
-    Position,
     PrimaryKey,
-    RefreshMode,
     Statement,
-    TableName,
 )
 from mt_magic.sql.errors import (
     ClauseOrderError,
@@ -42,7 +40,8 @@ from mt_magic.sql.errors import (
     UnsupportedOptionError,
     UnsupportedStatementError,
 )
-from mt_magic.sql.query.analysis import analyze_query, analyze_statement
+from mt_magic.sql.names import Position, TableName
+from mt_magic.sql.query.analysis import analyze_query
 from mt_magic.sql.query.facts import (
     AggregateCall,
     GroupingKind,
@@ -53,6 +52,7 @@ from mt_magic.sql.query.facts import (
     SetOpKind,
     WindowCall,
 )
+from mt_magic.vocabulary import RefreshMode
 
 __all__ = [
     "FULL_MODE_DIVISORS",

@@ -12,7 +12,7 @@ attributes (``statement``, ``position``, ``offending``, ``problem``, ``fix``) fo
 from __future__ import annotations
 
 from mt_magic.errors import MtMagicError
-from mt_magic.sql.ddl.statements import Position
+from mt_magic.sql.names import Position
 
 
 class SqlError(MtMagicError):

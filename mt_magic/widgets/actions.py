@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from mt_magic.runtime.spark.preview import Preview, preview
-from mt_magic.sql.ddl.statements import AlterFreshness, Freshness, Position, TableName
+from mt_magic.runtime.spark.preview import Preview
+from mt_magic.sql.ddl.statements import Freshness
 
 if TYPE_CHECKING:
     from mt_magic.runtime.service import MaterializedTables
@@ -53,10 +53,7 @@ class ServiceActions:
         return self.service.resume(name).message
 
     def set_freshness(self, name: str, freshness: Freshness) -> str:
-        text = f"ALTER MATERIALIZED TABLE {name} SET FRESHNESS = {freshness.sql()}"
-        table = TableName.from_parts(name.split("."))
-        statement = AlterFreshness(text, Position(1, 1), name=table, freshness=freshness)
-        return self.service.execute(statement).message
+        return self.service.set_freshness(name, freshness).message
 
     def preview(self, name: str, limit: int) -> Preview:
-        return preview(self.service.workspace, name, limit)
+        return self.service.preview(name, limit)

@@ -10,7 +10,8 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mt_magic.runtime.status import JobState, TableStatus
+from mt_magic.runtime.status import TableStatus
+from mt_magic.vocabulary import JobState
 
 
 class FreshnessLevel(enum.Enum):

@@ -67,7 +67,7 @@ class FallbackBundle:
         raise NotImplementedError
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = widgets.Widget._repr_mimebundle_(self, **kwargs) or {}  # type: ignore[arg-type]
+        bundle = widgets.Widget._repr_mimebundle_(self, **kwargs) or {}
         bundle["text/plain"] = self.fallback_text()
         bundle["text/html"] = self.fallback_html()
         return bundle
@@ -79,14 +79,19 @@ class FallbackBundle:
 class LiveView(FallbackBundle, widgets.VBox):
     """A view registered with :class:`LiveViews` under ``key``, subscribed to the manager until closed."""
 
+    lock: threading.RLock
+    closed = True
+    """Until construction completes: ipywidgets' ``__del__`` calls :meth:`close` even on a half-built view."""
+
     def __init__(self, live: ViewHost, key: str, children: list[widgets.Widget]) -> None:
+        self.lock = threading.RLock()
+        self._unsubscribe: Callable[[], None] | None = None
         super().__init__(children=children)
         self.live = live
         self.key = key
-        self.lock = threading.RLock()
-        self.closed = False
         self._on_close: list[Callable[[LiveView], None]] = []
-        self._unsubscribe: Callable[[], None] | None = live.feed.subscribe(self._event)
+        self.closed = False
+        self._unsubscribe = live.feed.subscribe(self._event)
 
     def _event(self, event: RefreshEvent) -> None:
         if not self.closed:
@@ -103,6 +108,8 @@ class LiveView(FallbackBundle, widgets.VBox):
 
     def close(self) -> None:
         """Unsubscribe from the manager, leave the registry, close every child widget. Idempotent."""
+        if "lock" not in self.__dict__:  # never constructed (``__del__`` of a failed ``__init__``)
+            return
         with self.lock:
             if self.closed:
                 return

@@ -15,9 +15,10 @@ import ipywidgets as widgets
 
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.spark.preview import Preview
-from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshKind, TableStatus
+from mt_magic.runtime.status import EventKind, RefreshEvent, TableStatus
 from mt_magic.sql.ddl.parser import parse_partition
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
+from mt_magic.vocabulary import JobState, RefreshKind
 from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
 

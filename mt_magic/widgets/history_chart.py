@@ -10,7 +10,8 @@ import html
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from mt_magic.runtime.status import RefreshKind, RefreshRecord
+from mt_magic.runtime.status import RefreshRecord
+from mt_magic.vocabulary import RefreshKind
 from mt_magic.widgets.badges import freshness_level, human_duration
 
 WIDTH, LEFT, RIGHT = 680, 70, 20

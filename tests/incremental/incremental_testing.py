@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 
 from shared_catalog import CATALOG
 
-from mt_magic.runtime.status import RefreshOutcome, RefreshRequest, RefreshTrigger
+from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
+from mt_magic.vocabulary import RefreshTrigger
 
 COW = ("TBLPROPERTIES ('write.delete.mode' = 'copy-on-write', 'write.update.mode' = 'copy-on-write', "
        "'write.merge.mode' = 'copy-on-write')")

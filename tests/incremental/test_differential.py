@@ -16,7 +16,7 @@ import pytest
 from incremental_testing import SourceWriter, assert_matches_oracle, qualified, refresh, run
 
 from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
-from mt_magic.runtime.status import RefreshKind
+from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
 

@@ -7,8 +7,9 @@ import pytest
 from incremental_testing import COW, assert_matches_oracle, multiset, qualified, refresh, run
 
 from mt_magic.errors import RefreshError
+from mt_magic.runtime.refresh import commit as commit_module
 from mt_magic.runtime.refresh.incremental import Strategy, runner
-from mt_magic.runtime.status import RefreshKind
+from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
 
@@ -38,8 +39,9 @@ def test_a_crash_right_before_the_commit_leaves_everything_unchanged(mt, spark, 
     rows_before = multiset(spark.table(name))
     monkeypatch.setattr(runner, "commit", _crash)
 
-    with pytest.raises(InjectedCrash):
+    with pytest.raises(RefreshError, match="injected crash") as raised:
         refresh(mt, sums)
+    assert isinstance(raised.value.__cause__, InjectedCrash)
 
     after = mt.workspace.catalog.load(name)
     assert after.current_snapshot_id == before.current_snapshot_id
@@ -53,10 +55,11 @@ def test_a_crash_right_before_the_commit_leaves_everything_unchanged(mt, spark, 
 
 def test_a_crash_right_after_the_commit_repeats_nothing(mt, spark, sums, monkeypatch) -> None:
     name = qualified(mt, sums)
-    monkeypatch.setattr(runner, "committed_snapshot", _crash)
+    monkeypatch.setattr(commit_module, "committed_snapshot", _crash)  # the data commit has landed
 
-    with pytest.raises(InjectedCrash):
+    with pytest.raises(RefreshError, match="injected crash") as raised:
         refresh(mt, sums)
+    assert isinstance(raised.value.__cause__, InjectedCrash)
 
     monkeypatch.undo()
     assert_matches_oracle(mt, sums)
@@ -72,7 +75,7 @@ def test_a_concurrent_write_to_the_table_aborts_the_commit(mt, spark, sums, monk
 
     def write_first(catalog, table, write, state, refresh_id, read_snapshot):
         spark.sql(f"INSERT INTO {name} VALUES (9, 1, 1)")  # another writer lands between read and commit
-        real_commit(catalog, table, write, state, refresh_id, read_snapshot)
+        return real_commit(catalog, table, write, state, refresh_id, read_snapshot)
 
     monkeypatch.setattr(runner, "commit", write_first)
     with pytest.raises(RefreshError, match=r"sums changed during the refresh .*nothing was committed"):

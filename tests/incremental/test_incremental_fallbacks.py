@@ -9,7 +9,7 @@ from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, RefreshError
 from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
-from mt_magic.runtime.status import RefreshKind
+from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
 

@@ -11,7 +11,7 @@ import pytest
 from incremental_testing import COW, assert_matches_oracle, refresh, run
 
 from mt_magic.runtime.refresh.incremental import Strategy
-from mt_magic.runtime.status import RefreshKind
+from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
 

@@ -9,7 +9,8 @@ from mt_testing import run, utc
 from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, DependencyError, MaterializedTableExistsError, MtMagicError
-from mt_magic.runtime.status import RefreshKind, RefreshRequest, RefreshTrigger
+from mt_magic.runtime.status import RefreshRequest
+from mt_magic.vocabulary import RefreshKind, RefreshTrigger
 
 pytestmark = pytest.mark.spark
 
@@ -70,7 +71,7 @@ def test_tutorial_chain_join_then_grouping_sets(mt, spark) -> None:
 
     ods_info = mt.workspace.catalog.load(f"{CATALOG}.{mt.workspace.default_namespace}.ods_user_log")
     info, (snapshot, state) = current_state(mt, "dwd_user_log_product")
-    assert state.kind == "full" and state.trigger == "initial"
+    assert state.kind is RefreshKind.FULL and state.trigger is RefreshTrigger.INITIAL
     assert state.snapshot_of(ods_info.name) == ods_info.current_snapshot_id
     raw = json.loads(snapshot.summary["refresh-state"])
     entry = next(s for s in raw["source-states"] if s["name"] == "ods_user_log")
@@ -92,7 +93,8 @@ def test_partition_backfill_cascades_downstream(mt, spark) -> None:
     assert rows(spark, "SELECT * FROM dws_overall") == rows(spark, DWS_EXPECTED)
     assert rows(spark, "SELECT * FROM dws_overall WHERE ds = '20241216'") == before_16
     _, (_, state) = current_state(mt, "dws_overall")
-    assert state.kind == "partition" and state.trigger == "cascade" and dict(state.partition) == {"ds": "20241217"}
+    assert state.kind is RefreshKind.PARTITION and state.trigger is RefreshTrigger.CASCADE
+    assert dict(state.partition) == {"ds": "20241217"}
 
 
 def test_scheduled_full_refresh_with_formatter_overwrites_only_its_partition(mt, spark) -> None:

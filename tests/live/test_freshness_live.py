@@ -26,7 +26,8 @@ from live_support import (
 )
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshTrigger
+from mt_magic.runtime.status import EventKind, RefreshEvent
+from mt_magic.vocabulary import JobState, RefreshTrigger
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 
@@ -154,7 +155,7 @@ def test_full_table_refreshes_on_its_seconds_cron(conn, spark, iceberg, events):
         assert event.at - fire < timedelta(seconds=2.5), f"scheduled run started {event.at}, fire was {fire}"
     info = conn.service.workspace.catalog.load(name)
     states = [s.refresh_state for s in info.snapshots if s.refresh_state is not None]
-    assert [s.trigger for s in states][-2:] == ["scheduled", "scheduled"]
+    assert [s.trigger.value for s in states][-2:] == ["scheduled", "scheduled"]
     for state in states[-2:]:
         assert state.scheduled_time.second % 10 == 0 and state.scheduled_time.microsecond == 0
     execute(conn, "DROP MATERIALIZED TABLE order_totals")

@@ -45,7 +45,7 @@ def last_refresh(iceberg):
     for snapshot in reversed(table.snapshots()):
         state = RefreshState.from_summary(snapshot.summary.additional_properties if snapshot.summary else {})
         if state is not None:
-            return state.trigger, state.source_states[0].snapshot_id
+            return state.trigger.value, state.source_states[0].snapshot_id
     return None
 
 

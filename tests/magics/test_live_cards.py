@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets import TraitError
 
-from mt_magic.runtime.status import JobState
+from mt_magic.vocabulary import JobState, RefreshMode
 from mt_magic.widgets.card import TableCard
 from mt_magic.widgets.dashboard import Dashboard
 from mt_magic.widgets.results import StatementOutput
@@ -133,7 +133,7 @@ def test_settings_are_validated_and_reach_the_freshness_rules(shell) -> None:  #
         shell.run_cell_magic("materialized", "", "CREATE MATERIALIZED TABLE live_defaults AS "
                                                  "SELECT count(*) AS n FROM live_orders")
         _, definition = magics.connection.service.workspace.catalog.load_materialized("mt.default.live_defaults")
-        assert (definition.freshness, definition.refresh_mode) == ("INTERVAL '4' MINUTE", "FULL")
+        assert (definition.freshness, definition.refresh_mode) == ("INTERVAL '4' MINUTE", RefreshMode.FULL)
         config = shell.run_line_magic("mt", "config")
         assert isinstance(config, ConfigView)
         assert "MaterializedMagics.freshness_threshold = INTERVAL '3' MINUTE" in repr(config)

@@ -9,8 +9,8 @@ from typing import Any
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.ddl.statements import RefreshMode
 from mt_magic.testing import FakeBackend
+from mt_magic.vocabulary import RefreshMode
 
 T0 = datetime.fromisoformat("2025-01-01T10:00:00+00:00")
 MINUTE = timedelta(minutes=1)
@@ -20,8 +20,7 @@ RETRY = RetryPolicy(
     factor=2,
     max_delay=timedelta(minutes=5),
     jitter=0.1,
-    fail_after=3,
-    failed_retry_every=timedelta(minutes=30),
+    suspend_after=3,
 )
 
 ManagerFactory = Callable[..., RefreshManager]

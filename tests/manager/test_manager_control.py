@@ -8,8 +8,9 @@ import pytest
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full, ran
 
 from mt_magic.errors import NoSuchMaterializedTableError, RefreshCancelledError
-from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshTrigger
+from mt_magic.runtime.status import EventKind, RefreshEvent
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.vocabulary import JobState, RefreshTrigger
 
 
 @pytest.fixture

@@ -8,44 +8,55 @@ import pytest
 from manager_helpers import MINUTE, RETRY, T0, ManagerFactory, continuous, ran
 
 from mt_magic.errors import CatalogUnavailableError
-from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshTrigger
+from mt_magic.runtime.status import EventKind, RefreshEvent
 from mt_magic.testing import FakeBackend, FakeClock
+from mt_magic.vocabulary import JobState, RefreshTrigger
 
 
 def within_jitter(actual: timedelta, expected: timedelta) -> bool:
     return expected * (1 - RETRY.jitter) <= actual <= expected * (1 + RETRY.jitter)
 
 
-def test_failures_back_off_exponentially_then_fail_and_retry_slowly(
+def test_failures_back_off_exponentially_then_the_table_suspends_itself_until_resume(
     backend: FakeBackend, clock: FakeClock, make_manager: ManagerFactory
 ) -> None:
     backend.put(continuous("c.db.t", MINUTE, last_refresh_at=T0))
-    backend.script("c.db.t", *[RuntimeError(f"boom {n}") for n in range(1, 5)])
+    backend.put(continuous("c.db.down", MINUTE, upstream=("c.db.t",), last_refresh_at=T0 + MINUTE))
+    backend.script("c.db.t", *[RuntimeError(f"boom {n}") for n in range(1, 4)])
     manager = make_manager()
+    events: list[RefreshEvent] = []
+    manager.subscribe(events.append)
     manager.step()
     clock.set(T0 + MINUTE)
 
     delays = []
-    for expected_state in [JobState.RETRYING, JobState.RETRYING, JobState.FAILED, JobState.FAILED]:
-        assert len(manager.step()) == 1
+    for _ in range(2):
+        assert [r.table for r in manager.step()] == ["c.db.t"]
         status = manager.status("c.db.t")
-        assert status.state is expected_state
+        assert status.state is JobState.RETRYING
         delays.append(status.next_refresh_at - clock())
         clock.set(status.next_refresh_at - timedelta(milliseconds=1))
         assert manager.step() == []
         clock.set(status.next_refresh_at)
+    assert all(within_jitter(a, e) for a, e in zip(delays, [timedelta(seconds=10), timedelta(seconds=20)],
+                                                   strict=True)), delays
 
-    expected = [timedelta(seconds=10), timedelta(seconds=20), RETRY.failed_retry_every, RETRY.failed_retry_every]
-    assert all(within_jitter(a, e) for a, e in zip(delays, expected, strict=True)), delays
-    assert delays[2] != delays[3]  # jitter drawn per attempt
+    assert [r.table for r in manager.step()] == ["c.db.t"]  # the third failure in a row: it gives up
     status = manager.status("c.db.t")
-    assert (status.last_error, status.consecutive_failures) == ("RuntimeError: boom 4", 4)
+    assert (status.state, status.last_error, status.consecutive_failures) == (
+        JobState.FAILED, "RuntimeError: boom 3", 3)
+    assert status.next_refresh_at is None
+    failed = [e for e in events if e.kind is EventKind.REFRESH_FAILED]
+    assert "failed 3 times in a row, so it is suspended" in failed[-1].message
+    assert [r.error for r in manager.failures("c.db.t")] == [f"RuntimeError: boom {n}" for n in (3, 2, 1)]
 
-    [request] = manager.step()  # the fifth attempt succeeds
-    assert request.trigger is RefreshTrigger.SCHEDULED
+    clock.advance(minutes=120)  # nothing runs: neither the failed table nor the table reading it
+    assert manager.step() == []
+
+    manager.resume("c.db.t")
+    assert [r.table for r in manager.step()] == ["c.db.t", "c.db.down"]
     status = manager.status("c.db.t")
     assert (status.state, status.last_error, status.consecutive_failures) == (JobState.SCHEDULED, None, 0)
-    assert status.next_refresh_at == clock() + MINUTE
 
 
 def test_a_failed_refresh_fails_its_waiters_and_a_manual_refresh_skips_the_backoff(

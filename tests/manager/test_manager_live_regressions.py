@@ -6,8 +6,9 @@ from datetime import timedelta
 
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous
 
-from mt_magic.runtime.status import EventKind, JobState, RefreshEvent
+from mt_magic.runtime.status import EventKind, RefreshEvent
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.vocabulary import JobState
 
 SECOND = timedelta(seconds=1)
 

@@ -7,8 +7,9 @@ from datetime import timedelta
 
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full
 
-from mt_magic.runtime.status import EventKind, JobState, RefreshEvent, RefreshKind, RefreshRecord, RefreshTrigger
+from mt_magic.runtime.status import EventKind, RefreshEvent, RefreshRecord
 from mt_magic.testing import FakeBackend, FakeClock
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger
 
 
 def test_start_catches_up_behind_tables_once_then_follows_their_schedules(

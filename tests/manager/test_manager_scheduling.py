@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous, full, ran
 
-from mt_magic.runtime.status import JobState, RefreshKind, RefreshTrigger
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger
 
 SECOND = timedelta(seconds=1)
 
@@ -149,9 +150,9 @@ def test_a_committed_upstream_cascades_but_a_noop_does_not(
 def test_manual_cascade_refreshes_every_downstream_once_in_topological_order(
     backend: FakeBackend, make_manager: ManagerFactory
 ) -> None:
-    backend.put(continuous("c.db.a", MINUTE, last_refresh_at=T0))
+    backend.put(continuous("c.db.a", MINUTE, last_refresh_at=T0, partitioned_by=("dt",)))
     backend.put(continuous("c.db.c", MINUTE, upstream=("c.db.a", "c.db.b"), last_refresh_at=T0))
-    backend.put(continuous("c.db.b", MINUTE, upstream=("c.db.a",), last_refresh_at=T0))
+    backend.put(continuous("c.db.b", MINUTE, upstream=("c.db.a",), last_refresh_at=T0, partitioned_by=("dt",)))
     backend.put(continuous("c.db.other", MINUTE, last_refresh_at=T0))
     backend.script("c.db.a", RefreshKind.NOOP)
     manager = make_manager()
@@ -161,7 +162,41 @@ def test_manual_cascade_refreshes_every_downstream_once_in_topological_order(
     manager.step()
     assert future.result(0).kind is RefreshKind.NOOP
     assert ran(backend) == [("c.db.a", "manual"), ("c.db.b", "cascade"), ("c.db.c", "cascade")]
-    assert {r.partition for r in backend.requests} == {(("dt", "2025-01-01"),)}
+    partitions = {r.table: r.partition for r in backend.requests}
+    assert partitions == {"c.db.a": (("dt", "2025-01-01"),), "c.db.b": (("dt", "2025-01-01"),), "c.db.c": ()}
+
+
+def test_a_cascade_future_completes_when_the_whole_cascade_has(
+    backend: FakeBackend, make_manager: ManagerFactory, executor: ManualExecutor
+) -> None:
+    backend.put(continuous("c.db.a", MINUTE, last_refresh_at=T0))
+    backend.put(continuous("c.db.b", MINUTE, upstream=("c.db.a",), last_refresh_at=T0))
+    manager = make_manager(deferred=True)
+    manager.step()
+    executor.run_all()
+    backend.requests.clear()
+
+    future = manager.refresh_now("c.db.a", cascade=True)
+    manager.step()
+    executor.run_all()  # a committed; b is now due
+    assert not future.done()
+    manager.step()
+    executor.run_all()  # b committed
+    assert future.result(0).kind is RefreshKind.FULL
+    assert ran(backend) == [("c.db.a", "manual"), ("c.db.b", "cascade")]
+
+
+def test_a_failure_downstream_fails_the_cascade_future(backend: FakeBackend, make_manager: ManagerFactory) -> None:
+    backend.put(continuous("c.db.a", MINUTE, last_refresh_at=T0))
+    backend.put(continuous("c.db.b", MINUTE, upstream=("c.db.a",), last_refresh_at=T0))
+    backend.script("c.db.b", RuntimeError("boom in b"))
+    manager = make_manager()
+    manager.step()
+
+    future = manager.refresh_now("c.db.a", cascade=True)
+    manager.step()
+    with pytest.raises(RuntimeError, match="boom in b"):
+        future.result(0)
 
 
 def test_a_backfill_partition_does_not_move_the_schedule(

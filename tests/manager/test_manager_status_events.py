@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from manager_helpers import MINUTE, T0, ManagerFactory, continuous
 
-from mt_magic.runtime.status import EventKind, JobProgress, JobState, RefreshEvent, RefreshKind
+from mt_magic.runtime.status import EventKind, JobProgress, RefreshEvent
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.vocabulary import JobState, RefreshKind
 
 SECOND = timedelta(seconds=1)
 

@@ -15,8 +15,8 @@ from manager_helpers import MINUTE, T0, continuous
 from mt_magic.errors import RefreshCancelledError
 from mt_magic.runtime.manager import refresh_manager as manager_module
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
-from mt_magic.runtime.status import JobState, RefreshTrigger
 from mt_magic.testing import FakeBackend, FakeClock
+from mt_magic.vocabulary import JobState, RefreshTrigger
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -120,7 +120,7 @@ import sys
 from mt_magic.testing import FakeBackend
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.ddl.statements import RefreshMode
+from mt_magic.vocabulary import RefreshMode
 from datetime import timedelta
 
 class Backend(FakeBackend):

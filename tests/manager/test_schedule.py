@@ -11,13 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from manager_helpers import MINUTE, continuous, full
 
+from mt_magic.runtime.graph import ancestors, blocking_ancestors, cascaded_partition, dependents, descendants
 from mt_magic.runtime.manager.schedule import (
     CronSchedule,
     IntervalSchedule,
     RetryPolicy,
-    ancestors,
-    blocking_ancestors,
-    dependents,
     schedule_for,
 )
 
@@ -69,19 +67,12 @@ def test_schedule_for_follows_the_mode() -> None:
     assert schedule_for(full("c.db.nocron", cron=None, freshness=MINUTE)) == IntervalSchedule(MINUTE)
 
 
-def test_backoff_grows_exponentially_up_to_the_cap_then_slows_down_when_failed() -> None:
-    policy = RetryPolicy(
-        base=timedelta(seconds=10),
-        factor=2,
-        max_delay=timedelta(seconds=60),
-        jitter=0,
-        fail_after=5,
-        failed_retry_every=timedelta(minutes=30),
-    )
-    assert [policy.backoff(n).total_seconds() for n in range(1, 7)] == [10, 20, 40, 60, 1800, 1800]
-    assert policy.backoff(6, give_up=False) == timedelta(seconds=60)
-    assert policy.backoff(10_000, give_up=False) == timedelta(seconds=60)
-    assert not policy.is_failed(4) and policy.is_failed(5)
+def test_backoff_grows_exponentially_up_to_the_cap_and_gives_up_after_suspend_after() -> None:
+    policy = RetryPolicy(base=timedelta(seconds=10), factor=2, max_delay=timedelta(seconds=60), jitter=0,
+                         suspend_after=5)
+    assert [policy.backoff(n).total_seconds() for n in range(1, 7)] == [10, 20, 40, 60, 60, 60]
+    assert policy.backoff(10_000) == timedelta(seconds=60)
+    assert not policy.gives_up(4) and policy.gives_up(5)
 
 
 @given(failures=st.integers(min_value=1, max_value=40), seed=st.integers(min_value=0, max_value=2**32))
@@ -105,7 +96,7 @@ def test_jitter_is_deterministic_for_a_seeded_rng_and_actually_varies() -> None:
     [
         ("factor", 0.5, "factor must be >= 1, got 0.5"),
         ("jitter", 1.0, r"jitter must be in \[0, 1\), got 1.0"),
-        ("fail_after", 0, "fail_after must be >= 1, got 0"),
+        ("suspend_after", 0, "suspend_after must be >= 1, got 0"),
         ("base", timedelta(0), "base=0:00:00"),
     ],
 )
@@ -123,3 +114,19 @@ def test_ancestors_are_transitive_and_tolerate_cycles() -> None:
     assert dependents("b", upstream) == ["c"]
     assert blocking_ancestors("c", upstream) == {"a", "b", "x"}
     assert blocking_ancestors("loop1", upstream) == set()  # a cycle must not deadlock both tables
+
+
+def test_descendants_are_upstream_first_and_tolerate_cycles() -> None:
+    upstream = {"b": ["a"], "c": ["b", "a"], "d": ["a"], "loop1": ["loop2"], "loop2": ["loop1"]}
+    assert descendants("a", upstream) == ["b", "d", "c"]
+    assert descendants("c", upstream) == []
+    assert descendants("loop1", upstream) == ["loop2"]
+
+
+def test_a_cascaded_partition_reaches_only_tables_partitioned_by_its_columns() -> None:
+    part = (("ds", "20250101"),)
+    assert cascaded_partition(part, ("ds",)) == part
+    assert cascaded_partition(part, ("ds", "hh")) == part
+    assert cascaded_partition(part, ("day",)) == ()
+    assert cascaded_partition(part, ()) == ()
+    assert cascaded_partition((), ("ds",)) == ()

@@ -18,9 +18,10 @@ def table(ages_minutes: list[int], **properties: str) -> TableInfo:
 
 
 def test_the_default_policy_follows_the_freshness_with_a_floor_and_with_wins() -> None:
-    assert retention_properties(5, {}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "100"}
-    assert retention_properties(3600, {}) == {MAX_AGE_MS: str(100 * 3600 * 1000), MIN_TO_KEEP: "100"}
-    assert retention_properties(5, {MIN_TO_KEEP: "3", "other": "x"}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "3"}
+    five, hour = timedelta(seconds=5), timedelta(hours=1)
+    assert retention_properties(five, {}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "100"}
+    assert retention_properties(hour, {}) == {MAX_AGE_MS: str(100 * 3600 * 1000), MIN_TO_KEEP: "100"}
+    assert retention_properties(five, {MIN_TO_KEEP: "3", "other": "x"}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "3"}
 
 
 def test_expirable_counts_old_snapshots_beyond_the_ones_kept() -> None:

@@ -9,9 +9,9 @@ from widget_helpers import NAME, ManagerActions, subscribers
 
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.service import StatementResult
-from mt_magic.runtime.status import JobState, RefreshTrigger
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.vocabulary import JobState, RefreshTrigger
 from mt_magic.widgets.live import THREAD_NAME, LiveViews
 
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import re
+import sys
 from datetime import timedelta
 
+import pytest
 from widget_helpers import NAME, T0, ManagerActions
 
+from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.spark.preview import Preview
-from mt_magic.runtime.status import JobProgress, JobState
+from mt_magic.runtime.status import JobProgress
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
+from mt_magic.vocabulary import JobState
 from mt_magic.widgets.badges import FreshnessLevel
 from mt_magic.widgets.live import LiveViews
 
@@ -125,3 +130,40 @@ def test_the_dashboard_shows_every_table_with_the_same_badges(
     row = re.search(rf'data-table="{NAME}">(.*?)</tr>', dashboard.table.value).group(1)  # type: ignore[union-attr]
     assert 'data-level="stale"' in row
     assert "mt.default.second" in repr(dashboard) and "text/html" in dashboard._repr_mimebundle_()
+
+
+def test_a_card_for_an_unknown_table_fails_cleanly_and_leaves_nothing_to_clean_up(live: LiveViews) -> None:
+    """Regression: the half-built card's ``__del__`` raised AttributeError (no ``lock``) at collection/exit."""
+    unraisable: list[object] = []
+    previous, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        with pytest.raises(NoSuchMaterializedTableError, match="mt.db.nope"):
+            live.card("mt.db.nope")
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert unraisable == []
+
+
+def test_a_table_that_keeps_failing_shows_it_suspended_itself_and_how_to_resume(
+        live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock,
+        executor: ManualExecutor) -> None:
+    card = live.card(NAME)
+    backend.script(NAME, *[RuntimeError(f"disk full {n}") for n in range(5)])
+    clock.advance(minutes=1)
+    for _ in range(5):
+        manager.step()
+        executor.run_all()
+        manager.step()
+        clock.advance(minutes=15)  # past any backoff
+    assert card.status.state is JobState.FAILED and card.status.consecutive_failures == 5
+    assert 'data-state="failed"' in card.title.value
+    assert "RuntimeError: disk full 4 (5 in a row)" in card.details.value
+    assert "ALTER MATERIALIZED TABLE … RESUME" in card.details.value
+    assert manager.step() == []  # nothing retries by itself
+
+    manager.resume(NAME)
+    manager.step()
+    executor.run_all()
+    manager.step()
+    assert card.status.state is JobState.SCHEDULED and "RESUME" not in card.details.value

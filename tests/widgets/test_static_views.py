@@ -10,8 +10,8 @@ import pytest
 from widget_helpers import T0
 
 from mt_magic.runtime.graph import Lineage
-from mt_magic.runtime.status import JobState, RefreshKind, RefreshRecord, RefreshTrigger, TableStatus
-from mt_magic.sql.ddl.statements import RefreshMode
+from mt_magic.runtime.status import RefreshRecord, TableStatus
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshMode, RefreshTrigger
 from mt_magic.widgets.badges import FreshnessLevel, freshness_level, human_duration
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import layout, lineage_svg

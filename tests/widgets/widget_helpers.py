@@ -8,8 +8,9 @@ from datetime import datetime, timedelta
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.ddl.statements import Freshness, RefreshMode
+from mt_magic.sql.ddl.statements import Freshness
 from mt_magic.testing import FakeBackend
+from mt_magic.vocabulary import RefreshMode
 
 T0 = datetime.fromisoformat("2025-01-01T10:00:00+00:00")
 NAME = "mt.default.orders_per_day"

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolExecutor
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
@@ -24,12 +25,25 @@ from mt_magic.runtime.status import EventKind, RefreshEvent, RefreshOutcome, Ref
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[RefreshEvent], None]
+T = TypeVar("T")
 
 MIN_STALENESS_EVERY = timedelta(seconds=1)
 STALENESS_POLLS_PER_FRESHNESS = 5
 """A table's staleness is polled this many times per freshness period (but at most every ``staleness_every`` and
 at least every ``MIN_STALENESS_EVERY``): a 5-second table cached for 5 seconds would report a lag it no longer
 has, or miss one it has."""
+
+
+class InlineExecutor(Executor):
+    """Runs each submitted refresh at once on the submitting thread: the executor of an inline manager."""
+
+    def submit(self, fn: Callable[..., T], /, *args: object, **kwargs: object) -> Future[T]:
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # the job itself records its outcome; keep the executor's contract
+            future.set_exception(exc)
+        return future
 
 
 class RefreshRunner:
@@ -69,11 +83,12 @@ class RefreshRunner:
     def step(self) -> list[RefreshRequest]:
         """Discover if due, poll progress and staleness, start every due run, deliver events."""
         now = self.clock()
-        if self.discovery_due(now):
+        if self.state.scheduling and self.discovery_due(now):
             self.discover(now)
         self._poll_progress(now)
         self.recancel(now)
-        self._poll_staleness(now)
+        if self.state.scheduling:
+            self._poll_staleness(now)
         started: list[RefreshRequest] = []
         for _ in range(4 * len(self.state.tables) + 4):  # inline executors finish runs that make others due
             batch = self._start_due(self.clock())

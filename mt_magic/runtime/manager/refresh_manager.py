@@ -24,15 +24,10 @@ from mt_magic.runtime.manager.backend import RefreshBackend
 from mt_magic.runtime.manager.loop import RefreshRunner, Subscriber
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.state import Effects, SchedulerState
-from mt_magic.runtime.manager.tracked import PendingRun, ScheduledTable
-from mt_magic.runtime.status import (
-    ManagedTable,
-    RefreshOutcome,
-    RefreshRequest,
-    RefreshTrigger,
-    TableStatus,
-)
+from mt_magic.runtime.manager.tracked import CascadeGroup, PendingRun, ScheduledTable
+from mt_magic.runtime.status import ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest, TableStatus
 from mt_magic.runtime.workspace import utc_now
+from mt_magic.vocabulary import RefreshTrigger
 
 __all__ = ["RefreshManager", "RetryPolicy"]
 
@@ -70,6 +65,9 @@ class RefreshManager:
         rng: source of retry jitter; seeded in tests.
         executor: runs ``backend.refresh``; by default a ``ThreadPoolExecutor(max_concurrent_jobs)`` made on
             first use and shut down by :meth:`stop`.
+        scheduling: ``False`` makes an *inline* manager (no thread: scripts, tests, ``start_manager=False``):
+            only requested refreshes and their cascades run, each within :meth:`step`, with no schedules,
+            catch-ups or discovery of its own — the same refresh path without the background.
 
     Raises:
         ValueError: ``max_concurrent_jobs`` is below 1.
@@ -87,10 +85,12 @@ class RefreshManager:
         staleness_every: timedelta = DEFAULT_STALENESS_EVERY,
         rng: random.Random | None = None,
         executor: Executor | None = None,
+        scheduling: bool = True,
     ) -> None:
         if max_concurrent_jobs < 1:
             raise ValueError(f"max_concurrent_jobs must be at least 1, got {max_concurrent_jobs}")
-        self._state = SchedulerState(retry, rng if rng is not None else random.Random(), max_concurrent_jobs)
+        self._state = SchedulerState(retry, rng if rng is not None else random.Random(), max_concurrent_jobs,
+                                     scheduling=scheduling)
         self._lock = threading.RLock()
         self._runner = RefreshRunner(
             backend,
@@ -241,22 +241,29 @@ class RefreshManager:
         Args:
             name: fully qualified table name.
             partition: ``PARTITION (k = 'v')`` of a backfill; empty for the whole table.
-            cascade: afterwards refresh every downstream table, upstream first, with the same partition.
-            trigger: recorded with the refresh; the service's own cascade passes CASCADE.
+            cascade: afterwards refresh every downstream table, upstream first, each with the partition where it
+                is partitioned by the same columns (:func:`~mt_magic.runtime.graph.cascaded_partition`).
+            trigger: recorded with the refresh.
 
         Returns:
-            A future of this table's outcome; it raises the refresh's error, or RefreshCancelledError.
+            A future of this table's outcome, which with ``cascade`` completes only once the whole cascade has;
+            it raises the first error of the refreshes it waits for, or RefreshCancelledError.
 
         Raises:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         future: Future[RefreshOutcome] = Future()
+        run = PendingRun(trigger, self._clock(), self._clock(), _pairs(partition), cascade, True, [future])
+        if cascade:
+            group = CascadeGroup()
+            group.track(future)
+            run.groups.append(group)
         with self._lock:
             entry, now = self._entry(name), self._clock()
-            entry.request(PendingRun(trigger, now, now, _pairs(partition), cascade, True, [future]))
+            entry.request(run)
             self._state.note_state(entry, now)
         self._runner.wake.set()
-        return future
+        return run.groups[0].future if cascade else future
 
     def suspend(self, name: str) -> None:
         """Stop refreshing ``name``: cancel its running job (nothing counts) and drop its pending runs.
@@ -278,15 +285,15 @@ class RefreshManager:
             self._state.resume(self._entry(name), _pairs(options), self._clock())
         self._runner.wake.set()
 
-    def remove(self, name: str) -> None:
-        """Forget a dropped table: cancel its running job, fail its pending runs' waiters.
+    def remove(self, name: str, reason: str = "dropped") -> None:
+        """Forget a dropped (or renamed) table: cancel its running job, fail its pending runs' waiters.
 
         Raises:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
             self._entry(name)
-            effects = self._state.forget(name, self._clock(), "dropped")
+            effects = self._state.forget(name, self._clock(), reason)
             self._state.removed.add(name)
         self._runner.apply(effects)
 
@@ -348,6 +355,20 @@ class RefreshManager:
         """
         with self._lock:
             return self._state.snapshot(self._entry(name), self._clock())
+
+    def knows(self, name: str) -> bool:
+        """Whether the manager tracks ``name``."""
+        with self._lock:
+            return name in self._state.tables
+
+    def failures(self, name: str) -> list[RefreshRecord]:
+        """The latest failed refreshes of ``name`` in this process, newest first.
+
+        Raises:
+            NoSuchMaterializedTableError: the manager does not know ``name``.
+        """
+        with self._lock:
+            return list(reversed(self._entry(name).failure_records))
 
     def statuses(self) -> list[TableStatus]:
         """Immutable snapshots of every known table, sorted by name."""

@@ -1,4 +1,4 @@
-"""When refreshes are due: cron and interval schedules, retry backoff, and the upstream graph.
+"""When refreshes are due: cron and interval schedules and retry backoff.
 
 Pure functions of time and definitions — no threads, no clock, no backend — so every rule the
 :class:`~mt_magic.runtime.manager.refresh_manager.RefreshManager` applies is unit-tested with plain datetimes.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -16,7 +15,7 @@ from typing import Protocol
 from croniter import croniter
 
 from mt_magic.runtime.status import ManagedTable
-from mt_magic.sql.ddl.statements import RefreshMode
+from mt_magic.vocabulary import RefreshMode
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +96,18 @@ def schedule_for(table: ManagedTable) -> Schedule:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with jitter; after ``fail_after`` failures a table is FAILED and retried slowly."""
+    """Exponential backoff with jitter; after ``suspend_after`` consecutive failures a table suspends itself.
+
+    A table that keeps failing is not retried forever: it shows FAILED with its last error and waits for
+    ``ALTER … RESUME`` (or a manual refresh that succeeds); its downstream tables wait with it.
+    """
 
     base: timedelta = timedelta(seconds=10)
     factor: float = 2.0
     max_delay: timedelta = timedelta(minutes=10)
     jitter: float = 0.2
     """Each delay is scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``."""
-    fail_after: int = 5
-    failed_retry_every: timedelta = timedelta(minutes=30)
+    suspend_after: int = 5
 
     def __post_init__(self) -> None:
         if self.base <= timedelta(0) or self.max_delay < self.base:
@@ -114,22 +116,15 @@ class RetryPolicy:
             raise ValueError(f"retry factor must be >= 1, got {self.factor}")
         if not 0 <= self.jitter < 1:
             raise ValueError(f"retry jitter must be in [0, 1), got {self.jitter}")
-        if self.fail_after < 1:
-            raise ValueError(f"fail_after must be >= 1, got {self.fail_after}")
+        if self.suspend_after < 1:
+            raise ValueError(f"suspend_after must be >= 1, got {self.suspend_after}")
 
-    def is_failed(self, failures: int) -> bool:
-        """Whether this many consecutive failures show the table as FAILED."""
-        return failures >= self.fail_after
+    def gives_up(self, failures: int) -> bool:
+        """Whether this many consecutive failures suspend the table."""
+        return failures >= self.suspend_after
 
-    def backoff(self, failures: int, *, give_up: bool = True) -> timedelta:
-        """The delay before the next attempt after ``failures`` (>= 1) consecutive failures, without jitter.
-
-        Args:
-            failures: consecutive failures so far.
-            give_up: switch to ``failed_retry_every`` once FAILED; ``False`` keeps backing off to ``max_delay``.
-        """
-        if give_up and self.is_failed(failures):
-            return self.failed_retry_every
+    def backoff(self, failures: int) -> timedelta:
+        """The delay before the next attempt after ``failures`` (>= 1) consecutive failures, without jitter."""
         limit = self.max_delay.total_seconds()
         try:
             seconds = self.base.total_seconds() * self.factor ** max(failures - 1, 0)
@@ -137,29 +132,7 @@ class RetryPolicy:
             seconds = limit
         return timedelta(seconds=min(seconds, limit))
 
-    def delay(self, failures: int, rng: random.Random, *, give_up: bool = True) -> timedelta:
+    def delay(self, failures: int, rng: random.Random) -> timedelta:
         """:meth:`backoff` scaled by jitter drawn from ``rng`` (injected so tests are deterministic)."""
         scale = 1 + rng.uniform(-self.jitter, self.jitter)
-        return self.backoff(failures, give_up=give_up) * scale
-
-
-def ancestors(name: str, upstream: Mapping[str, Iterable[str]]) -> set[str]:
-    """Every table ``name`` reads from, directly or through other tables (itself excluded, cycles tolerated)."""
-    seen: set[str] = set()
-    stack = list(upstream.get(name, ()))
-    while stack:
-        node = stack.pop()
-        if node not in seen and node != name:
-            seen.add(node)
-            stack.extend(upstream.get(node, ()))
-    return seen
-
-
-def dependents(name: str, upstream: Mapping[str, Iterable[str]]) -> list[str]:
-    """The tables that read ``name`` directly, sorted by name."""
-    return sorted(table for table, sources in upstream.items() if name in sources and table != name)
-
-
-def blocking_ancestors(name: str, upstream: Mapping[str, Iterable[str]]) -> set[str]:
-    """The ancestors ``name`` must wait for: all of them except those in a cycle with it (which would deadlock)."""
-    return {node for node in ancestors(name, upstream) if name not in ancestors(node, upstream)}
+        return self.backoff(failures) * scale

@@ -15,20 +15,19 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
-from mt_magic.runtime.manager.schedule import RetryPolicy, blocking_ancestors, dependents
+from mt_magic.runtime.graph import blocking_ancestors, cascaded_partition, dependents
+from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.status import (
     EventKind,
     ManagedTable,
     RefreshEvent,
-    RefreshKind,
     RefreshOutcome,
     RefreshRecord,
     RefreshRequest,
-    RefreshTrigger,
     TableStatus,
 )
-from mt_magic.sql.ddl.statements import RefreshMode
+from mt_magic.vocabulary import RefreshKind, RefreshMode, RefreshTrigger
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +58,10 @@ class Effects:
 class SchedulerState:
     """Every table, every running job, the event queue and the catalog pause, with their transitions."""
 
-    def __init__(self, policy: RetryPolicy, rng: random.Random, max_jobs: int) -> None:
+    def __init__(self, policy: RetryPolicy, rng: random.Random, max_jobs: int, *, scheduling: bool = True) -> None:
         self.policy = policy
+        self.scheduling = scheduling
+        """``False`` for an inline manager: no schedules, no automatic cascades, no discovery of its own."""
         self.rng = rng
         self.max_jobs = max_jobs
         self.tables: dict[str, ScheduledTable] = {}
@@ -78,7 +79,7 @@ class SchedulerState:
 
     def insert(self, table: ManagedTable, last_refresh: RefreshRecord | None, now: datetime) -> ScheduledTable:
         """Track a new table; one behind its schedule (or never refreshed) is caught up once, now."""
-        entry = ScheduledTable(table, last_refresh)
+        entry = ScheduledTable(table, last_refresh, scheduling=self.scheduling)
         self.tables[table.name] = entry
         self.removed.discard(table.name)
         entry.arm(now, RefreshTrigger.CATCH_UP)
@@ -106,7 +107,7 @@ class SchedulerState:
 
     def resume(self, entry: ScheduledTable, options: tuple[tuple[str, str], ...], now: datetime) -> None:
         """Resume with ``options`` for this resumption's runs (only updates the options if not suspended)."""
-        if not entry.suspended:
+        if not entry.suspended and not entry.gave_up:
             entry.options = options
             return
         entry.resume(options, now)
@@ -158,6 +159,7 @@ class SchedulerState:
                 candidates.append((run.due_at, entry.name, entry, run))
         upstream = {name: entry.table.upstream for name, entry in self.tables.items()}
         busy = {name for name, job in self.jobs.items() if not job.cancelled} | {c[1] for c in candidates}
+        busy |= {name for name, entry in self.tables.items() if entry.gave_up}  # their readers wait
         ready = [
             (entry, run) for _, name, entry, run in sorted(candidates) if not blocking_ancestors(name, upstream) & busy
         ]
@@ -208,8 +210,13 @@ class SchedulerState:
     def _settle_failed(self, job: RunningJob, error: BaseException, now: datetime) -> Effects:
         entry = job.table
         delay = entry.failed(job, error, now, self.policy, self.rng)
-        log.warning("refresh of %s failed (%d in a row), retrying in %s: %s", entry.name, entry.failures, delay, error)
-        self.publish(EventKind.REFRESH_FAILED, entry, now, f"{entry.last_error}; retry in {delay}")
+        if delay is None:
+            message = (f"{entry.last_error}; failed {entry.failures} times in a row, so it is suspended (and the "
+                       "tables reading it wait) until ALTER … RESUME")
+        else:
+            message = f"{entry.last_error}; retry in {delay}"
+        log.info("refresh of %s failed (%d in a row): %s", entry.name, entry.failures, message)
+        self.publish(EventKind.REFRESH_FAILED, entry, now, message)
         effects = Effects()
         effects.fail(job.run.futures, error)
         return effects
@@ -226,17 +233,25 @@ class SchedulerState:
         """Make the direct downstream tables due now; they cascade further when they commit in turn.
 
         An automatic cascade (an upstream commit) reaches CONTINUOUS tables only: FULL tables keep their cron
-        schedule, as in Flink, and a manual cascade (backfill) reaches every downstream table.
+        schedule, as in Flink. A manual cascade (``REFRESH … --cascade``) reaches every downstream table, each
+        with the backfilled partition where it is partitioned by the same columns (else the whole table:
+        :func:`~mt_magic.runtime.graph.cascaded_partition`), and joins the cascade's groups.
         """
         upstream = {name: other.table.upstream for name, other in self.tables.items()}
         for name in dependents(entry.name, upstream):
             down = self.tables[name]
-            if not run.cascade and down.table.mode is not RefreshMode.CONTINUOUS:
+            if not run.cascade and (not self.scheduling or down.table.mode is not RefreshMode.CONTINUOUS):
                 continue
-            if not down.suspended:
-                partition = run.partition if run.cascade else ()
-                down.request(PendingRun(RefreshTrigger.CASCADE, now, now, partition, run.cascade))
-                self.note_state(down, now)
+            if down.suspended:
+                continue
+            partition = cascaded_partition(run.partition, down.table.partitioned_by) if run.cascade else ()
+            follow = PendingRun(RefreshTrigger.CASCADE, now, now, partition, run.cascade, groups=list(run.groups))
+            for group in run.groups:
+                future: Future[RefreshOutcome] = Future()
+                group.track(future)
+                follow.futures.append(future)
+            down.request(follow)
+            self.note_state(down, now)
 
     # -- catalog ---------------------------------------------------------------------------------------
 
@@ -267,7 +282,7 @@ class SchedulerState:
     def pause(self, reason: str, now: datetime) -> timedelta:
         """The catalog cannot be reached: start nothing and try discovery again after a backoff."""
         self.catalog_failures += 1
-        delay = self.policy.delay(self.catalog_failures, self.rng, give_up=False)
+        delay = self.policy.delay(self.catalog_failures, self.rng)
         self.discover_at = now + delay
         if self.pause_reason is None:
             self.pause_reason = reason

@@ -7,6 +7,8 @@ leave it only as immutable :class:`~mt_magic.runtime.status.TableStatus` snapsho
 from __future__ import annotations
 
 import random
+import threading
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -14,16 +16,18 @@ from datetime import datetime, timedelta
 from mt_magic.runtime.manager.schedule import RetryPolicy, schedule_for
 from mt_magic.runtime.status import (
     JobProgress,
-    JobState,
     ManagedTable,
     RefreshOutcome,
     RefreshRecord,
     RefreshRequest,
-    RefreshTrigger,
     TableStatus,
 )
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger
 
 Partition = tuple[tuple[str, str], ...]
+
+FAILURES_KEPT = 20
+"""Failed attempts remembered per table for ``%mt history``."""
 
 TRIGGER_PRIORITY = {
     RefreshTrigger.SCHEDULED: 1,
@@ -35,6 +39,45 @@ TRIGGER_PRIORITY = {
 """When requests coalesce into one run, the run carries the most specific reason."""
 
 SCHEDULE_TRIGGERS = (RefreshTrigger.SCHEDULED, RefreshTrigger.CATCH_UP)
+
+
+class CascadeGroup:
+    """One manual cascade (``REFRESH … --cascade``): its future completes once every run it reached has ended.
+
+    The future carries the first table's outcome, or the first error of any run in the cascade, so "backfill
+    with cascade, then read the result" works. Runs join the group as the cascade reaches them (inside the
+    manager's lock, before the run that reached them settles), so the count cannot reach zero early.
+    """
+
+    def __init__(self) -> None:
+        self.future: Future[RefreshOutcome] = Future()
+        self._lock = threading.Lock()
+        self._open = 0
+        self._root: Future[RefreshOutcome] | None = None
+        self._error: BaseException | None = None
+
+    def track(self, future: Future[RefreshOutcome]) -> None:
+        """Count ``future`` (a run of the cascade); the first one tracked is the cascade's own table."""
+        with self._lock:
+            self._open += 1
+            if self._root is None:
+                self._root = future
+        future.add_done_callback(self._one_done)
+
+    def _one_done(self, future: Future[RefreshOutcome]) -> None:
+        error = future.exception()
+        with self._lock:
+            self._open -= 1
+            if error is not None and self._error is None:
+                self._error = error
+            if self._open or self.future.done():
+                return
+            root, failed = self._root, self._error
+        if failed is not None:
+            self.future.set_exception(failed)
+        else:
+            assert root is not None
+            self.future.set_result(root.result())
 
 
 @dataclass
@@ -51,6 +94,8 @@ class PendingRun:
     immediate: bool = False
     """Asked for by a user: runs even while suspended or backing off."""
     futures: list[Future[RefreshOutcome]] = field(default_factory=list)
+    groups: list[CascadeGroup] = field(default_factory=list)
+    """The manual cascades this run belongs to: the tables it reaches join them."""
 
     def absorb(self, other: PendingRun) -> None:
         """Coalesce ``other`` into this run: earliest deadline, most specific trigger, every waiter."""
@@ -60,6 +105,7 @@ class PendingRun:
         self.cascade |= other.cascade
         self.immediate |= other.immediate
         self.futures.extend(other.futures)
+        self.groups.extend(g for g in other.groups if g not in self.groups)
 
 
 @dataclass
@@ -87,8 +133,11 @@ class RunningJob:
 class ScheduledTable:
     """The manager's mutable record of one table (guarded by the manager's lock)."""
 
-    def __init__(self, table: ManagedTable, last_refresh: RefreshRecord | None = None) -> None:
+    def __init__(self, table: ManagedTable, last_refresh: RefreshRecord | None = None, *,
+                 scheduling: bool = True) -> None:
         self.table = table
+        self.scheduling = scheduling
+        """``False`` for an inline manager: only requested runs happen, none by schedule."""
         self.schedule = schedule_for(table)
         self.suspended = table.suspended
         self.options: tuple[tuple[str, str], ...] = ()
@@ -98,6 +147,10 @@ class ScheduledTable:
         self.not_before: datetime | None = None
         self.failures = 0
         self.last_error: str | None = None
+        self.gave_up = False
+        """Suspended itself after ``RetryPolicy.suspend_after`` failures in a row (in this process only)."""
+        self.failure_records: deque[RefreshRecord] = deque(maxlen=FAILURES_KEPT)
+        """The latest failed attempts, for ``%mt history`` (failures commit nothing to the catalog)."""
         self.last_refresh = last_refresh
         self.pending_since: datetime | None = None
         self.pending_checked_at: datetime | None = None
@@ -117,14 +170,14 @@ class ScheduledTable:
 
     def arm(self, now: datetime, trigger: RefreshTrigger = RefreshTrigger.SCHEDULED) -> None:
         """Make sure the next whole-table run is pending; ``trigger`` names it if the table is behind."""
-        if self.suspended or () in self.pending:
+        if self.suspended or self.gave_up or not self.scheduling or () in self.pending:
             return
         due = self.schedule.next_after(self.base) if self.base is not None else now
         self.request(PendingRun(trigger if due <= now else RefreshTrigger.SCHEDULED, due))
 
     def due_run(self, now: datetime) -> PendingRun | None:
         """The earliest run that may start at ``now``, if any."""
-        gated = self.suspended or (self.not_before is not None and now < self.not_before)
+        gated = self.suspended or self.gave_up or (self.not_before is not None and now < self.not_before)
         due = [run for run in self.pending.values() if run.due_at <= now and (run.immediate or not gated)]
         return min(due, key=lambda run: run.due_at, default=None)
 
@@ -134,7 +187,7 @@ class ScheduledTable:
         for run in self.pending.values():
             if run.immediate:
                 times.append(run.due_at)
-            elif not self.suspended:
+            elif not (self.suspended or self.gave_up):
                 times.append(max(run.due_at, self.not_before) if self.not_before else run.due_at)
         return min(times, default=None)
 
@@ -145,7 +198,8 @@ class ScheduledTable:
     def requeue(self, run: PendingRun, due_at: datetime, *, keep_waiters: bool = True) -> None:
         """Put a run that did not complete back in the queue."""
         futures = list(run.futures) if keep_waiters else []
-        self.request(replace(run, due_at=due_at, immediate=False, futures=futures))
+        groups = list(run.groups) if keep_waiters else []
+        self.request(replace(run, due_at=due_at, immediate=False, futures=futures, groups=groups))
 
     def drain(self) -> list[Future[RefreshOutcome]]:
         """Forget every pending run; returns their waiters."""
@@ -155,7 +209,7 @@ class ScheduledTable:
 
     def succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> RefreshRecord:
         """Record a completed refresh and schedule the next one from it."""
-        self.failures, self.last_error, self.not_before = 0, None, None
+        self.failures, self.last_error, self.not_before, self.gave_up = 0, None, None, False
         self.last_refresh = RefreshRecord(
             kind=outcome.kind,
             trigger=job.request.trigger,
@@ -172,10 +226,22 @@ class ScheduledTable:
 
     def failed(
         self, job: RunningJob, error: BaseException, now: datetime, policy: RetryPolicy, rng: random.Random
-    ) -> timedelta:
-        """Count a failure and queue the same run again after a backoff; returns the delay."""
+    ) -> timedelta | None:
+        """Count a failure; queue the run again after a backoff, or give up after too many in a row.
+
+        Returns:
+            The delay before the next attempt; ``None`` when the table gave up (it waits for RESUME).
+        """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
+        self.failure_records.append(RefreshRecord(
+            kind=RefreshKind.FULL, trigger=job.request.trigger, started_at=job.started_at,
+            duration=now - job.started_at, rows_written=0, snapshot_id=None, error=self.last_error,
+        ))
+        if policy.gives_up(self.failures):
+            self.gave_up, self.not_before = True, None
+            self.drain()
+            return None
         delay = policy.delay(self.failures, rng)
         self.not_before = now + delay
         self.requeue(job.run, self.not_before, keep_waiters=False)
@@ -191,7 +257,7 @@ class ScheduledTable:
         """Schedule again with a clean failure count; ``options`` apply until the next suspend."""
         self.suspended = False
         self.options = options
-        self.failures, self.not_before = 0, None
+        self.failures, self.not_before, self.gave_up = 0, None, False
         self.arm(now)
 
     def redefine(self, table: ManagedTable, now: datetime) -> None:
@@ -225,8 +291,10 @@ class ScheduledTable:
             return JobState.SUSPENDED
         if job is not None:
             return JobState.RUNNING
+        if self.gave_up:
+            return JobState.FAILED
         if self.failures:
-            return JobState.FAILED if policy.is_failed(self.failures) else JobState.RETRYING
+            return JobState.RETRYING
         return JobState.SCHEDULED if self.pending else JobState.IDLE
 
     def snapshot(self, now: datetime, job: RunningJob | None, policy: RetryPolicy) -> TableStatus:

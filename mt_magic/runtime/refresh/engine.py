@@ -11,29 +11,24 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError
+from mt_magic.errors import MtMagicError, RefreshError
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.jobs import SparkJobs
-from mt_magic.runtime.status import (
-    JobProgress,
-    ManagedTable,
-    RefreshKind,
-    RefreshOutcome,
-    RefreshRecord,
-    RefreshRequest,
-    RefreshTrigger,
-)
+from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
 from mt_magic.runtime.workspace import Workspace
-from mt_magic.sql.ddl.statements import RefreshMode
+from mt_magic.vocabulary import RefreshKind
 
 log = logging.getLogger(__name__)
 
 
-
-def _unavailable(exc: Exception) -> bool:
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(s in text for s in ("connection refused", "connecterror", "max retries", "timed out", "unreachable"))
+def first_line(exc: BaseException) -> str:
+    """The line of an exception that names the problem (Spark's and Py4J's messages run to pages)."""
+    for line in str(exc).strip().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("An error occurred while calling", "Traceback")):
+            return line[:500]
+    return type(exc).__name__
 
 
 def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
@@ -43,11 +38,12 @@ def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
     last = info.last_refresh()
     return ManagedTable(
         name=info.name,
-        mode=RefreshMode(definition.refresh_mode),
-        freshness=timedelta(seconds=definition.freshness_seconds),
+        mode=definition.refresh_mode,
+        freshness=definition.interval,
         cron=definition.cron or None,
         suspended=definition.suspended,
         upstream=tuple(u for u in definition.upstream if u in materialized),
+        partitioned_by=tuple(definition.partitioned_by),
         last_refresh_at=last[0].committed_at if last else None,
         mode_reason=definition.mode_reason,
     )
@@ -62,24 +58,18 @@ class Engine:
         self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
 
     def discover(self) -> Sequence[ManagedTable]:
-        try:
-            infos = self.workspace.catalog.list_materialized()
-        except Exception as exc:
-            if _unavailable(exc):
-                raise CatalogUnavailableError(f"catalog unreachable: {exc}") from exc
-            raise
+        infos = self.workspace.catalog.list_materialized()  # raises CatalogUnavailableError, never a short list
         names = {i.name for i in infos}
         return [managed_table(i, names) for i in infos]
 
     def refresh(self, request: RefreshRequest) -> RefreshOutcome:
         try:
             outcome = run_refresh(self.context, request)
-        except (NoSuchMaterializedTableError, CatalogError):
+        except MtMagicError:
             raise
-        except Exception as exc:
-            if _unavailable(exc):
-                raise CatalogUnavailableError(f"catalog unreachable during refresh: {exc}") from exc
-            raise
+        except Exception as exc:  # Spark's (Java) client failed: ask ours whether the catalog is reachable
+            self.workspace.catalog.ping()
+            raise RefreshError(f"refresh of {request.table} failed: {first_line(exc)}") from exc
         if outcome.kind is not RefreshKind.NOOP:
             self._expire_old_snapshots(request)
         return outcome
@@ -106,7 +96,7 @@ class Engine:
         oldest: datetime | None = None
         for source in definition.upstream:
             source_info = catalog.load(source)
-            consumed = last[1].snapshot_of(source) if last else None
+            consumed = last[1].snapshot_of(source, source_info.uuid) if last else None
             if last is None and not source_info.snapshots:
                 continue
             changes = source_info.snapshots_after(consumed)
@@ -127,8 +117,8 @@ class Engine:
             if state is None:
                 continue
             records.append(RefreshRecord(
-                kind=RefreshKind(state.kind),
-                trigger=RefreshTrigger(state.trigger),
+                kind=state.kind,
+                trigger=state.trigger,
                 started_at=state.refresh_start,
                 duration=max(snap.committed_at - state.refresh_start, timedelta(0)),
                 rows_written=int(snap.summary.get("added-records", "0")),

@@ -17,9 +17,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.spark.quoting import procedure
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +38,9 @@ EXPIRE_BATCH = 20
 """Expire only once this many snapshots are expirable: the procedure is a Spark job, not free per refresh."""
 
 
-def retention_properties(freshness_seconds: int, options: Mapping[str, str]) -> dict[str, str]:
+def retention_properties(interval: timedelta, options: Mapping[str, str]) -> dict[str, str]:
     """The table properties CREATE sets: the defaults, or what ``WITH`` says for either key."""
-    age = max(MIN_AGE, timedelta(seconds=freshness_seconds * FRESHNESS_PERIODS))
+    age = max(MIN_AGE, interval * FRESHNESS_PERIODS)
     defaults = {MAX_AGE_MS: str(int(age.total_seconds() * 1000)), MIN_TO_KEEP: str(DEFAULT_MIN_TO_KEEP)}
     return {key: options.get(key, value) for key, value in defaults.items()}
 
@@ -56,7 +60,7 @@ def expirable(info: TableInfo, now: datetime) -> int:
     return sum(1 for s in older if s.committed_at < now - age)
 
 
-def expire_if_due(session, info: TableInfo, now: datetime) -> int:  # noqa: ANN001 (a SparkSession)
+def expire_if_due(session: SparkSession, info: TableInfo, now: datetime) -> int:
     """Run ``expire_snapshots`` on the table when at least :data:`EXPIRE_BATCH` snapshots are expirable.
 
     Returns how many snapshots were expirable when it ran (0: not due). Never raises: retention is

@@ -21,11 +21,20 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshSta
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import RefreshError
 from mt_magic.runtime.refresh.commit import Write, WriteMode, commit
-from mt_magic.runtime.refresh.context import RefreshContext, conform, is_strict, load_sources, source_state
+from mt_magic.runtime.refresh.context import (
+    IncrementalPolicy,
+    RefreshContext,
+    conform,
+    incremental_policy,
+    is_strict,
+    load_sources,
+    source_state,
+)
 from mt_magic.runtime.refresh.incremental.runner import run_incremental
 from mt_magic.runtime.spark.quoting import identifier, qualified
-from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest, RefreshTrigger
+from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.sql.query.rewrite import pin_sources
+from mt_magic.vocabulary import RefreshKind, RefreshMode, RefreshTrigger
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -37,7 +46,8 @@ def target_partition(request: RefreshRequest, definition: MaterializedTableDefin
     """The partition a refresh overwrites: the backfill's, the formatter's for scheduled FULL runs, or none."""
     if request.partition:
         return dict(request.partition)
-    if definition.refresh_mode == "FULL" and definition.date_formatters and request.trigger in FORMATTER_TRIGGERS:
+    full = definition.refresh_mode is RefreshMode.FULL
+    if full and definition.date_formatters and request.trigger in FORMATTER_TRIGGERS:
         from mt_magic.sql.ddl.formatter import DateFormatter
 
         return {col: DateFormatter(pattern).format(request.scheduled_time)
@@ -56,9 +66,9 @@ def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: R
     _, state = last
     if state.definition_version != definition.definition_version:
         return False
-    if state.kind == RefreshKind.PARTITION.value and dict(state.partition) != dict(partition):
+    if state.kind is RefreshKind.PARTITION and dict(state.partition) != dict(partition):
         return False
-    return all(state.snapshot_of(s.qualified_name) == s.snapshot_id for s in states) and len(
+    return all(state.snapshot_of(s.qualified_name, s.uuid) == s.snapshot_id for s in states) and len(
         state.source_states) == len(states)
 
 
@@ -78,7 +88,7 @@ def _recompute(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
     """Recompute the table (or one partition) from the pinned sources; one atomic commit or nothing."""
     kind = RefreshKind.PARTITION if partition else RefreshKind.FULL
     strategy = strategy or (f"partition {partition}" if partition else "full recompute")
-    state = RefreshState(states, started, kind.value, request.trigger.value, request.scheduled_time,
+    state = RefreshState(states, started, kind, request.trigger, request.scheduled_time,
                          definition.definition_version, partition, strategy)
     session: SparkSession = ctx.jobs.child_session(dict(request.options))
     with ctx.jobs.job_group(request.job_group, f"refresh {request.table}"):
@@ -98,7 +108,7 @@ def _recompute(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
 def tries_incremental(request: RefreshRequest, info: TableInfo, definition: MaterializedTableDefinition,
                       partition: Mapping[str, str]) -> bool:
     """CONTINUOUS, not the first refresh, not a partition refresh, and a previous refresh state to start from."""
-    return (definition.refresh_mode == "CONTINUOUS" and not partition
+    return (definition.refresh_mode is RefreshMode.CONTINUOUS and not partition
             and request.trigger is not RefreshTrigger.INITIAL and info.last_refresh() is not None)
 
 
@@ -119,8 +129,10 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
     partition = target_partition(request, definition)
     if is_noop(info, definition, request, states, partition):
         return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
-    if force_full or not tries_incremental(request, info, definition, partition):
-        return _recompute(ctx, request, info, definition, states, partition, started)
+    never = incremental_policy(definition.options) is IncrementalPolicy.NEVER
+    if force_full or never or not tries_incremental(request, info, definition, partition):
+        strategy = "full: 'incremental' = 'never'" if never and not partition else None
+        return _recompute(ctx, request, info, definition, states, partition, started, strategy)
     result = run_incremental(ctx, request, info, definition, sources, states, started)
     if isinstance(result, RefreshOutcome):
         return result

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, name_list, option_list
+from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, name_list, option_list, refresh_mode_value
 from mt_magic.sql.ddl.columns import ColumnList, column_list
 from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.formatter import formatter_column, partition_formatters
 from mt_magic.sql.ddl.freshness import FreshnessRules, resolve_schedule
 from mt_magic.sql.ddl.lexing import Tok, TokKind
 from mt_magic.sql.ddl.options import check_create_options
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, Position, RefreshMode
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.errors import (
     ClauseOrderError,
     ColumnError,
@@ -27,6 +27,8 @@ from mt_magic.sql.errors import (
     FreshnessError,
     SqlSyntaxError,
 )
+from mt_magic.sql.names import Position
+from mt_magic.vocabulary import RefreshMode
 
 CLAUSE_ORDER = ("COMMENT", "PARTITIONED BY", "WITH", "FRESHNESS", "REFRESH_MODE")
 """Flink's order of the optional clauses; ``AS <select>`` ends the statement."""
@@ -158,18 +160,7 @@ def _read_clause(cur: Cursor, found: _Clauses, clause: str) -> None:
     elif clause == "FRESHNESS":
         found.freshness = freshness_interval(cur)
     else:
-        cur.expect_punct("=", "after REFRESH_MODE", "write REFRESH_MODE = CONTINUOUS or REFRESH_MODE = FULL")
-        tok = cur.peek()
-        mode = RefreshMode.__members__.get(tok.upper) if tok is not None and tok.kind is TokKind.WORD else None
-        if mode is None:
-            raise cur.error(
-                SqlSyntaxError,
-                f"REFRESH_MODE must be CONTINUOUS or FULL, found {describe(tok)}",
-                tok,
-                "write REFRESH_MODE = CONTINUOUS or REFRESH_MODE = FULL",
-            )
-        cur.advance()
-        found.refresh_mode = mode
+        found.refresh_mode = refresh_mode_value(cur)
 
 
 def query_body(cur: Cursor, after: str) -> tuple[str, Position]:

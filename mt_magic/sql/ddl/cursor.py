@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 
 from mt_magic.sql.ddl.lexing import RawStatement, Source, Tok, TokKind
-from mt_magic.sql.ddl.statements import Position, TableName
 from mt_magic.sql.errors import SqlError, SqlSyntaxError
+from mt_magic.sql.names import Position, TableName
 
 
 def describe(tok: Tok | None) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from mt_magic.sql.ddl.statements import RefreshMode
 from mt_magic.sql.errors import FormatterError
+from mt_magic.vocabulary import RefreshMode
 
 FORMATTER_PREFIX = "partition.fields."
 FORMATTER_SUFFIX = ".date-formatter"

@@ -21,8 +21,9 @@ from datetime import timedelta
 
 from croniter import croniter
 
-from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit, RefreshMode
+from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.sql.errors import FreshnessError
+from mt_magic.vocabulary import RefreshMode
 
 FULL_MODE_DIVISORS: dict[FreshnessUnit, tuple[int, ...]] = {
     FreshnessUnit.SECOND: (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30),

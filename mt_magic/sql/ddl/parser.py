@@ -6,8 +6,12 @@ Grammar (Flink's materialized-table statements; the query bodies are Spark SQL a
         [PARTITIONED BY (col, …)] [WITH ('k' = 'v', …)] [FRESHNESS = INTERVAL '<n>' <unit>]
         [REFRESH_MODE = CONTINUOUS | FULL] AS <select>
     ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
-        | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit>
+        | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit> | SET REFRESH_MODE = CONTINUOUS | FULL
+        | RENAME TO new_name
     DROP MATERIALIZED TABLE [IF EXISTS] name
+    SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']
+    SHOW CREATE MATERIALIZED TABLE name
+    { DESCRIBE | DESC } MATERIALIZED TABLE name
 
 Statements are separated by ``;``; ``--`` and ``/* */`` comments, any letter case and backtick-quoted
 identifiers are accepted. Every error names the statement, the offending text, its line and column and a fix.
@@ -15,7 +19,7 @@ identifiers are accepted. Every error names the statement, the offending text, i
 
 from __future__ import annotations
 
-from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, option_list, partition_spec
+from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, option_list, partition_spec, refresh_mode_value
 from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
 from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.flink_statements import statement_fix
@@ -31,21 +35,26 @@ from mt_magic.sql.ddl.lexing import (
     tokenize,
 )
 from mt_magic.sql.ddl.options import check_resume_options
+from mt_magic.sql.ddl.show import parse_describe, parse_show
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
+    AlterRefreshMode,
+    AlterRename,
     AlterResume,
     AlterSuspend,
     AnyStatement,
     DropMaterializedTable,
     Freshness,
-    TableName,
 )
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
+from mt_magic.sql.names import Position, TableName
 
-ALTER_ACTIONS = ["SUSPEND", "RESUME", "REFRESH", "AS", "SET FRESHNESS"]
-_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET"}
+ALTER_ACTIONS = [
+    "SUSPEND", "RESUME", "REFRESH", "AS", "RENAME TO", "SET FRESHNESS = INTERVAL …", "SET REFRESH_MODE = …",
+]
+_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET", "RENAME"}
 
 
 def parse_cell(text: str, rules: FreshnessRules | None = None) -> tuple[AnyStatement, ...]:
@@ -126,6 +135,12 @@ def _parse_statement(raw: RawStatement, source: Source, rules: FreshnessRules) -
     if first.is_word("DROP"):
         _require_materialized(cur, first)
         return _parse_drop(cur, first)
+    if first.is_word("SHOW"):
+        _require_materialized(cur, first, skip=("CREATE",))
+        return parse_show(cur, first)
+    if first.is_word("DESCRIBE", "DESC"):
+        _require_materialized(cur, first)
+        return parse_describe(cur, first)
     raise cur.error(
         UnsupportedStatementError,
         f"{first.text} … is not a materialized-table statement",
@@ -164,53 +179,62 @@ def _name(cur: Cursor, verb: str) -> TableName:
 def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
     name = _name(cur, "ALTER")
     cur.label = f"ALTER MATERIALIZED TABLE {name}"
-    common = {
-        "text": cur.source.text[cur.statement.start : cur.statement.stop],
-        "position": cur.source.position(alter_tok.start),
-        "name": name,
-    }
+    text = cur.source.text[cur.statement.start : cur.statement.stop]
+    position = cur.source.position(alter_tok.start)
     tok = cur.peek()
     if tok is None:
         raise cur.error(
             SqlSyntaxError,
             "ALTER MATERIALIZED TABLE needs an action",
             None,
-            "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or SET FRESHNESS = INTERVAL …",
+            "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or " + ALTER_ACTIONS[-1],
         )
     if tok.is_word("AS"):
         query, query_pos = query_body(cur, cur.label)
-        return AlterQuery(**common, query=query, query_position=query_pos)
+        return AlterQuery(text, position, name=name, query=query, query_position=query_pos)
     cur.advance()
     if tok.is_word("SUSPEND"):
         cur.expect_end("SUSPEND")
-        return AlterSuspend(**common)
+        return AlterSuspend(text, position, name=name)
     if tok.is_word("RESUME"):
         options = option_list(cur, "RESUME WITH") if cur.accept_word("WITH") else KeyValues((), ())
         check_resume_options(cur, options)
         cur.expect_end("RESUME" + (" WITH (…)" if options.pairs else ""))
-        return AlterResume(**common, options=options.pairs)
+        return AlterResume(text, position, name=name, options=options.pairs)
     if tok.is_word("REFRESH"):
         partition = partition_spec(cur).pairs if cur.accept_word("PARTITION") else ()
         cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else ""))
-        return AlterRefresh(**common, partition=partition)
+        return AlterRefresh(text, position, name=name, partition=partition)
+    if tok.is_word("RENAME"):
+        cur.expect_word("TO", "after RENAME", "write RENAME TO new_name")
+        new_name = cur.table_name(_ALTER_RESERVED)[1]
+        cur.expect_end("RENAME TO")
+        return AlterRename(text, position, name=name, new_name=new_name)
     if tok.is_word("SET"):
-        target = cur.peek()
-        if target is None or not target.is_word("FRESHNESS"):
-            raise cur.error(
-                SqlSyntaxError,
-                f"ALTER … SET supports FRESHNESS only, found {describe(target)}",
-                target,
-                "write SET FRESHNESS = INTERVAL '5' MINUTE",
-            )
-        cur.advance()
-        freshness = freshness_interval(cur)
-        cur.expect_end("SET FRESHNESS")
-        return AlterFreshness(**common, freshness=freshness)
+        return _parse_alter_set(cur, text, position, name)
     raise cur.error(
         SqlSyntaxError,
         f"unknown ALTER action {tok.text!r}",
         tok,
-        "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or SET FRESHNESS = INTERVAL …",
+        "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or " + ALTER_ACTIONS[-1],
+    )
+
+
+def _parse_alter_set(cur: Cursor, text: str, position: Position, name: TableName) -> AnyStatement:
+    target = cur.peek()
+    if target is not None and target.is_word("FRESHNESS"):
+        cur.advance()
+        freshness = freshness_interval(cur)
+        cur.expect_end("SET FRESHNESS")
+        return AlterFreshness(text, position, name=name, freshness=freshness)
+    if target is not None and target.is_word("REFRESH_MODE"):
+        cur.advance()
+        return AlterRefreshMode(text, position, name=name, mode=refresh_mode_value(cur))
+    raise cur.error(
+        SqlSyntaxError,
+        f"ALTER … SET supports FRESHNESS and REFRESH_MODE, found {describe(target)}",
+        target,
+        "write SET FRESHNESS = INTERVAL '5' MINUTE or SET REFRESH_MODE = FULL",
     )
 
 

@@ -8,18 +8,11 @@ come from :mod:`mt_magic.sql.ddl.freshness`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-
-class RefreshMode(enum.Enum):
-    """How a materialized table is kept fresh."""
-
-    CONTINUOUS = "CONTINUOUS"
-    """Refreshed every freshness interval, incrementally where the query and the change allow."""
-    FULL = "FULL"
-    """Recomputed on a cron schedule derived from the freshness (whole table or one partition)."""
+from mt_magic.sql.names import Position, TableName
+from mt_magic.vocabulary import RefreshMode
 
 
 class FreshnessUnit(enum.Enum):
@@ -33,17 +26,6 @@ class FreshnessUnit(enum.Enum):
     @property
     def seconds(self) -> int:
         return {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}[self.value]
-
-
-@dataclass(frozen=True)
-class Position:
-    """A 1-based line and column in the cell text."""
-
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"line {self.line}, column {self.column}"
 
 
 @dataclass(frozen=True)
@@ -66,30 +48,6 @@ class Freshness:
 
     def __str__(self) -> str:
         return self.sql()
-
-
-@dataclass(frozen=True)
-class TableName:
-    """``[catalog.][namespace.]name`` as written (unquoted, original letter case kept)."""
-
-    name: str
-    namespace: str | None = None
-    catalog: str | None = None
-
-    @classmethod
-    def from_parts(cls, parts: Sequence[str]) -> TableName:
-        """1 part: name; 2: namespace.name; 3+: catalog.namespace.name (nested namespaces joined by '.')."""
-        if len(parts) == 1:
-            return cls(name=parts[0])
-        if len(parts) == 2:
-            return cls(name=parts[1], namespace=parts[0])
-        return cls(name=parts[-1], namespace=".".join(parts[1:-1]), catalog=parts[0])
-
-    def parts(self) -> tuple[str, ...]:
-        return tuple(p for p in (self.catalog, self.namespace, self.name) if p is not None)
-
-    def __str__(self) -> str:
-        return ".".join(self.parts())
 
 
 @dataclass(frozen=True)
@@ -192,7 +150,46 @@ class DropMaterializedTable(Statement):
     if_exists: bool = field(default=False, kw_only=True)
 
 
+@dataclass(frozen=True)
+class AlterRefreshMode(Statement):
+    """``ALTER MATERIALIZED TABLE name SET REFRESH_MODE = CONTINUOUS | FULL`` — switch how it is kept fresh."""
+
+    name: TableName = field(kw_only=True)
+    mode: RefreshMode = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class AlterRename(Statement):
+    """``ALTER MATERIALIZED TABLE name RENAME TO new_name``."""
+
+    name: TableName = field(kw_only=True)
+    new_name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class ShowMaterializedTables(Statement):
+    """``SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']`` (``%`` and ``_`` wildcards)."""
+
+    namespace: str | None = field(default=None, kw_only=True)
+    like: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class ShowCreateMaterializedTable(Statement):
+    """``SHOW CREATE MATERIALIZED TABLE name`` — the statement that recreates it, from the catalog."""
+
+    name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class DescribeMaterializedTable(Statement):
+    """``DESCRIBE | DESC MATERIALIZED TABLE name`` — columns, mode and why, freshness, sources, last refresh."""
+
+    name: TableName = field(kw_only=True)
+
+
 AnyStatement = (
     CreateMaterializedTable | AlterSuspend | AlterResume | AlterRefresh | AlterQuery | AlterFreshness
-    | DropMaterializedTable
+    | AlterRefreshMode | AlterRename | DropMaterializedTable | ShowMaterializedTables
+    | ShowCreateMaterializedTable | DescribeMaterializedTable
 )

@@ -14,8 +14,8 @@ from typing import TypeVar
 import sqlglot
 from sqlglot import exp
 
-from mt_magic.sql.ddl.statements import AlterQuery, CreateMaterializedTable, Position, TableName
 from mt_magic.sql.errors import QueryAnalysisError
+from mt_magic.sql.names import Position, TableName
 from mt_magic.sql.query.facts import (
     GroupingKind,
     JoinFact,
@@ -28,7 +28,7 @@ from mt_magic.sql.query.facts import (
 from mt_magic.sql.query.result_shape import result_facts
 from mt_magic.sql.query.tree import DIALECT, aggregate_calls, function_name, spark_sql
 
-E = TypeVar("E", bound=exp.Expression)
+E = TypeVar("E", bound=exp.Expr)
 
 NONDETERMINISTIC = frozenset(
     """rand randn random uuid shuffle uniform randstr current_timestamp current_date current_time now
@@ -77,14 +77,6 @@ def analyze_query(sql: str, *, statement: str | None = None, origin: Position | 
     )
 
 
-def analyze_statement(statement: CreateMaterializedTable | AlterQuery) -> QueryFacts:
-    """:func:`analyze_query` on a statement's body, errors pointing into the cell."""
-    verb = "ALTER" if isinstance(statement, AlterQuery) else "CREATE OR ALTER" if statement.or_alter else "CREATE"
-    return analyze_query(
-        statement.query, statement=f"{verb} MATERIALIZED TABLE {statement.name}", origin=statement.query_position
-    )
-
-
 def _parse(sql: str, statement: str | None, origin: Position | None) -> exp.Query:
     label = f"query of {statement}" if statement else "query"
     try:
@@ -127,13 +119,13 @@ def _cell_position(detail: dict, origin: Position | None) -> Position | None:
     return Position(origin.line + line - 1, col + origin.column - 1 if line == 1 else col)
 
 
-def _start(node: exp.Expression) -> int:
+def _start(node: exp.Expr) -> int:
     """A node's offset in the query, from its first identifier's token metadata (for textual order)."""
     ident = node if isinstance(node, exp.Identifier) else node.find(exp.Identifier, bfs=False)
     return int(ident.meta.get("start", 0)) if ident is not None else 0
 
 
-def _set_ops_in_order(node: exp.Expression) -> list[exp.SetOperation]:
+def _set_ops_in_order(node: exp.Expr) -> list[exp.SetOperation]:
     """Set operations in the order their operators are written: an in-order walk (left, self, right)."""
     out: list[exp.SetOperation] = []
     if isinstance(node, exp.SetOperation):
@@ -145,7 +137,7 @@ def _set_ops_in_order(node: exp.Expression) -> list[exp.SetOperation]:
         children = list(node.args.values())
     for child in children:
         for item in child if isinstance(child, list) else [child]:
-            if isinstance(item, exp.Expression):
+            if isinstance(item, exp.Expr):
                 out.extend(_set_ops_in_order(item))
     return out
 
@@ -159,7 +151,7 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _sources(tree: exp.Expression, ctes: set[str]) -> tuple[TableName, ...]:
+def _sources(tree: exp.Expr, ctes: set[str]) -> tuple[TableName, ...]:
     found: dict[tuple[str, ...], TableName] = {}
     for table in _in_order(tree.find_all(exp.Table)):
         if isinstance(table.this, exp.Func) or not table.name:
@@ -180,8 +172,8 @@ def _output_columns(tree: exp.Query) -> tuple[str | None, ...] | None:
     return tuple(names)
 
 
-def _grouping_exprs(group: exp.Group) -> list[exp.Expression]:
-    out: list[exp.Expression] = []
+def _grouping_exprs(group: exp.Group) -> list[exp.Expr]:
+    out: list[exp.Expr] = []
     for e in group.expressions:
         if isinstance(e, (exp.GroupingSets, exp.Cube, exp.Rollup)):
             for item in (i.unnest() for i in e.expressions):
@@ -225,7 +217,7 @@ def _join(join: exp.Join) -> JoinFact:
     return JoinFact(join_kind, natural, has_condition, join.this.alias_or_name)
 
 
-def _windows(tree: exp.Expression) -> list[WindowCall]:
+def _windows(tree: exp.Expr) -> list[WindowCall]:
     calls = []
     for window in tree.find_all(exp.Window, bfs=False):
         fn = window.this
@@ -241,7 +233,7 @@ def _set_op(node: exp.SetOperation) -> SetOperation:
     return SetOperation(kind, bool(node.args.get("distinct")))
 
 
-def _expression_subqueries(tree: exp.Expression) -> int:
+def _expression_subqueries(tree: exp.Expr) -> int:
     count = sum(1 for _ in tree.find_all(exp.Exists))
     for sub in tree.find_all(exp.Subquery):
         if not isinstance(sub.parent, (exp.From, exp.Join, exp.SetOperation, exp.Subquery)):
@@ -249,7 +241,7 @@ def _expression_subqueries(tree: exp.Expression) -> int:
     return count
 
 
-def _repeated_sources(tree: exp.Expression, ctes: set[str]) -> tuple[TableName, ...]:
+def _repeated_sources(tree: exp.Expr, ctes: set[str]) -> tuple[TableName, ...]:
     """Sources whose rows are read more than once, counting a CTE's sources once per reference to it."""
     references: dict[str, list[str | None]] = {c: [] for c in ctes}
     base: list[tuple[exp.Table, str | None]] = []

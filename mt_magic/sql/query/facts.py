@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from mt_magic.sql.ddl.statements import TableName
+from mt_magic.sql.names import TableName
 
 
 class JoinKind(enum.Enum):

@@ -17,7 +17,7 @@ from mt_magic.sql.query.result_shape import result_select
 from mt_magic.sql.query.tree import DIALECT
 
 
-def _result(query: str) -> tuple[exp.Expression, exp.Select]:
+def _result(query: str) -> tuple[exp.Expr, exp.Select]:
     tree = sqlglot.parse_one(query, read=DIALECT)
     found = result_select(tree)
     if found is None:
@@ -32,7 +32,7 @@ def without_having(query: str) -> str:
     return tree.sql(dialect=DIALECT)
 
 
-def with_input_filter(query: str, predicates: Sequence[exp.Expression]) -> str:
+def with_input_filter(query: str, predicates: Sequence[exp.Expr]) -> str:
     """The query with ``predicates`` ANDed into the result SELECT's WHERE (filtering its input rows)."""
     tree, select = _result(query)
     for predicate in predicates:
@@ -53,7 +53,7 @@ def key_probe(query: str, keys: Sequence[str]) -> str:
     return probe.sql(dialect=DIALECT)
 
 
-def literal(value: object, type_name: str) -> exp.Expression | None:
+def literal(value: object, type_name: str) -> exp.Expr | None:
     """A Spark SQL literal of ``value`` for a column of Spark type ``type_name``; ``None`` if not renderable.
 
     Timestamps arrive as microseconds since the epoch (collected with ``unix_micros``), so no time zone
@@ -74,10 +74,10 @@ def literal(value: object, type_name: str) -> exp.Expression | None:
     return None
 
 
-def in_list(key_sql: str, literals: Sequence[exp.Expression], has_null: bool) -> exp.Expression:
+def in_list(key_sql: str, literals: Sequence[exp.Expr], has_null: bool) -> exp.Expr:
     """``key IN (…) OR key IS NULL`` (either part only when needed; ``FALSE`` when both are empty)."""
     key = sqlglot.parse_one(key_sql, read=DIALECT)
-    parts: list[exp.Expression] = []
+    parts: list[exp.Expr] = []
     if literals:
         parts.append(exp.In(this=exp.Paren(this=key.copy()), expressions=list(literals)))
     if has_null:

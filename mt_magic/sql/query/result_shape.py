@@ -10,7 +10,7 @@ from mt_magic.sql.query.facts import OutputColumn, OutputKind, ResultSelect
 from mt_magic.sql.query.tree import aggregate_calls, in_window, is_aggregate, spark_sql
 
 
-def result_select(tree: exp.Expression) -> tuple[exp.Select, exp.Select | None] | None:
+def result_select(tree: exp.Expr) -> tuple[exp.Select, exp.Select | None] | None:
     """The SELECT producing the result rows and the renaming wrapper looked through, if any.
 
     ``None`` when the query is not a SELECT (a set operation). The wrapper is only looked through when
@@ -22,7 +22,7 @@ def result_select(tree: exp.Expression) -> tuple[exp.Select, exp.Select | None] 
     return (inner, tree) if inner is not None else (tree, None)
 
 
-def _from(select: exp.Select) -> exp.Expression | None:
+def _from(select: exp.Select) -> exp.Expr | None:
     return select.args.get("from_") or select.args.get("from")
 
 
@@ -41,11 +41,11 @@ def _wrapped_select(outer: exp.Select) -> exp.Select | None:
     return inner.this if _aggregated(inner.this) else None
 
 
-def _uncast(node: exp.Expression) -> exp.Expression:
+def _uncast(node: exp.Expr) -> exp.Expr:
     return node.this if isinstance(node, exp.Cast) else node
 
 
-def _own_aggregates(select: exp.Select, within: exp.Expression | None = None) -> list[exp.Expression]:
+def _own_aggregates(select: exp.Select, within: exp.Expr | None = None) -> list[exp.Expr]:
     """Aggregate calls that belong to ``select`` itself (not to its subqueries), outside windows."""
     return [
         fn for fn in (within or select).find_all(exp.Func)
@@ -57,7 +57,7 @@ def _aggregated(select: exp.Select) -> bool:
     return bool(select.args.get("group") or select.args.get("distinct") or _own_aggregates(select))
 
 
-def _resolve_ordinal(select: exp.Select, node: exp.Expression) -> exp.Expression:
+def _resolve_ordinal(select: exp.Select, node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Literal) and not node.is_string and node.name.isdigit():
         index = int(node.name) - 1
         if 0 <= index < len(select.selects):
@@ -65,7 +65,7 @@ def _resolve_ordinal(select: exp.Select, node: exp.Expression) -> exp.Expression
     return node
 
 
-def _grouping(select: exp.Select) -> tuple[list[exp.Expression], list[exp.Expression], int]:
+def _grouping(select: exp.Select) -> tuple[list[exp.Expr], list[exp.Expr], int]:
     """(every grouping expression, those in every grouping set, number of grouping sets)."""
     group = select.args.get("group")
     if group is None:
@@ -73,9 +73,9 @@ def _grouping(select: exp.Select) -> tuple[list[exp.Expression], list[exp.Expres
             keys = [p.unalias() for p in select.selects]
             return keys, keys, 1
         return [], [], 1 if _own_aggregates(select) else 0
-    plain: list[exp.Expression] = []
-    common_sets: list[list[exp.Expression]] = []
-    rolled: list[exp.Expression] = []
+    plain: list[exp.Expr] = []
+    common_sets: list[list[exp.Expr]] = []
+    rolled: list[exp.Expr] = []
     count = 1
     for e in group.expressions:
         if isinstance(e, exp.GroupingSets):
@@ -98,26 +98,26 @@ def _grouping(select: exp.Select) -> tuple[list[exp.Expression], list[exp.Expres
     return _dedupe([*plain, *rolled]), _dedupe(common), count
 
 
-def _dedupe(nodes: list[exp.Expression]) -> list[exp.Expression]:
-    out: list[exp.Expression] = []
+def _dedupe(nodes: list[exp.Expr]) -> list[exp.Expr]:
+    out: list[exp.Expr] = []
     for node in nodes:
         if not _member(node, out):
             out.append(node)
     return out
 
 
-def _same_key(a: exp.Expression, b: exp.Expression) -> bool:
+def _same_key(a: exp.Expr, b: exp.Expr) -> bool:
     """Same expression; columns match by name when one side has no table qualifier."""
     if isinstance(a, exp.Column) and isinstance(b, exp.Column):
         return a.name.lower() == b.name.lower() and (not a.table or not b.table or a.table == b.table)
     return spark_sql(a) == spark_sql(b)
 
 
-def _member(node: exp.Expression, nodes: list[exp.Expression]) -> bool:
+def _member(node: exp.Expr, nodes: list[exp.Expr]) -> bool:
     return any(_same_key(node, other) for other in nodes)
 
 
-def _output(select: exp.Select, projection: exp.Expression, keys: list[exp.Expression]) -> OutputColumn:
+def _output(select: exp.Select, projection: exp.Expr, keys: list[exp.Expr]) -> OutputColumn:
     expr = projection.unalias()
     name = projection.output_name or None
     if not _aggregated(select):
@@ -158,7 +158,7 @@ def _through_wrapper(wrapper: exp.Select, inner: tuple[OutputColumn, ...]) -> tu
     return tuple(outputs)
 
 
-def result_facts(tree: exp.Expression) -> ResultSelect | None:
+def result_facts(tree: exp.Expr) -> ResultSelect | None:
     found = result_select(tree)
     if found is None:
         return None

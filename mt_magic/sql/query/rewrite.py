@@ -21,7 +21,7 @@ class QueryRewriteError(MtMagicError):
     """The definition query could not be parsed for rewriting."""
 
 
-def _parse(query: str) -> exp.Expression:
+def _parse(query: str) -> exp.Expr:
     try:
         tree = sqlglot.parse_one(query, read=DIALECT)
     except sqlglot.errors.ParseError as exc:
@@ -31,11 +31,11 @@ def _parse(query: str) -> exp.Expression:
     return tree
 
 
-def _cte_names(tree: exp.Expression) -> set[str]:
+def _cte_names(tree: exp.Expr) -> set[str]:
     return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
 
 
-def _source_tables(tree: exp.Expression) -> list[exp.Table]:
+def _source_tables(tree: exp.Expr) -> list[exp.Table]:
     ctes = _cte_names(tree)
     return [
         t for t in tree.find_all(exp.Table)
@@ -56,11 +56,11 @@ def _identifier_table(parts: tuple[str, ...], alias: str | None) -> exp.Table:
     return table
 
 
-def _transform_sources(query: str, replace: Callable[[tuple[str, ...], exp.Table], exp.Expression]) -> str:
+def _transform_sources(query: str, replace: Callable[[tuple[str, ...], exp.Table], exp.Expr]) -> str:
     tree = _parse(query)
     targets = {id(t) for t in _source_tables(tree)}
 
-    def visit(node: exp.Expression) -> exp.Expression:
+    def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and id(node) in targets:
             return replace(_table_name(node), node)
         return node
@@ -92,7 +92,7 @@ def qualify_sources(
             return (default_catalog, *parts)
         return parts
 
-    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expression:
+    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expr:
         full = qualify(parts)
         name = ".".join(full)
         if name not in sources:
@@ -117,7 +117,7 @@ def pin_sources(query: str, snapshots: Mapping[str, int | None], views: Mapping[
     """
     views = views or {}
 
-    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expression:
+    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expr:
         name = ".".join(parts)
         alias = node.alias or parts[-1]
         if name in views:
@@ -129,5 +129,20 @@ def pin_sources(query: str, snapshots: Mapping[str, int | None], views: Mapping[
         if snapshot is not None:
             table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)))
         return table
+
+    return _transform_sources(query, replace)
+
+
+def rename_source(query: str, old: str, new: str) -> str:
+    """A qualified query (from :func:`qualify_sources`) reading ``new`` where it read ``old`` (RENAME TO).
+
+    The old table's last name part stays its alias, so column references such as ``t.col`` keep working.
+    """
+    old_parts = tuple(old.split("."))
+
+    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expr:
+        if parts != old_parts:
+            return node
+        return _identifier_table(tuple(new.split(".")), node.alias or parts[-1])
 
     return _transform_sources(query, replace)

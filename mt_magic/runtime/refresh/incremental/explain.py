@@ -17,6 +17,7 @@ from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReaso
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.query.analysis import analyze_query
+from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
@@ -39,7 +40,7 @@ class Explanation:
     """What refreshes of one materialized table do; ``str()`` is the text ``%mt explain`` prints."""
 
     table: str
-    mode: str
+    mode: RefreshMode
     """``CONTINUOUS`` or ``FULL``."""
     strict: bool
     plan: QueryPlan
@@ -79,8 +80,8 @@ class Explanation:
         return lines
 
     def __str__(self) -> str:
-        head = f"{self.table}: {self.mode}"
-        if self.mode != "CONTINUOUS":
+        head = f"{self.table}: {self.mode.value}"
+        if self.mode is not RefreshMode.CONTINUOUS:
             head += " — every refresh recomputes (incremental refresh applies to CONTINUOUS tables)"
         elif self.strict:
             head += " — 'incremental' = 'strict': a refresh that cannot be incremental fails"
@@ -153,7 +154,7 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         name = ws.qualify(target.name)
         known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
         query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
-        mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode.value
+        mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode
         options, partitioned, info = target.options_dict, tuple(target.partitioned_by), None
     else:
         info, definition = ws.catalog.load_materialized(target)
@@ -167,7 +168,7 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         plan=plan_query(analyze_query(query)),
         sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
         partition_columns=partitioned,
-        next_refresh=_describe_next(ws, info, sources) if info is not None and mode == "CONTINUOUS" else "",
+        next_refresh=_describe_next(ws, info, sources) if info is not None and mode is RefreshMode.CONTINUOUS else "",
     )
 
 
@@ -175,9 +176,9 @@ REASON_SEPARATOR = " · "
 """Between the schedule's reason and the static plan in a stored mode reason."""
 
 
-def mode_reason(schedule_reason: str, mode: str, expanded_query: str) -> str:
+def mode_reason(schedule_reason: str, mode: RefreshMode, expanded_query: str) -> str:
     """CREATE's mode reason with the static plan, e.g. "… → CONTINUOUS · incremental (… on appends; …)"."""
-    if mode != "CONTINUOUS":
+    if mode is not RefreshMode.CONTINUOUS:
         return schedule_reason
     try:
         plan = plan_query(analyze_query(expanded_query))
@@ -186,14 +187,14 @@ def mode_reason(schedule_reason: str, mode: str, expanded_query: str) -> str:
     return f"{schedule_reason}{REASON_SEPARATOR}{plan.describe()}"
 
 
-def replanned_mode_reason(stored: str, mode: str, expanded_query: str) -> str:
+def replanned_mode_reason(stored: str, mode: RefreshMode, expanded_query: str) -> str:
     """A stored mode reason with its plan part redone for a new query (ALTER … AS); the schedule part stays."""
     return mode_reason(stored.split(REASON_SEPARATOR, 1)[0], mode, expanded_query)
 
 
-def strict_violation(mode: str, expanded_query: str) -> str | None:
+def strict_violation(mode: RefreshMode, expanded_query: str) -> str | None:
     """Why ``'incremental' = 'strict'`` can never hold for this table, or ``None`` when it can."""
-    if mode != "CONTINUOUS":
-        return f"the table refreshes in {mode} mode, which always recomputes"
+    if mode is not RefreshMode.CONTINUOUS:
+        return f"the table refreshes in {mode.value} mode, which always recomputes"
     plan = plan_query(analyze_query(expanded_query))
     return plan.fallback.describe() if plan.fallback is not None else None

@@ -9,12 +9,18 @@ from datetime import datetime
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import commit
-from mt_magic.runtime.refresh.context import RefreshContext
+from mt_magic.runtime.refresh.context import (
+    IncrementalPolicy,
+    RefreshContext,
+    incremental_policy,
+    max_change_fraction,
+)
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
-from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, plan_refresh
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import Execution, StrategyContext, execute
-from mt_magic.runtime.status import RefreshKind, RefreshOutcome, RefreshRequest
+from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
+from mt_magic.vocabulary import RefreshKind
 
 
 def describe(execution: Execution, plan: RefreshPlan) -> str:
@@ -64,9 +70,13 @@ def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInf
     plan = plan_refresh(info, definition, sources)
     if isinstance(plan, Fallback):
         return plan
+    if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
+        cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
+        if cheaper is not None:
+            return cheaper
     configured = int(ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS)
                      or "200")
-    session = ctx.jobs.child_session(sized_options(plan, info, request.options, configured))
+    session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         views = register_deltas(session, plan.changes)
         try:
@@ -74,7 +84,7 @@ def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInf
             if isinstance(result, Fallback):
                 return result
             text = describe(result, plan)
-            state = RefreshState(states, started, RefreshKind.INCREMENTAL.value, request.trigger.value,
+            state = RefreshState(states, started, RefreshKind.INCREMENTAL, request.trigger,
                                  request.scheduled_time, definition.definition_version, {}, text)
             ctx.jobs.check_cancelled(request.job_group)
             done = commit(ctx.catalog, request.table, result.write, state, uuid.uuid4().hex, plan.table_snapshot)

@@ -66,12 +66,12 @@ class SliceValues:
         parts = ([col.isin(self._literals())] if self.values else []) + ([col.isNull()] if self.has_null else [])
         return reduce(lambda a, b: a | b, parts) if parts else F.lit(False)
 
-    def predicate(self, key_sql: str) -> exp.Expression | None:
+    def predicate(self, key_sql: str) -> exp.Expr | None:
         """``key IN (…)`` as SQL for the aggregation's input; ``None`` when a value has no SQL literal."""
         literals = [literal(v, self.type_name) for v in self.values]
         if any(lit is None for lit in literals):
             return None
-        return in_list(key_sql, literals, self.has_null)  # type: ignore[arg-type]
+        return in_list(key_sql, [lit for lit in literals if lit is not None], self.has_null)
 
 
 def collect_slices(df: DataFrame, types: Mapping[str, str]) -> dict[str, SliceValues]:

@@ -83,7 +83,7 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
         f"{identifier(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
         for f in schema.fields
     )
-    properties = {"format-version": "2", **retention_properties(definition.freshness_seconds, definition.options),
+    properties = {"format-version": "2", **retention_properties(definition.interval, definition.options),
                   **definition.to_properties()}
     ddl = [f"CREATE TABLE {qualified(name)} ({columns}) USING iceberg"]
     if definition.partitioned_by:

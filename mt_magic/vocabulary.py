@@ -1,0 +1,64 @@
+"""The shared vocabulary of materialized tables: every state and kind as a documented enum, at the bottom.
+
+Imported by every layer (the grammar, the catalog's encoding, the runtime, the views) and importing nothing,
+so a value is decoded from text once — where the catalog or the parser reads it — and compared as a member
+everywhere else, never as a string.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class RefreshMode(enum.Enum):
+    """How a materialized table is kept fresh."""
+
+    CONTINUOUS = "CONTINUOUS"
+    """Refreshed every freshness interval, incrementally where the query and the change allow."""
+    FULL = "FULL"
+    """Recomputed on a cron schedule derived from the freshness (whole table or one partition)."""
+
+
+class RefreshKind(enum.Enum):
+    """What a refresh actually did to the table (recorded in the snapshot summary)."""
+
+    FULL = "full"
+    """Recomputed and overwrote the whole table."""
+    PARTITION = "partition"
+    """Recomputed and overwrote one partition (date formatter or backfill)."""
+    INCREMENTAL = "incremental"
+    """Merged only what changed in the sources since the consumed snapshots."""
+    NOOP = "noop"
+    """Sources unchanged since the last refresh: nothing written, no commit."""
+
+
+class RefreshTrigger(enum.Enum):
+    """Why a refresh ran."""
+
+    INITIAL = "initial"
+    """The first population right after CREATE."""
+    SCHEDULED = "scheduled"
+    """Its freshness interval or cron time came."""
+    MANUAL = "manual"
+    """ALTER … REFRESH, the Refresh button, or ``%mt refresh``."""
+    CASCADE = "cascade"
+    """An upstream materialized table committed, or a backfill cascaded down."""
+    CATCH_UP = "catch-up"
+    """A new kernel or runner found the table behind and caught it up once."""
+
+
+class JobState(enum.Enum):
+    """Where a table is in its refresh life, as the manager sees it."""
+
+    IDLE = "idle"
+    """Known, not suspended, and nothing scheduled (e.g. the manager is not running)."""
+    SCHEDULED = "scheduled"
+    """Waiting for its next refresh time."""
+    RUNNING = "running"
+    """A refresh job is executing on Spark."""
+    RETRYING = "retrying"
+    """The last attempt failed; another is scheduled after a backoff."""
+    SUSPENDED = "suspended"
+    """ALTER … SUSPEND: no refreshes until RESUME."""
+    FAILED = "failed"
+    """Repeated failures: shown as failed, still retried at a slow rate."""
