@@ -23,7 +23,8 @@ from mt_magic.catalog.embedded import mt_home, read_state, running_server, state
 QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "01_quickstart.ipynb"
 SHOWN_LINES = 6
 """Lines of each cell's text output printed (a card's text form is longer)."""
-ENGINE_LOG = re.compile(r"^(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d(\.\d+)? (TRACE|DEBUG|INFO|WARN|ERROR) |^\s+at |^\[Stage ")
+ENGINE_LOG = re.compile(r"^(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d(\.\d+)? (TRACE|DEBUG|INFO|WARN|ERROR) |^\s+at |^\[Stage "
+                        r"|^Setting default log level|^To adjust logging level")
 """Lines Spark's JVM writes to the kernel's stderr, which ipykernel forwards into cell output."""
 
 

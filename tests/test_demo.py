@@ -23,7 +23,9 @@ def test_cell_text_keeps_what_the_cell_showed_and_drops_spark_log_lines() -> Non
     shown = cell(
         "x",
         {"output_type": "stream", "name": "stderr", "text": "10:59:33 WARN BlockManager: Block rdd_1 exists\n"
-                                                             "\tat org.apache.spark.Foo\nUsageError: bad option\n"},
+                                                             "\tat org.apache.spark.Foo\n"
+                                                             "Setting default log level to \"WARN\".\n"
+                                                             "UsageError: bad option\n"},
         {"output_type": "stream", "name": "stdout", "text": "{'ZhongTong': 1}\n"},
         {"output_type": "execute_result", "execution_count": 1, "metadata": {},
          "data": {"text/plain": "Created t\n  [fresh]", "application/vnd.jupyter.widget-view+json": {}}},
