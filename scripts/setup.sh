@@ -2,7 +2,8 @@
 # Idempotent set-up for a fresh machine: Java 17, Debian packages, the project virtualenv, the Python
 # dependencies, and the offline Iceberg runtime jars (cached outside the repository).
 #   scripts/setup.sh            what the demo needs
-#   scripts/setup.sh --test     plus what the tests need (Chromium for the browser test)
+#   scripts/setup.sh --test     plus what the tests need (Chromium for the browser test, PostgreSQL for the
+#                               shared-catalog test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,8 @@ command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
 [ -f /usr/share/java/jarjar.jar ] || packages+=(libjarjar-java)
 if [ "${1:-}" = "--test" ]; then
   command -v chromium >/dev/null 2>&1 || packages+=(chromium)
+  # the shared-catalog test starts a throw-away PostgreSQL cluster (tests/catalog/postgres_cluster.py)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${packages[*]}"

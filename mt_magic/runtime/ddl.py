@@ -32,6 +32,7 @@ from mt_magic.runtime.refresh.context import (
 )
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.query.rewrite import qualify_sources
 from mt_magic.vocabulary import RefreshMode
@@ -42,17 +43,10 @@ if TYPE_CHECKING:
 
     from mt_magic.sql.ddl.freshness import RefreshSchedule
 
-FORMATTER_PREFIX = "partition.fields."
-FORMATTER_SUFFIX = ".date-formatter"
-
 
 def date_formatters(options: dict[str, str]) -> dict[str, str]:
-    """``partition.fields.<col>.date-formatter`` options as column → pattern."""
-    return {
-        key[len(FORMATTER_PREFIX) : -len(FORMATTER_SUFFIX)]: value
-        for key, value in options.items()
-        if key.startswith(FORMATTER_PREFIX) and key.endswith(FORMATTER_SUFFIX)
-    }
+    """``partition.fields.<col>.date-formatter`` options as column → pattern (the grammar reads the keys)."""
+    return {column: value for key, value in options.items() if (column := formatter_column(key)) is not None}
 
 
 def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
@@ -132,7 +126,9 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     options = stmt.options_dict
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
-    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
+    buckets = stmt.distribution
+    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters,
+                            buckets.columns if buckets else ())
     definition = MaterializedTableDefinition(
         query=stmt.query,
         expanded_query=expanded,
@@ -147,6 +143,8 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
         upstream=upstream,
         primary_key=stmt.primary_key.columns if stmt.primary_key else (),
         partitioned_by=stmt.partitioned_by,
+        bucket_columns=buckets.columns if buckets else (),
+        buckets=buckets.buckets if buckets else 0,
     )
     return definition, schema
 

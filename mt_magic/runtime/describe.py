@@ -19,9 +19,18 @@ TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refres
 
 
 def like_matches(pattern: str, name: str) -> bool:
-    """SQL ``LIKE`` on a table's name: ``%`` any text, ``_`` one character, case-insensitive."""
-    translated = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(translated, name, re.IGNORECASE | re.DOTALL) is not None
+    """SQL ``LIKE`` on a table's name: ``%`` any text, ``_`` one character, ``\\`` escapes the next character
+    (as in Spark); case-insensitive."""
+    parts, escaped = [], False
+    for c in pattern:
+        if escaped:
+            parts.append(re.escape(c))
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        else:
+            parts.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return re.fullmatch("".join(parts), name, re.IGNORECASE | re.DOTALL) is not None
 
 
 def tables_listing(infos: list[TableInfo], statuses: Mapping[str, TableStatus], namespace: str | None,
@@ -53,6 +62,9 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
     comment = info.properties.get("comment")
     if comment:
         lines.append(f"COMMENT {string_literal(comment)}")
+    if definition.bucket_columns:
+        columns = ", ".join(identifier(c) for c in definition.bucket_columns)
+        lines.append(f"DISTRIBUTED BY HASH({columns}) INTO {definition.buckets} BUCKETS")
     if definition.partitioned_by:
         lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
     if definition.options:
@@ -78,6 +90,8 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
         "# refresh mode": f"{definition.refresh_mode.value} ({definition.mode_reason})",
         "# freshness": definition.freshness + (f" (cron {definition.cron})" if definition.cron else ""),
         "# partitioned by": ", ".join(definition.partitioned_by) or "—",
+        "# distributed by": (f"HASH({', '.join(definition.bucket_columns)}) INTO {definition.buckets} BUCKETS"
+                             if definition.bucket_columns else "—"),
         "# sources": ", ".join(definition.upstream) or "—",
         "# state": _state(definition, status),
         "# staleness": _staleness(status),

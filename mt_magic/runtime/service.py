@@ -43,7 +43,7 @@ from mt_magic.sql.ddl.statements import (
     ShowCreateMaterializedTable,
     ShowMaterializedTables,
 )
-from mt_magic.vocabulary import RefreshMode
+from mt_magic.vocabulary import RefreshMode, StatementAction
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
@@ -62,8 +62,7 @@ DROP_WAIT_SECONDS = 60.0
 class StatementResult:
     """What a statement did, for display."""
 
-    action: str
-    """e.g. "created", "altered", "suspended", "refreshing", "dropped"."""
+    action: StatementAction
     tables: tuple[str, ...]
     message: str
     refresh: concurrent.futures.Future[RefreshOutcome] | None = field(default=None, compare=False)
@@ -150,7 +149,8 @@ class MaterializedTables:
         if stmt.or_alter and self.workspace.catalog.exists(name):
             ddl.alter_query(self.workspace, name, stmt.query, stmt.columns)
             self._retrack(name)
-            return StatementResult("altered", (name,), f"{name} exists: its query was replaced (CREATE OR ALTER).")
+            return StatementResult(StatementAction.ALTERED, (name,),
+                                   f"{name} exists: its query was replaced (CREATE OR ALTER).")
         name, definition = ddl.create_table(self.workspace, stmt)
         try:
             future = self.manager.add(self._managed(name), initial=True)
@@ -164,27 +164,28 @@ class MaterializedTables:
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
         return StatementResult(
-            "created", (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
+            StatementAction.CREATED, (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
             "populating it as its first refresh.", future)
 
     def alter_query(self, name: str, query: str) -> StatementResult:
         definition = ddl.alter_query(self.workspace, name, query)
         self._retrack(name)
-        return StatementResult("altered", (name,), f"{name}: new query (definition version "
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name}: new query (definition version "
                                f"{definition.definition_version}); the next refresh uses it.")
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
         ddl.change_freshness(self.workspace, name, freshness)
         self._retrack(name)
-        return StatementResult("altered", (name,), f"{name}: freshness is now {freshness}.")
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
 
     def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
         """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
         definition = ddl.change_refresh_mode(self.workspace, name, mode)
         self._retrack(name)
         schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
-        return StatementResult("altered", (name,), f"{name}: refresh mode is now {mode.value} ({schedule}).")
+        return StatementResult(StatementAction.ALTERED, (name,),
+                               f"{name}: refresh mode is now {mode.value} ({schedule}).")
 
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
@@ -196,13 +197,13 @@ class MaterializedTables:
         for reader in readers:
             self._retrack(reader)
         also = f"; {', '.join(readers)} now read(s) it" if readers else ""
-        return StatementResult("renamed", (new_name,), f"Renamed {name} to {new_name}{also}.")
+        return StatementResult(StatementAction.RENAMED, (new_name,), f"Renamed {name} to {new_name}{also}.")
 
     def suspend(self, name: str) -> StatementResult:
         ddl.update_definition(self.workspace, name, suspended=True)
         self._track(name)
         self.manager.suspend(name)
-        return StatementResult("suspended", (name,), f"{name} is suspended: no refreshes until RESUME.")
+        return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
         ddl.update_definition(self.workspace, name, suspended=False)
@@ -210,7 +211,7 @@ class MaterializedTables:
         self.manager.resume(name, options)
         self._drive()
         extra = f" with {dict(options)} for this resumption" if options else ""
-        return StatementResult("resumed", (name,), f"{name} is resumed{extra}.")
+        return StatementResult(StatementAction.RESUMED, (name,), f"{name} is resumed{extra}.")
 
     def refresh(self, name: str, partition: Partition = (), cascade: bool = False) -> StatementResult:
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade."""
@@ -219,13 +220,13 @@ class MaterializedTables:
         self._drive()
         where = f" partition {dict(partition)}" if partition else ""
         also = " and its downstream tables" if cascade else ""
-        return StatementResult("refreshing", (name,), f"Refreshing {name}{where}{also}.", future)
+        return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}{also}.", future)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
         victims = ddl.plan_drop(self.workspace, name, if_exists, cascade)
         if not victims:
-            return StatementResult("dropped", (), f"{name} does not exist; nothing to drop (IF EXISTS).")
+            return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
         for victim in victims:
             if self.manager.knows(victim):
                 self.manager.remove(victim)
@@ -237,7 +238,7 @@ class MaterializedTables:
                 if self.workspace.catalog.exists(victim):
                     self.manager.upsert(self._managed(victim))
             raise
-        return StatementResult("dropped", tuple(victims), "Dropped " + ", ".join(victims) + ".")
+        return StatementResult(StatementAction.DROPPED, tuple(victims), "Dropped " + ", ".join(victims) + ".")
 
     # --- statements that only look --------------------------------------------------------------------
 
@@ -245,17 +246,18 @@ class MaterializedTables:
         statuses = {s.name: s for s in self.manager.statuses()}
         listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
         where = f" in {namespace}" if namespace else ""
-        return StatementResult("shown", (), f"{len(listing.rows)} materialized table(s){where}.", listing=listing)
+        return StatementResult(StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.",
+                               listing=listing)
 
     def show_create(self, name: str) -> StatementResult:
         info, definition = self.workspace.catalog.load_materialized(name)
-        return StatementResult("shown", (), f"SHOW CREATE MATERIALIZED TABLE {name}",
+        return StatementResult(StatementAction.SHOWN, (), f"SHOW CREATE MATERIALIZED TABLE {name}",
                                listing=create_statement(info, definition))
 
     def describe(self, name: str) -> StatementResult:
         info, definition = self.workspace.catalog.load_materialized(name)
         status = self.manager.status(name) if self.manager.knows(name) else None
-        return StatementResult("shown", (), f"DESCRIBE MATERIALIZED TABLE {name}",
+        return StatementResult(StatementAction.SHOWN, (), f"DESCRIBE MATERIALIZED TABLE {name}",
                                listing=table_description(info, definition, status))
 
     # --- what the views read ----------------------------------------------------------------------------

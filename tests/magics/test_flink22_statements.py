@@ -106,3 +106,17 @@ def test_set_freshness_moves_the_retention_policy(shell) -> None:
     shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_top SET FRESHNESS = INTERVAL '2' HOUR")
     info, _ = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_top")
     assert info.properties["history.expire.max-snapshot-age-ms"] == str(100 * 2 * 3600 * 1000)
+
+
+def test_distributed_by_makes_iceberg_buckets(shell, spark) -> None:
+    shell.run_cell_magic("materialized", "--wait", """
+        CREATE MATERIALIZED TABLE f22_buckets DISTRIBUTED BY HASH(day) INTO 4 BUCKETS
+        FRESHNESS = INTERVAL '1' MINUTE AS SELECT day, count(*) AS n FROM f22_orders GROUP BY day
+    """)
+    info, definition = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_buckets")
+    assert info.partition_transforms == ("bucket[4]",) and definition.bucket_columns == ("day",)
+    assert "DISTRIBUTED BY HASH(`day`) INTO 4 BUCKETS" in listing(
+        shell, "SHOW CREATE MATERIALIZED TABLE f22_buckets").text
+    spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d3', 1)")
+    shell.run_cell_magic("materialized", "--wait", "ALTER MATERIALIZED TABLE f22_buckets REFRESH")
+    assert ("d3", 1) in set(map(tuple, spark.table(f"{NS}.f22_buckets").collect()))

@@ -242,7 +242,7 @@ MALFORMED = [
         "unknown-clause",
         f"{T} STORED AS parquet {Q}",
         SqlSyntaxError,
-        r"unexpected 'STORED': expected COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS",
+        r"unexpected 'STORED': expected COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS",
     ),
     ("partitioned-without-by", f"{T} PARTITIONED (ds) {Q}", SqlSyntaxError, r"expected BY after PARTITIONED"),
     (
@@ -301,7 +301,8 @@ MALFORMED = [
         "order-partitioned-after-freshness",
         f"{T} FRESHNESS = INTERVAL '1' HOUR PARTITIONED BY (ds) {Q}",
         ClauseOrderError,
-        r"PARTITIONED BY must come before FRESHNESS.*COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE, AS",
+        r"PARTITIONED BY must come before FRESHNESS.*COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, "
+        r"REFRESH_MODE, AS",
     ),
     (
         "order-with-after-refresh-mode",

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from mt_magic.sql import SqlError, SqlSyntaxError, UnsupportedStatementError, parse_cell
+from mt_magic.sql import (
+    ClauseOrderError,
+    SqlError,
+    SqlSyntaxError,
+    UnsupportedClauseError,
+    UnsupportedStatementError,
+    parse_cell,
+)
 from mt_magic.sql.ddl.statements import (
     AlterRefreshMode,
     AlterRename,
+    CreateMaterializedTable,
     DescribeMaterializedTable,
+    Distribution,
     ShowCreateMaterializedTable,
     ShowMaterializedTables,
 )
@@ -46,7 +55,24 @@ def test_rename_and_set_refresh_mode() -> None:
     assert isinstance(switched, AlterRefreshMode) and switched.mode is RefreshMode.CONTINUOUS
 
 
+def test_distributed_by_hash_into_buckets() -> None:
+    created = one("CREATE MATERIALIZED TABLE t DISTRIBUTED BY HASH(user_id, `item id`) INTO 8 BUCKETS "
+                  "PARTITIONED BY (ds) AS SELECT 1 AS user_id, 2 AS `item id`, 'x' AS ds")
+    assert isinstance(created, CreateMaterializedTable)
+    assert created.distribution == Distribution(("user_id", "item id"), 8) and created.partitioned_by == ("ds",)
+    plain = one("CREATE MATERIALIZED TABLE t DISTRIBUTED BY (k) INTO 2 BUCKETS AS SELECT 1 AS k")
+    assert isinstance(plain, CreateMaterializedTable) and plain.distribution == Distribution(("k",), 2)
+
+
 @pytest.mark.parametrize(("text", "error", "message"), [
+    ("CREATE MATERIALIZED TABLE t DISTRIBUTED BY RANGE(a) INTO 2 BUCKETS AS SELECT 1 AS a", UnsupportedClauseError,
+     r"column 44: DISTRIBUTED BY RANGE has no Iceberg equivalent.*Fix: use DISTRIBUTED BY HASH"),
+    ("CREATE MATERIALIZED TABLE t DISTRIBUTED BY HASH(a) INTO 0 BUCKETS AS SELECT 1 AS a", SqlSyntaxError,
+     r"column 57: expected a positive number of buckets, found '0'"),
+    ("CREATE MATERIALIZED TABLE t DISTRIBUTED BY HASH(a) AS SELECT 1 AS a", SqlSyntaxError,
+     r"expected INTO after the bucket columns, found 'AS'"),
+    ("CREATE MATERIALIZED TABLE t PARTITIONED BY (a) DISTRIBUTED BY HASH(a) INTO 2 BUCKETS AS SELECT 1 AS a",
+     ClauseOrderError, r"DISTRIBUTED BY must come before PARTITIONED BY"),
     ("SHOW TABLES", UnsupportedStatementError, r"SHOW TABLES is not a materialized-table statement.*spark\.sql"),
     ("SHOW MATERIALIZED TABLES LIKE daily", SqlSyntaxError,
      r"line 1, column 31: expected a single-quoted string after LIKE, found 'daily'.*Fix: write LIKE 'daily_%'"),

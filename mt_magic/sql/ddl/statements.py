@@ -68,6 +68,22 @@ class PrimaryKey:
 
 
 @dataclass(frozen=True)
+class Distribution:
+    """``DISTRIBUTED BY HASH(col, …) INTO n BUCKETS`` — rows hashed into ``buckets`` buckets by each column."""
+
+    columns: tuple[str, ...]
+    buckets: int
+
+    def __post_init__(self) -> None:
+        if not self.columns or self.buckets < 1:
+            raise ValueError(f"a distribution needs columns and at least one bucket, got {self}")
+
+    def sql(self) -> str:
+        cols = ", ".join("`" + c.replace("`", "``") + "`" for c in self.columns)
+        return f"DISTRIBUTED BY HASH({cols}) INTO {self.buckets} BUCKETS"
+
+
+@dataclass(frozen=True)
 class Statement:
     """Common to every statement: its text in the cell and where it starts."""
 
@@ -86,6 +102,8 @@ class CreateMaterializedTable(Statement):
     primary_key: PrimaryKey | None = field(default=None, kw_only=True)
     comment: str | None = field(default=None, kw_only=True)
     partitioned_by: tuple[str, ...] = field(default=(), kw_only=True)
+    distribution: Distribution | None = field(default=None, kw_only=True)
+    """``DISTRIBUTED BY HASH(cols) INTO n BUCKETS``: Iceberg ``bucket(n, col)`` partition fields."""
     options: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
     """``WITH ('k' = 'v', …)`` in the order written."""
     freshness: Freshness | None = field(default=None, kw_only=True)
