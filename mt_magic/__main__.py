@@ -1,4 +1,4 @@
-"""``python -m mt_magic demo`` runs the end-to-end demo; ``python -m mt_magic run`` keeps tables fresh."""
+"""``python -m mt_magic demo`` runs the quickstart notebook headless; ``python -m mt_magic run`` keeps tables fresh."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mt_magic", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="the tutorial's ODS → DWD → DWS chain on the embedded defaults")
+    demo = sub.add_parser("demo", help="run examples/01_quickstart.ipynb headless on the embedded defaults")
+    demo.add_argument("--keep-catalog", action="store_true",
+                      help="leave the embedded catalog running when the demo started it (default: stop it)")
     run = sub.add_parser("run", help="keep every materialized table of a catalog fresh, outside any notebook")
     run.add_argument("--catalog", default="mt", help="catalog name (pyiceberg configuration); default: embedded")
     run.add_argument("--namespace", default="default")
@@ -19,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from mt_magic.demo import main as demo_main
 
-        return demo_main()
+        return demo_main(keep_catalog=args.keep_catalog)
     from mt_magic.headless import run_headless
 
     return run_headless(args.catalog, args.namespace, args.master, args.max_concurrent)

@@ -1,111 +1,125 @@
-"""The main job on the embedded defaults: the seed tutorial's ODS → DWD → DWS chain, end to end.
+"""``python -m mt_magic demo``: run the quickstart notebook headless on the embedded defaults, say what it did.
 
-Starts (or reuses) the embedded REST catalog and a local Spark session, writes two ODS tables, declares
-two materialized tables with the same statements a notebook cell would hold, lets the refresh manager
-populate them, appends new source data, refreshes with cascade, and prints what an Iceberg reader sees.
+The demo is the notebook a newcomer opens first (``examples/01_quickstart.ipynb``), executed by a real Jupyter
+kernel with nbclient, so the demo and the notebook can never drift apart. Each cell is printed with what it
+showed (text, not widgets) and how long it took. The kernel's own log (Spark's) goes to ``demo-kernel.log``
+under ``MT_MAGIC_HOME``.
+
+The kernel starts the embedded REST catalog when none is configured. If the demo started it, the demo stops
+it at the end, unless ``--keep-catalog`` asks to keep it for the next kernel.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import os
+import re
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
-from mt_magic.errors import MtMagicError
-from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
-from mt_magic.sql import parse_cell
-from mt_magic.sql.names import TableName
+from mt_magic.catalog.embedded import mt_home, read_state, running_server, state_path, stop_embedded_server
 
-ODS = """
-CREATE TABLE IF NOT EXISTS ods_user_log (item_id INT, user_id INT, vtime TIMESTAMP, ds STRING)
-USING iceberg PARTITIONED BY (ds);
-CREATE TABLE IF NOT EXISTS ods_dim_product (item_id INT, title STRING, brand_id INT, seller_id INT)
-USING iceberg
-"""
-
-MATERIALIZED = """
-CREATE MATERIALIZED TABLE dwd_user_log_product (PRIMARY KEY (ds, item_id, user_id, vtime) NOT ENFORCED)
-PARTITIONED BY (ds)
-WITH ('partition.fields.ds.date-formatter' = 'yyyyMMdd')
-FRESHNESS = INTERVAL '1' HOUR
-AS SELECT l.ds, l.item_id, l.user_id, l.vtime, r.brand_id, r.seller_id
-   FROM ods_user_log l INNER JOIN ods_dim_product r ON l.item_id = r.item_id;
-
-CREATE MATERIALIZED TABLE dws_overall (PRIMARY KEY (ds, hh) NOT ENFORCED)
-PARTITIONED BY (ds)
-WITH ('partition.fields.ds.date-formatter' = 'yyyyMMdd')
-FRESHNESS = INTERVAL '1' HOUR
-AS SELECT ds, COALESCE(hh, 'day') AS hh, count(*) AS pv, count(DISTINCT user_id) AS uv
-   FROM (SELECT ds, date_format(vtime, 'HH') AS hh, user_id FROM dwd_user_log_product) tmp
-   GROUP BY GROUPING SETS ((ds), (ds, hh))
-"""
+QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "01_quickstart.ipynb"
+SHOWN_LINES = 6
+"""Lines of each cell's text output printed (a card's text form is longer)."""
+ENGINE_LOG = re.compile(r"^(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d(\.\d+)? (TRACE|DEBUG|INFO|WARN|ERROR) |^\s+at |^\[Stage "
+                        r"|^Setting default log level|^To adjust logging level")
+"""Lines Spark's JVM writes to the kernel's stderr, which ipykernel forwards into cell output."""
 
 
-def _load_sources(conn: Connection, day: str, users: int) -> None:
-    """One day of user logs; the product dimension is written once."""
-    spark = conn.spark
-    for ddl in ODS.split(";"):
-        spark.sql(ddl)
-    spark.sql(f"""
-        INSERT INTO ods_user_log
-        SELECT CAST(id % 50 AS INT), CAST(id % {users} AS INT),
-               to_timestamp('{day[:4]}-{day[4:6]}-{day[6:]} 00:00:00') + make_interval(0,0,0,0,0,0, id * 17 % 86400),
-               '{day}'
-        FROM range(5000)""")
-    if spark.table("ods_dim_product").isEmpty():
-        spark.sql("""INSERT INTO ods_dim_product
-            SELECT CAST(id AS INT), concat('product ', id), CAST(1000 + id % 7 AS INT), CAST(2000 + id % 3 AS INT)
-            FROM range(50)""")
+def _kernel_env() -> dict[str, str]:
+    """The kernel imports this very mt_magic (a checkout run with ``python -m`` is not on the kernel's path)."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
 
 
-def _wait(futures: list[concurrent.futures.Future]) -> None:
-    for future in futures:
-        future.result(timeout=600)
+def _cell_text(cell: Any) -> list[str]:
+    """What a cell showed, as text: streams, errors' first lines, results' text/plain."""
+    lines: list[str] = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            lines += output.get("text", "").splitlines()
+        elif kind == "error":
+            lines.append(f"{output.get('ename')}: {output.get('evalue', '').splitlines()[0]}")
+        elif kind in ("execute_result", "display_data"):
+            lines += str(output.get("data", {}).get("text/plain", "")).splitlines()
+    return [line for line in lines if line.strip() and not ENGINE_LOG.search(line)]
 
 
-def run_demo() -> None:
+def _report(cell: Any, number: int, seconds: float) -> None:
+    source = cell.source.strip().splitlines()
+    if not source:
+        return
+    code = [line for line in source if not line.startswith("# NBVAL")] or source
+    head = code[0] + (" " + code[1].strip() if code[0].startswith("%%") and len(code) > 1 else "")
+    more = " …" if len(code) > (2 if code[0].startswith("%%") else 1) else ""
+    print(f"[{number:>2}] {seconds:5.1f}s  {head[:90]}{more}")
+    shown = _cell_text(cell)
+    for line in shown[:SHOWN_LINES]:
+        print(f"            {line[:150]}")
+    if len(shown) > SHOWN_LINES:
+        print(f"            … ({len(shown) - SHOWN_LINES} more lines)")
+
+
+def run_notebook(path: Path, log: Path) -> float:
+    """Execute ``path`` cell by cell in a fresh kernel, printing each cell; returns the seconds it took.
+
+    Raises:
+        nbclient.exceptions.CellExecutionError: a cell failed (the notebook's own checks included).
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
     started = time.monotonic()
-    conn = connect(ConnectionSettings(namespace="demo"))
-    try:
-        service = conn.service
-        print(f"catalog: {conn.catalog_config.properties.get('uri')}  spark: {conn.spark.version}")
-        for stmt in parse_cell("DROP MATERIALIZED TABLE IF EXISTS dws_overall; "
-                               "DROP MATERIALIZED TABLE IF EXISTS dwd_user_log_product"):
-            service.execute(stmt)
-        conn.spark.sql("DROP TABLE IF EXISTS ods_user_log PURGE")
-        conn.spark.sql("DROP TABLE IF EXISTS ods_dim_product PURGE")
-        _load_sources(conn, "20241216", users=100)
-        results = [service.execute(s) for s in parse_cell(MATERIALIZED)]
-        for r in results:
-            print(r.message)
-        _wait([r.refresh for r in results if r.refresh])
-        _load_sources(conn, "20241217", users=40)  # a new day arrives upstream
-        backfill = parse_cell("ALTER MATERIALIZED TABLE dwd_user_log_product REFRESH PARTITION (ds = '20241217')")
-        result = service.execute(backfill[0], cascade=True)
-        print(result.message)
-        _wait([result.refresh] if result.refresh else [])
-        if conn.manager is not None:
-            conn.manager.wait_idle(timeout=600)
-        print("\ndws_overall (daily rows; hourly rows too), read back from Iceberg through the REST catalog:")
-        conn.spark.sql("SELECT ds, hh, pv, uv, (SELECT count(*) FROM dws_overall i WHERE i.ds = o.ds) AS rows_of_day "
-                       "FROM dws_overall o WHERE hh = 'day' ORDER BY ds").show(truncate=False)
-        history = service.engine.history(service.workspace.qualify(TableName("dws_overall")))
-        print("refreshes of dws_overall (newest first):")
-        for record in history:
-            print(f"  {record.kind.value:<9} {record.trigger.value:<8} rows={record.rows_written:<5} "
-                  f"snapshot={record.snapshot_id}")
-        print(f"demo finished in {time.monotonic() - started:.1f}s")
-        if conn.catalog_config.embedded:
-            print(f"The embedded catalog keeps running at {conn.catalog_config.uri} for the next kernel "
-                  "(stop it with: python -m mt_magic.catalog stop).")
-    finally:
-        conn.close()
+    with open(log, "ab") as kernel_log, client.setup_kernel(env=_kernel_env(), stderr=kernel_log, stdout=kernel_log):
+        for number, cell in enumerate(notebook.cells, start=1):
+            if cell.cell_type != "code":
+                continue
+            began = time.monotonic()
+            client.execute_cell(cell, number - 1)
+            _report(cell, number, time.monotonic() - began)
+    return time.monotonic() - started
 
 
-def main() -> int:
-    try:
-        run_demo()
-    except MtMagicError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+def run_demo(keep_catalog: bool = False, notebook: Path = QUICKSTART) -> int:
+    """Run the quickstart; 0 when every cell (and every check in it) passed."""
+    from nbclient.exceptions import CellExecutionError
+
+    if not notebook.exists():
+        print(f"error: {notebook} is missing; the demo runs the repository's examples/ notebooks", file=sys.stderr)
         return 1
+    home = mt_home(None)
+    home.mkdir(parents=True, exist_ok=True)
+    was_running = running_server(home) is not None
+    log = home / "demo-kernel.log"
+    print(f"mt_magic demo: running {notebook.name} headless in a Jupyter kernel (MT_MAGIC_HOME={home})")
+    try:
+        seconds = run_notebook(notebook, log)
+    except CellExecutionError as exc:
+        print(f"error: a cell failed:\n{exc}", file=sys.stderr)
+        return 1
+    finally:
+        _leave_catalog(home, was_running, keep_catalog)
+    print(f"demo finished in {seconds:.1f}s; Spark's log: {log}")
+    print(f"Open it yourself: jupyter lab {notebook.relative_to(notebook.parent.parent)}")
     return 0
+
+
+def _leave_catalog(home: Path, was_running: bool, keep: bool) -> None:
+    state = read_state(state_path(home))
+    if was_running or state is None:
+        return
+    if keep:
+        print(f"The embedded catalog keeps running at {state.uri} (stop it: python -m mt_magic.catalog stop).")
+    elif stop_embedded_server(home):
+        print("Stopped the embedded catalog the demo started (keep it with: python -m mt_magic demo --keep-catalog).")
+
+
+def main(keep_catalog: bool = False) -> int:
+    return run_demo(keep_catalog)

@@ -96,6 +96,10 @@ class OptionError(SqlError):
     """A ``WITH (…)`` or ``PARTITION (…)`` list with a repeated or empty key."""
 
 
+class UnsupportedOptionError(OptionError):
+    """A ``WITH`` option of Paimon, Kafka or another Flink connector, which Spark and Iceberg cannot honour."""
+
+
 class ConstraintError(SqlError):
     """A PRIMARY KEY that is not ``NOT ENFORCED``, declared twice, or repeating a column."""
 

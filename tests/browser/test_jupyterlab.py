@@ -4,7 +4,8 @@ JupyterLab runs on 127.0.0.1 with a token, on a temp copy of ``examples/`` and i
 The test runs every cell of ``live_tables.ipynb``, then checks that the card renders as a widget (mode text
 and freshness badge), that its badge changes after the notebook's source append (the table is suspended,
 so staleness grows past the 10-second target), and that clicking Refresh now commits a manual refresh (the
-last-refresh field changes and the badge turns green again). Screenshots go to ``test-artifacts/``.
+last-refresh field changes and the badge turns green again). Screenshots go to ``test-artifacts/``, and the
+card's also to ``$MT_MAGIC_SCREENSHOT`` when that is set.
 Every wait is bounded; JupyterLab (with its kernel and Spark), Chromium and the catalog server are stopped.
 """
 
@@ -33,6 +34,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 NOTEBOOK = "live_tables.ipynb"
+SCREENSHOT_ENV = "MT_MAGIC_SCREENSHOT"
+"""When set, a path where the test also saves the card after its refresh click (the README's screenshot)."""
 CARD = ".mt-card"
 BADGE = f"{CARD} .mt-badge.mt-freshness"
 
@@ -195,6 +198,8 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             _wait_for(page, lambda: "checkout" in page.locator(f"{CARD} .mt-preview").inner_text(),
                       "the preview shows the appended rows", 30)
             card.screenshot(path=str(ARTIFACTS / "03-after-refresh-click.png"))
+            if os.environ.get(SCREENSHOT_ENV):  # the README's picture: `MT_MAGIC_SCREENSHOT=docs/live_card.png`
+                card.screenshot(path=os.environ[SCREENSHOT_ENV])
             page.screenshot(path=str(ARTIFACTS / "04-notebook.png"))
             page.locator(".mt-lineage").scroll_into_view_if_needed()
             assert page.locator(".mt-lineage .mt-node[data-level='source']").count() == 1  # the plain Iceberg table

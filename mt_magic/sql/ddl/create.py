@@ -24,6 +24,7 @@ from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.formatter import formatter_column, partition_formatters
 from mt_magic.sql.ddl.freshness import FreshnessRules, resolve_schedule
 from mt_magic.sql.ddl.lexing import Tok, TokKind
+from mt_magic.sql.ddl.options import check_create_options
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Distribution, Freshness
 from mt_magic.sql.errors import (
     ClauseOrderError,
@@ -94,6 +95,7 @@ def parse_create(cur: Cursor, create_tok: Tok, rules: FreshnessRules) -> CreateM
     clauses = _clauses(cur)
     query, query_pos = query_body(cur, "AS")
     _check(cur, clauses, columns, rules)
+    check_create_options(cur, clauses.options, columns.primary_key, query)
     return CreateMaterializedTable(
         text=cur.source.text[cur.statement.start : cur.statement.stop],
         position=cur.source.position(create_tok.start),

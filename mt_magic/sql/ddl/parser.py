@@ -19,12 +19,12 @@ identifiers are accepted. Every error names the statement, the offending text, i
 
 from __future__ import annotations
 
-from mt_magic.sql.ddl.clauses import freshness_interval, option_list, partition_spec, refresh_mode_value
+from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, option_list, partition_spec, refresh_mode_value
 from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
 from mt_magic.sql.ddl.cursor import Cursor, describe
+from mt_magic.sql.ddl.flink_statements import statement_fix
 from mt_magic.sql.ddl.freshness import FreshnessRules
 from mt_magic.sql.ddl.lexing import (
-    STATEMENTS_HINT,
     RawStatement,
     Source,
     Tok,
@@ -34,6 +34,7 @@ from mt_magic.sql.ddl.lexing import (
     statement_label,
     tokenize,
 )
+from mt_magic.sql.ddl.options import check_resume_options
 from mt_magic.sql.ddl.show import parse_describe, parse_show
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
@@ -144,7 +145,7 @@ def _parse_statement(raw: RawStatement, source: Source, rules: FreshnessRules) -
         UnsupportedStatementError,
         f"{first.text} … is not a materialized-table statement",
         first,
-        f"{STATEMENTS_HINT}; run other SQL with spark.sql(…) or a %%sql cell",
+        statement_fix([first.text.upper()]),
     )
 
 
@@ -165,7 +166,7 @@ def _require_materialized(cur: Cursor, first: Tok, skip: tuple[str, ...] = ()) -
         UnsupportedStatementError,
         f"{what} is not a materialized-table statement",
         tok or first,
-        f"{STATEMENTS_HINT}; run {what} with spark.sql(…)",
+        statement_fix(words),
     )
 
 
@@ -196,9 +197,10 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
         cur.expect_end("SUSPEND")
         return AlterSuspend(text, position, name=name)
     if tok.is_word("RESUME"):
-        options = option_list(cur, "RESUME WITH").pairs if cur.accept_word("WITH") else ()
-        cur.expect_end("RESUME" + (" WITH (…)" if options else ""))
-        return AlterResume(text, position, name=name, options=options)
+        options = option_list(cur, "RESUME WITH") if cur.accept_word("WITH") else KeyValues((), ())
+        check_resume_options(cur, options)
+        cur.expect_end("RESUME" + (" WITH (…)" if options.pairs else ""))
+        return AlterResume(text, position, name=name, options=options.pairs)
     if tok.is_word("REFRESH"):
         partition = partition_spec(cur).pairs if cur.accept_word("PARTITION") else ()
         cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else ""))
