@@ -165,7 +165,6 @@ class RefreshState:
     definition_version: int = 1
     partition: Mapping[str, str] = field(default_factory=dict)
     strategy: str = ""
-    rows_written: int = 0
 
     def to_summary(self) -> dict[str, str]:
         """Snapshot-summary entries (all strings, as Iceberg requires)."""
@@ -181,7 +180,6 @@ class RefreshState:
             f"{PREFIX}definition-version": str(self.definition_version),
             f"{PREFIX}partition": json.dumps(dict(self.partition), sort_keys=True),
             f"{PREFIX}strategy": self.strategy,
-            f"{PREFIX}rows-written": str(self.rows_written),
         }
 
     @classmethod
@@ -200,7 +198,6 @@ class RefreshState:
             definition_version=int(summary.get(f"{PREFIX}definition-version", "1")),
             partition=json.loads(summary.get(f"{PREFIX}partition", "{}")),
             strategy=summary.get(f"{PREFIX}strategy", ""),
-            rows_written=int(summary.get(f"{PREFIX}rows-written", "0")),
         )
 
     def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:

@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import DefinitionError
+from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
+from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
 
 if TYPE_CHECKING:
@@ -75,6 +77,14 @@ def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, p
             )
 
 
+def table_properties(options: Mapping[str, str]) -> dict[str, str]:
+    """The WITH options that are Iceberg table properties (``write.*``, ``format-version``, ``commit.*``, the
+    user's own): every option but mt_magic's own (``incremental*``, date formatters), which live in ``mt.*``.
+    Options of other systems never get here: the grammar refuses them."""
+    return {key: value for key, value in options.items()
+            if formatter_column(key) is None and key != INCREMENTAL_OPTION and not key.startswith("incremental.")}
+
+
 def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
                          definition: MaterializedTableDefinition, comment: str | None) -> None:
     """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure.
@@ -86,8 +96,8 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
         f"{identifier(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
         for f in schema.fields
     )
-    properties = {"format-version": "2", **retention_properties(definition.interval, definition.options),
-                  **definition.to_properties()}
+    properties = {"format-version": "2", **table_properties(definition.options),
+                  **retention_properties(definition.interval, definition.options), **definition.to_properties()}
     ddl = [f"CREATE TABLE {qualified(name)} ({columns}) USING iceberg"]
     fields = [identifier(c) for c in definition.partitioned_by]
     fields += [f"bucket({definition.buckets}, {identifier(c)})" for c in definition.bucket_columns]
