@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from mt_magic.catalog import routes_namespaces, routes_tables, routes_views
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
 from mt_magic.catalog.errors_http import error_response, install_error_handlers
+from mt_magic.catalog.rest_paths import FormEncodedPaths
 from mt_magic.catalog.service import build_service
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ def create_app(catalog: SqlCatalog, token: str | None = None, *, warehouse: str)
     app = FastAPI(title="mt_magic Iceberg REST catalog", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = build_service(catalog, warehouse_uri(warehouse))
     install_error_handlers(app)
+    app.add_middleware(FormEncodedPaths)
 
     if token:
 
