@@ -21,9 +21,10 @@ from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
+from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
-from mt_magic.sql.query.rewrite import qualify_sources
+from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
@@ -57,7 +58,10 @@ def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tupl
                 "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
             )
     known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
-    expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    try:
+        expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    except QueryRewriteError as exc:
+        raise DefinitionError(f"{statement}: {exc}") from exc
     for name in upstream:
         if not ws.catalog.exists(name):
             raise DefinitionError(f"{statement}: source table {name} does not exist in the catalog.")
@@ -66,7 +70,7 @@ def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tupl
 
 def _is_temp_view(spark: SparkSession, name: str) -> bool:
     try:
-        return bool(spark.catalog.getTable(name).isTemporary)
+        return bool(spark.catalog.getTable(identifier(name)).isTemporary)
     except Exception:
         return False
 
@@ -156,7 +160,7 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
     new_schema = _infer_schema(ws, label, expanded)
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
-    added = schema_rules.appended_columns(label, ws.spark.table(name).schema, new_schema)
+    added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
     updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
                       definition_version=current.definition_version + 1)

@@ -37,6 +37,7 @@ from mt_magic.sql.errors import (
     SqlError,
     SqlSyntaxError,
     UnsupportedClauseError,
+    UnsupportedNameError,
     UnsupportedStatementError,
 )
 from mt_magic.sql.names import Position, TableName
@@ -93,6 +94,7 @@ __all__ = [
     "Statement",
     "TableName",
     "UnsupportedClauseError",
+    "UnsupportedNameError",
     "UnsupportedStatementError",
     "WindowCall",
     "analyze_query",

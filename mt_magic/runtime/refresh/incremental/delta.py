@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
-from mt_magic.runtime.spark.quoting import identifier, procedure, string_literal
+from mt_magic.runtime.spark.quoting import identifier, procedure, qualified, string_literal
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ class DeltaViews:
 def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
     reader = session.read
     if change.consumed is None:
-        return reader.option("snapshot-id", str(change.pinned)).table(change.name)
+        return reader.option("snapshot-id", str(change.pinned)).table(qualified(change.name))
     return (reader.option("start-snapshot-id", str(change.consumed))
-            .option("end-snapshot-id", str(change.pinned)).table(change.name))
+            .option("end-snapshot-id", str(change.pinned)).table(qualified(change.name)))
 
 
 def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFrame:
