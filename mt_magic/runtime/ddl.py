@@ -21,7 +21,7 @@ from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
-from mt_magic.runtime.spark.quoting import identifier, qualified
+from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
@@ -189,6 +189,27 @@ def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> Material
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
     return update_definition(ws, name, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
                              interval=freshness.to_timedelta())
+
+
+def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], ...]) -> None:
+    """A backfill's ``PARTITION (k = 'v', …)`` must name partition columns of the table (checked before the
+    manager hears of it: a refresh that could only fail would change the table's status and failure count).
+
+    Raises:
+        DefinitionError: a key is not a partition column; the message lists the table's partition columns.
+    """
+    if not partition:
+        return
+    _, definition = ws.catalog.load_materialized(name)
+    columns = {c.lower() for c in definition.partitioned_by}
+    unknown = [key for key, _ in partition if key.lower() not in columns]
+    if unknown:
+        spec = ", ".join(f"{k} = {string_literal(v)}" for k, v in partition)
+        raise DefinitionError(
+            f"ALTER MATERIALIZED TABLE {name} REFRESH PARTITION ({spec}): {name} is not partitioned by "
+            f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'}). Name its "
+            "partition columns, or refresh the whole table without PARTITION."
+        )
 
 
 def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:

@@ -139,8 +139,13 @@ class MaterializedTables:
             raise
         assert future is not None
         self._drive()
-        if not self.background and future.exception() is not None:  # inline creation is all-or-nothing
+        # Inline creation is all-or-nothing for the catalog and the manager; subscribers (live views) do see the
+        # table appear, fail and be removed, because the first refresh runs through the manager like every other.
+        # With the manager's thread the CREATE has returned before the first refresh ends: a failure then stays
+        # on the table's card and in %mt history, and the table stays (the statement itself succeeded).
+        if not self.background and future.exception() is not None:
             self.manager.remove(name)
+            self._drive()  # delivers the removal to subscribers now, not with the next statement
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
         return StatementResult(
@@ -175,6 +180,7 @@ class MaterializedTables:
 
     def refresh(self, name: str, partition: Partition = (), cascade: bool = False) -> StatementResult:
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade."""
+        ddl.check_partition(self.workspace, name, partition)
         self._track(name, with_downstream=cascade)
         future = self.manager.refresh_now(name, partition=partition, cascade=cascade)
         self._drive()
