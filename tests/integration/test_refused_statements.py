@@ -43,7 +43,8 @@ def tables(mt, spark):
 REFUSED = {
     "create, name taken": ("CREATE MATERIALIZED TABLE daily AS SELECT 1 AS x", "already exists"),
     "create, name taken by a plain table": ("CREATE MATERIALIZED TABLE plain AS SELECT 1 AS x", "already exists"),
-    "create, query Spark cannot analyse": ("CREATE MATERIALIZED TABLE bad AS SELECT nope FROM orders", "cannot analyse"),
+    "create, query Spark cannot analyse": (
+        "CREATE MATERIALIZED TABLE bad AS SELECT nope FROM orders", "cannot analyse"),
     "create, missing source": ("CREATE MATERIALIZED TABLE bad AS SELECT * FROM missing", "does not exist"),
     "create, unknown key column": (
         "CREATE MATERIALIZED TABLE bad (PRIMARY KEY (nope) NOT ENFORCED) AS SELECT day FROM orders", "nope"),
