@@ -164,12 +164,7 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
     updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
                       definition_version=current.definition_version + 1)
-    schema_rules.add_columns(ws.spark, name, added)
-    try:
-        ws.catalog.update_properties(name, updated.to_properties())
-    except Exception:
-        schema_rules.drop_columns(ws.spark, name, [f.name for f in added])
-        raise
+    ws.catalog.update_properties(name, updated.to_properties(), schema_rules.arrow_columns(added))
     return updated
 
 

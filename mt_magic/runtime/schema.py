@@ -11,6 +11,7 @@ from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructField, StructType
 
@@ -124,12 +125,9 @@ def appended_columns(label: str, current: StructType, new: StructType) -> list[S
     return list(new.fields[len(current.fields):])
 
 
-def add_columns(spark: SparkSession, name: str, fields: Sequence[StructField]) -> None:
-    if fields:
-        cols = ", ".join(f"{identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
-        spark.sql(f"ALTER TABLE {qualified(name)} ADD COLUMNS ({cols})")
+def arrow_columns(fields: Sequence[StructField]) -> pa.Schema:
+    """Appended columns as an Arrow schema (all nullable), for the catalog to add in the definition's commit."""
+    from pyspark.sql import types
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-
-def drop_columns(spark: SparkSession, name: str, columns: Sequence[str]) -> None:
-    for col in columns:
-        spark.sql(f"ALTER TABLE {qualified(name)} DROP COLUMN {identifier(col)}")
+    return to_arrow_schema(types.StructType([types.StructField(f.name, f.dataType, True, f.metadata) for f in fields]))

@@ -99,3 +99,21 @@ def test_a_refused_statement_changes_nothing(tables, cell: tuple[str, str | None
         assert events[-1].kind.value == "table-removed"
     else:
         assert events == []
+
+
+def test_alter_as_commits_its_new_columns_and_definition_together(tables, spark) -> None:
+    """The appended columns and the query that produces them are one catalog commit: both or neither (it used
+    to be Spark's ADD COLUMNS, then the properties, undone by DROP COLUMN when the second failed)."""
+    catalog = tables.workspace.catalog
+    name = f"{catalog.spark_name}.{tables.workspace.default_namespace}.daily"
+
+    def metadata_versions() -> int:
+        return len(catalog.catalog.load_table(catalog.identifier(name)).metadata.metadata_log)
+
+    before = metadata_versions()
+    run(tables, "ALTER MATERIALIZED TABLE daily AS "
+                "SELECT day, sum(amount) AS total, count(*) AS n FROM orders GROUP BY day")
+    assert metadata_versions() == before + 1
+    assert [c for c, _, _ in catalog.load(name).columns] == ["day", "total", "n"]
+    run(tables, "ALTER MATERIALIZED TABLE daily REFRESH")
+    assert sorted(tuple(r) for r in spark.table(name).collect()) == [("d1", 1, 1), ("d2", 5, 1)]
