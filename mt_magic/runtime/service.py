@@ -139,10 +139,8 @@ class MaterializedTables:
             raise
         assert future is not None
         self._drive()
-        # Inline creation is all-or-nothing for the catalog and the manager; subscribers (live views) do see the
-        # table appear, fail and be removed, because the first refresh runs through the manager like every other.
-        # With the manager's thread the CREATE has returned before the first refresh ends: a failure then stays
-        # on the table's card and in %mt history, and the table stays (the statement itself succeeded).
+        # Inline: all-or-nothing for catalog and manager; subscribers see the table appear, fail and go. With the
+        # thread, CREATE returned before the first refresh ended: a failure stays on the card, the table stays.
         if not self.background and future.exception() is not None:
             self.manager.remove(name)
             self._drive()  # delivers the removal to subscribers now, not with the next statement
@@ -200,7 +198,9 @@ class MaterializedTables:
         try:
             ddl.drop_tables(self.workspace, victims)
         except BaseException:
-            for victim in victims:  # what could not be dropped stays refreshed
+            # Not atomic: a cascade purges table by table, and a purged table cannot come back. A failure part
+            # way (the catalog unreachable) leaves the dependents dropped so far gone; what remains stays managed.
+            for victim in victims:
                 if self.workspace.catalog.exists(victim):
                     self.manager.upsert(self._managed(victim))
             raise
