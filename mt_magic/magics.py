@@ -242,7 +242,7 @@ class MaterializedMagics(Magics):
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
         service = self.connection.service
-        if text.split()[0].upper() != "CREATE":
+        if text.split()[0].upper() not in ("CREATE", "ALTER", "DROP"):  # a name, perhaps backquoted with spaces
             return ExplainView(str(service.explain(self._qualify(text.strip()))))
         statements = parse_cell(text, self.rules)
         if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):
