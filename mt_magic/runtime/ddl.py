@@ -1,8 +1,9 @@
 """CREATE / ALTER / DROP of materialized tables: validate with Spark, then change the catalog atomically.
 
-Every check that can fail (sources, temp views, schema inference, casts, keys, formatters) runs before the
-catalog is touched; the few catalog steps that follow are undone if a later one fails, so a failed
-statement leaves nothing behind.
+Every check that can fail (sources, temp views, schema inference, casts, keys, formatters, backfill partitions)
+runs before the catalog is touched, and each statement then writes one catalog commit (ALTER … AS: the
+appended columns with the definition). CREATE is two when there is a primary key (CREATE TABLE, then
+identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     expanded, upstream = _resolve_query(ws, label, stmt.query)
     expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
     schema = _infer_schema(ws, label, expanded)
+    schema_rules.check_typed(label, schema)
     options = stmt.options_dict
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
@@ -159,12 +161,19 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     expanded, upstream = _resolve_query(ws, label, query)
     expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
     new_schema = _infer_schema(ws, label, expanded)
+    schema_rules.check_typed(label, new_schema)
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
     updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
                       definition_version=current.definition_version + 1)
-    ws.catalog.update_properties(name, updated.to_properties(), schema_rules.arrow_columns(added))
+    try:  # one commit: the appended columns and the definition that produces them, or neither
+        ws.catalog.update_properties(name, updated.to_properties(), schema_rules.arrow_columns(added))
+    except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
+        raise DefinitionError(
+            f"{label}: the new column(s) {', '.join(f'{f.name} {f.dataType.simpleString()}' for f in added)} "
+            f"cannot be stored in an Iceberg table ({exc}). Nothing changed; cast them, e.g. CAST(NULL AS STRING)."
+        ) from exc
     return updated
 
 

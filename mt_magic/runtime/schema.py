@@ -49,6 +49,16 @@ def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], infe
     return f"SELECT {', '.join(select)} FROM ({query}) AS `__mt_query`"
 
 
+def check_typed(label: str, schema: StructType) -> None:
+    """Every column needs a type an Iceberg table can store: a bare ``NULL`` has none (Spark's ``void``)."""
+    untyped = [f.name for f in schema.fields if f.dataType.simpleString() == "void"]
+    if untyped:
+        raise DefinitionError(
+            f"{label}: column(s) {', '.join(untyped)} have no type (a bare NULL), which an Iceberg table cannot "
+            "store. Cast them, e.g. CAST(NULL AS STRING) AS " + untyped[0] + "."
+        )
+
+
 def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, partitioned_by: Sequence[str],
                formatters: Mapping[str, str]) -> None:
     """Primary key, partition and formatter columns must exist; formatter columns must be strings."""

@@ -58,6 +58,10 @@ REFUSED = {
     "alter as, plain table": ("ALTER MATERIALIZED TABLE plain AS SELECT 1 AS x", "plain Iceberg table"),
     "alter as, column renamed": (
         "ALTER MATERIALIZED TABLE daily AS SELECT day, sum(amount) AS sum FROM orders GROUP BY day", "instead of"),
+    "alter as, appended column Iceberg cannot store": (
+        "ALTER MATERIALIZED TABLE daily AS SELECT day, sum(amount) AS total, NULL AS x FROM orders GROUP BY day",
+        "have no type"),
+    "create, column without a type": ("CREATE MATERIALIZED TABLE bad AS SELECT NULL AS x", "have no type"),
     "alter as, bad query": ("ALTER MATERIALIZED TABLE daily AS SELECT nope FROM orders", "cannot analyse"),
     "set freshness, not allowed in FULL mode": (
         "ALTER MATERIALIZED TABLE monthly SET FRESHNESS = INTERVAL '7' MINUTE", "FULL"),
