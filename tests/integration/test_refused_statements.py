@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -23,10 +24,20 @@ def _state(mt) -> tuple:
     return tables, statuses
 
 
-@pytest.fixture
-def tables(mt, spark):
-    """A source, a plain table, and two materialized tables where ``top`` reads ``daily``."""
-    ns = mt.workspace.default_namespace
+@pytest.fixture(scope="module")
+def tables(connection, spark):
+    """A source, a plain table, and materialized tables (``top`` reads ``daily``), in a namespace of their own.
+
+    Shared by the module: a refused statement leaves it as it was, which each test asserts.
+    """
+    from mt_magic.runtime.refresh.engine import Engine
+    from mt_magic.runtime.service import MaterializedTables
+
+    ns = f"refused_{uuid.uuid4().hex[:8]}"
+    base = connection.service.workspace
+    base.catalog.catalog.create_namespace(ns)
+    mt = MaterializedTables.inline(Engine(replace(base, default_namespace=ns), connection.service.engine.jobs))
+    spark.sql(f"USE mtit.{ns}")
     spark.sql(f"CREATE TABLE mtit.{ns}.orders (day STRING, amount INT) USING iceberg")
     spark.sql(f"INSERT INTO mtit.{ns}.orders VALUES ('d1', 1), ('d2', 5)")
     spark.sql(f"CREATE TABLE mtit.{ns}.plain (x INT) USING iceberg")
@@ -105,7 +116,7 @@ def test_a_refused_statement_changes_nothing(tables, cell: tuple[str, str | None
         assert events == []
 
 
-def test_alter_as_commits_its_new_columns_and_definition_together(tables, spark) -> None:
+def test_alter_as_commits_its_new_columns_and_definition_together(tables, spark) -> None:  # runs last: it alters
     """The appended columns and the query that produces them are one catalog commit: both or neither (it used
     to be Spark's ADD COLUMNS, then the properties, undone by DROP COLUMN when the second failed)."""
     catalog = tables.workspace.catalog
