@@ -52,7 +52,7 @@ def _lifecycle(mt, spark, name: str) -> None:
     assert name not in _tables(mt)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(name=NASTY)
 @example(name="m1; DROP TABLE x")  # the first wave's regression: created, then every refresh failed
 @example(name="a b")
