@@ -83,7 +83,7 @@ def run_demo() -> None:
         backfill = parse_cell("ALTER MATERIALIZED TABLE dwd_user_log_product REFRESH PARTITION (ds = '20241217')")
         result = service.execute(backfill[0], cascade=True)
         print(result.message)
-        _wait([result.refresh])
+        _wait([result.refresh] if result.refresh else [])
         if conn.manager is not None:
             conn.manager.wait_idle(timeout=600)
         print("\ndws_overall (daily rows; hourly rows too), read back from Iceberg through the REST catalog:")

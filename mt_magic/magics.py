@@ -152,9 +152,11 @@ class MaterializedMagics(Magics):
                FROM orders GROUP BY order_date
 
         Also: ``ALTER MATERIALIZED TABLE t SUSPEND | RESUME [WITH (...)] | REFRESH [PARTITION (k='v')]
-        | AS SELECT ... | SET FRESHNESS = INTERVAL '1' HOUR``, ``CREATE OR ALTER ...``,
-        ``DROP MATERIALIZED TABLE [IF EXISTS] t``. Several statements may share a cell. The cell shows a
-        live card per table (state, freshness, last/next refresh, preview, controls).
+        | AS SELECT ... | SET FRESHNESS = INTERVAL '1' HOUR | SET REFRESH_MODE = FULL | RENAME TO u``,
+        ``CREATE OR ALTER ...``, ``DROP MATERIALIZED TABLE [IF EXISTS] t``, ``SHOW MATERIALIZED TABLES
+        [FROM ns] [LIKE 'daily%']``, ``SHOW CREATE MATERIALIZED TABLE t``, ``DESCRIBE MATERIALIZED TABLE t``.
+        Several statements may share a cell. The cell shows a live card per table (state, freshness,
+        last/next refresh, preview, controls).
         """
         from mt_magic.sql import parse_cell
 

@@ -62,3 +62,18 @@ class JobState(enum.Enum):
     """ALTER … SUSPEND: no refreshes until RESUME."""
     FAILED = "failed"
     """Repeated failures: shown as failed, still retried at a slow rate."""
+
+
+class StatementAction(enum.Enum):
+    """What a statement did, as its result reports it (the views decide from it which cards to show)."""
+
+    CREATED = "created"
+    ALTERED = "altered"
+    RENAMED = "renamed"
+    SUSPENDED = "suspended"
+    RESUMED = "resumed"
+    REFRESHING = "refreshing"
+    """A refresh was requested; the result's future tells when it has committed."""
+    DROPPED = "dropped"
+    SHOWN = "shown"
+    """SHOW or DESCRIBE: nothing changed."""

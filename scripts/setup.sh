@@ -1,16 +1,39 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine: Java 17, Debian packages, the project virtualenv, the Python
-# dependencies, and the offline Iceberg runtime jars (cached outside the repository).
-#   scripts/setup.sh            what the demo needs
-#   scripts/setup.sh --test     plus what the tests need (Chromium for the browser test)
+# Idempotent set-up for a fresh machine: Java 17, Maven, Debian packages, a virtualenv with the Python
+# dependencies and one PySpark line, and the Iceberg runtime jar for that line (cached outside the repository).
+#   scripts/setup.sh                         what the demo needs, in .venv, with the default PySpark
+#   scripts/setup.sh --test                  plus what the tests need (Chromium for the browser test, PostgreSQL
+#                                            for the shared-catalog test)
+#   scripts/setup.sh --venv DIR --pyspark V  another virtualenv with PySpark V (the second line CI tests)
+# MT_MAGIC_ICEBERG=maven (default) fetches org.apache.iceberg:iceberg-spark-runtime-<spark>_<scala> with Maven;
+# MT_MAGIC_ICEBERG=offline assembles the Spark 3.5 runtime without Maven Central (the documented fallback).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+venv=.venv
+pyspark=""
+with_test=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --test) with_test=1 ;;
+    --venv) venv="$2"; shift ;;
+    --pyspark) pyspark="$2"; shift ;;
+    *) echo "setup: unknown option $1 (use --test, --venv DIR, --pyspark VERSION)" >&2; exit 2 ;;
+  esac
+  shift
+done
+iceberg="${MT_MAGIC_ICEBERG:-maven}"
+
 packages=()
 command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
-[ -f /usr/share/java/jarjar.jar ] || packages+=(libjarjar-java)
-if [ "${1:-}" = "--test" ]; then
+case "$iceberg" in
+  maven) command -v mvn >/dev/null 2>&1 || packages+=(maven) ;;
+  offline) [ -f /usr/share/java/jarjar.jar ] || packages+=(libjarjar-java) ;;
+esac
+if [ "$with_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || packages+=(chromium)
+  # the shared-catalog test starts a throw-away PostgreSQL cluster (tests/catalog/postgres_cluster.py)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${packages[*]}"
@@ -19,14 +42,25 @@ if [ ${#packages[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
-stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+stamp="$venv/.installed-$( (cat pyproject.toml; echo "$pyspark") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing Python dependencies into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  echo "setup: installing Python dependencies into $venv${pyspark:+ (pyspark==$pyspark)}"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  "$venv/bin/python" -m pip install -q -e ".[dev]" ${pyspark:+"pyspark==$pyspark"}
+  rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
 
-.venv/bin/python -m mt_magic.runtime.spark.iceberg_jars >/dev/null
-echo "setup: ready"
+case "$iceberg" in
+  maven) jar_module=mt_magic.runtime.spark.iceberg_maven ;;
+  offline) jar_module=mt_magic.runtime.spark.iceberg_jars ;;
+  packages) jar_module="" ;;  # Spark fetches the jar itself at session start
+  *) echo "setup: MT_MAGIC_ICEBERG=$iceberg is not one of maven, packages, offline" >&2; exit 2 ;;
+esac
+if [ -n "$jar_module" ]; then
+  start=$(date +%s)
+  "$venv/bin/python" -m "$jar_module" >/dev/null
+  echo "setup: Iceberg runtime ($iceberg) ready in $(( $(date +%s) - start )) s"
+fi
+echo "setup: ready ($venv, pyspark $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)'))"

@@ -1,13 +1,17 @@
 """Command line of the REST catalog server.
 
     python -m mt_magic.catalog serve [--host 127.0.0.1] [--port 0] [--warehouse DIR] [--uri SQLALCHEMY_URL]
-                                     [--token T] [--state-file PATH] [--log-level warning]
+                                     [--token T] [--allow-location URI ...] [--state-file PATH]
+                                     [--log-level warning]
     python -m mt_magic.catalog start  [--home DIR]     # the embedded server of $MT_MAGIC_HOME, in the background
     python -m mt_magic.catalog status [--home DIR] [--show-token]
     python -m mt_magic.catalog stop   [--home DIR]
 
 ``serve`` runs in the foreground (port 0 picks a free port; the URL is printed). The token may also come
-from ``$MT_MAGIC_CATALOG_TOKEN`` so it does not show in the process list.
+from ``$MT_MAGIC_CATALOG_TOKEN`` so it does not show in the process list. Without ``--uri`` (or
+``$MT_MAGIC_CATALOG_DATABASE``), ``--warehouse DIR`` keeps its own SQLite database beside it,
+``DIR.catalog.db``. Tables and views may keep files only inside the warehouse and the ``--allow-location``
+roots.
 """
 
 from __future__ import annotations
@@ -30,8 +34,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--warehouse", help="warehouse directory or URI (default $MT_MAGIC_HOME/warehouse)")
     serve.add_argument(
         "--uri",
-        help=f"SQLAlchemy URL of the catalog database (default ${embedded.DATABASE_ENV}, "
-        "else SQLite in $MT_MAGIC_HOME)",
+        help=f"SQLAlchemy URL of the catalog database (default ${embedded.DATABASE_ENV}, else SQLite beside "
+        "--warehouse DIR as DIR.catalog.db, else SQLite in $MT_MAGIC_HOME)",
+    )
+    serve.add_argument(
+        "--allow-location",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="another storage root tables and views may use besides the warehouse (repeatable)",
     )
     serve.add_argument("--token", help=f"required bearer token (default ${embedded.TOKEN_ENV}; none: no auth)")
     serve.add_argument("--state-file", type=Path, help="write pid/port/token here once listening")
@@ -56,20 +67,25 @@ def _describe(server: embedded.EmbeddedServer, show_token: bool = False) -> str:
     )
 
 
+def _default_database(warehouse: str | None) -> str:
+    return embedded.database_for_warehouse(warehouse) if warehouse else embedded.default_database()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from mt_magic.catalog.server import serve
+            from mt_magic.catalog.server.app import serve
 
             serve(
                 host=args.host,
                 port=args.port,
                 warehouse=args.warehouse or str(embedded.default_warehouse()),
-                database=args.uri or os.environ.get(embedded.DATABASE_ENV) or embedded.default_database(),
+                database=args.uri or os.environ.get(embedded.DATABASE_ENV) or _default_database(args.warehouse),
                 token=args.token or os.environ.get(embedded.TOKEN_ENV) or None,
                 state_file=args.state_file,
                 log_level=args.log_level,
+                allowed_locations=[embedded.location_uri(loc) for loc in args.allow_location],
             )
         elif args.command == "start":
             print(_describe(embedded.ensure_embedded_server(args.home)))

@@ -57,6 +57,9 @@ class MaterializedTableDefinition:
     """Fully qualified names of every source table."""
     primary_key: tuple[str, ...] = ()
     partitioned_by: tuple[str, ...] = ()
+    bucket_columns: tuple[str, ...] = ()
+    """``DISTRIBUTED BY HASH(cols) INTO buckets BUCKETS``: each column a ``bucket(buckets, col)`` partition field."""
+    buckets: int = 0
     suspended: bool = False
     definition_version: int = 1
     """Bumped by ALTER AS / CREATE OR ALTER, so a refresh knows which query it ran."""
@@ -78,6 +81,8 @@ class MaterializedTableDefinition:
             f"{PREFIX}upstream": json.dumps(list(self.upstream)),
             f"{PREFIX}primary-key": json.dumps(list(self.primary_key)),
             f"{PREFIX}partitioned-by": json.dumps(list(self.partitioned_by)),
+            f"{PREFIX}bucket-columns": json.dumps(list(self.bucket_columns)),
+            f"{PREFIX}buckets": str(self.buckets),
             f"{PREFIX}suspended": str(self.suspended).lower(),
             f"{PREFIX}definition-version": str(self.definition_version),
         }
@@ -105,6 +110,8 @@ class MaterializedTableDefinition:
             upstream=tuple(json.loads(get("upstream", "[]"))),
             primary_key=tuple(json.loads(get("primary-key", "[]"))),
             partitioned_by=tuple(json.loads(get("partitioned-by", "[]"))),
+            bucket_columns=tuple(json.loads(get("bucket-columns", "[]"))),
+            buckets=int(get("buckets", "0")),
             suspended=get("suspended", "false") == "true",
             definition_version=int(get("definition-version", "1")),
         )
@@ -196,9 +203,14 @@ class RefreshState:
             rows_written=int(summary.get(f"{PREFIX}rows-written", "0")),
         )
 
-    def snapshot_of(self, qualified_name: str) -> int | None:
+    def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:
+        """The recorded state of a source: by name, else (a renamed table) by its table uuid."""
+        by_name = next((s for s in self.source_states if s.qualified_name == qualified_name), None)
+        if by_name is not None or not uuid:
+            return by_name
+        return next((s for s in self.source_states if s.uuid == uuid), None)
+
+    def snapshot_of(self, qualified_name: str, uuid: str = "") -> int | None:
         """The consumed snapshot id of a source, ``None`` if it was empty or not read."""
-        for source in self.source_states:
-            if source.qualified_name == qualified_name:
-                return source.snapshot_id
-        return None
+        recorded = self.source(qualified_name, uuid)
+        return None if recorded is None else recorded.snapshot_id

@@ -10,6 +10,7 @@ reuse one server; a file lock keeps two of them from starting two.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import secrets
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 from mt_magic.catalog.errors import EmbeddedServerError
 
@@ -56,6 +58,13 @@ def warehouse_uri(warehouse: str | Path) -> str:
     return path.as_uri()
 
 
+def location_uri(location: str) -> str:
+    """A storage location as a URI: local paths become absolute ``file://`` URIs (nothing is created)."""
+    if "://" in location:
+        return location.rstrip("/")
+    return Path(location).expanduser().resolve().as_uri()
+
+
 def display_database(database: str) -> str:
     """The database URL with any password hidden, for messages and ``status``."""
     from sqlalchemy.engine import make_url
@@ -83,6 +92,24 @@ def default_warehouse(home: Path | None = None) -> Path:
 
 def default_database(home: Path | None = None) -> str:
     return f"sqlite:///{mt_home(home) / 'catalog.db'}"
+
+
+def database_for_warehouse(warehouse: str | Path, home: Path | None = None) -> str:
+    """The SQLite catalog database of a warehouse given without a database URL: its own, never shared.
+
+    A local warehouse ``DIR`` keeps it beside itself, ``DIR.catalog.db``; a remote one (``s3://…``) in
+    ``$MT_MAGIC_HOME/catalogs/`` under a name derived from its URI. So two servers for two warehouses never
+    mix their tables in one database.
+    """
+    text = str(warehouse)
+    if "://" in text and not text.startswith("file:"):
+        digest = hashlib.sha256(text.rstrip("/").encode()).hexdigest()[:16]
+        folder = mt_home(home) / "catalogs"
+        folder.mkdir(exist_ok=True)
+        return f"sqlite:///{folder / f'{digest}.db'}"
+    path = Path(urlparse(text).path if text.startswith("file:") else text).expanduser().resolve()
+    name = f"{path.name or 'root'}.catalog.db"
+    return f"sqlite:///{path.parent / name}"
 
 
 def write_state(path: Path, server: EmbeddedServer) -> None:

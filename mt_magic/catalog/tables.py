@@ -260,6 +260,11 @@ class MaterializedCatalog:
                     schema.union_by_name(appended)
             tx.set_properties(dict(updates))
 
+    def rename(self, name: str, new_name: str) -> None:
+        """Rename the table within this catalog (same Iceberg table: data, history and properties stay)."""
+        with reaching(name):
+            self.catalog.rename_table(self.identifier(name), self.identifier(new_name))
+
     def drop(self, name: str, purge: bool = True) -> None:
         """Drop the table; with ``purge`` its files too."""
         ident = self.identifier(name)

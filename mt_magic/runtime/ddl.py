@@ -8,6 +8,7 @@ identifier fields), undone by dropping the new table; so a failed statement leav
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -16,14 +17,24 @@ from mt_magic.errors import (
     DefinitionError,
     DependencyError,
     MaterializedTableExistsError,
+    MtMagicError,
     NoSuchMaterializedTableError,
 )
 from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
-from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION, INCREMENTAL_VALUES, incremental_option, is_strict
+from mt_magic.runtime.refresh.context import (
+    INCREMENTAL_OPTION,
+    INCREMENTAL_VALUES,
+    MAX_CHANGE_OPTION,
+    incremental_option,
+    is_strict,
+    max_change_fraction,
+)
+from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
 from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
@@ -34,17 +45,10 @@ if TYPE_CHECKING:
 
     from mt_magic.sql.ddl.freshness import RefreshSchedule
 
-FORMATTER_PREFIX = "partition.fields."
-FORMATTER_SUFFIX = ".date-formatter"
-
 
 def date_formatters(options: dict[str, str]) -> dict[str, str]:
-    """``partition.fields.<col>.date-formatter`` options as column → pattern."""
-    return {
-        key[len(FORMATTER_PREFIX) : -len(FORMATTER_SUFFIX)]: value
-        for key, value in options.items()
-        if key.startswith(FORMATTER_PREFIX) and key.endswith(FORMATTER_SUFFIX)
-    }
+    """``partition.fields.<col>.date-formatter`` options as column → pattern (the grammar reads the keys)."""
+    return {column: value for key, value in options.items() if (column := formatter_column(key)) is not None}
 
 
 def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
@@ -96,7 +100,18 @@ def _check_incremental_option(label: str, options: dict[str, str], mode: Refresh
     if value is not None and value not in INCREMENTAL_VALUES:
         raise DefinitionError(
             f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
-            "'strict' (fail rather than fall back to a full refresh) or 'auto' (the default: fall back and record why)."
+            "'auto' (the default: incremental where correct and cheaper), 'always' (incremental wherever correct), "
+            "'strict' (fail rather than recompute) or 'never' (always recompute)."
+        )
+    raw = options.get(MAX_CHANGE_OPTION)
+    try:
+        fraction = max_change_fraction(options)
+    except ValueError:
+        fraction = -1.0
+    if raw is not None and not 0 < fraction <= 1:
+        raise DefinitionError(
+            f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
+            "a full recompute is chosen over an incremental refresh."
         )
     why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:
@@ -117,7 +132,9 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     options = stmt.options_dict
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
-    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters)
+    buckets = stmt.distribution
+    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters,
+                            buckets.columns if buckets else ())
     definition = MaterializedTableDefinition(
         query=stmt.query,
         expanded_query=expanded,
@@ -132,6 +149,8 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
         upstream=upstream,
         primary_key=stmt.primary_key.columns if stmt.primary_key else (),
         partitioned_by=stmt.partitioned_by,
+        bucket_columns=buckets.columns if buckets else (),
+        buckets=buckets.buckets if buckets else 0,
     )
     return definition, schema
 
@@ -177,21 +196,25 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     return updated
 
 
-def update_definition(ws: Workspace, name: str, **changes: object) -> MaterializedTableDefinition:
-    """Persist a changed field of the definition (suspended flag, freshness, …) in one commit."""
+def update_definition(ws: Workspace, name: str, extra: Mapping[str, str] | None = None,
+                      **changes: object) -> MaterializedTableDefinition:
+    """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
+    properties, in one commit."""
     _, current = ws.catalog.load_materialized(name)
     updated = replace(current, **changes)  # type: ignore[arg-type]
-    ws.catalog.update_properties(name, updated.to_properties())
+    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})})
     return updated
 
 
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
-    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table)."""
+    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table). The
+    snapshot-retention policy follows the new freshness unless WITH set it."""
     from mt_magic.sql.ddl.freshness import resolve_schedule
 
     _, current = ws.catalog.load_materialized(name)
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
-    return update_definition(ws, name, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
+    retention = retention_properties(freshness.to_timedelta(), current.options)
+    return update_definition(ws, name, retention, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
                              interval=freshness.to_timedelta())
 
 
@@ -214,6 +237,29 @@ def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], 
             f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'}). Name its "
             "partition columns, or refresh the whole table without PARTITION."
         )
+
+
+def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+    """``SET REFRESH_MODE``: a new schedule from the same freshness, taking over from the last committed
+    refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh consumed).
+
+    Raises:
+        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
+        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
+    """
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.ddl.parser import parse_interval
+
+    label = f"ALTER MATERIALIZED TABLE {name} SET REFRESH_MODE = {mode.value}"
+    _, current = ws.catalog.load_materialized(name)
+    try:
+        schedule = resolve_schedule(parse_interval(current.freshness), mode, ws.rules)
+    except MtMagicError as exc:
+        raise DefinitionError(f"{label}: {exc}") from exc
+    _check_incremental_option(label, dict(current.options), mode, current.expanded_query)
+    reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
+    return update_definition(ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "",
+                             mode_reason=reason)
 
 
 def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:

@@ -60,10 +60,13 @@ def check_typed(label: str, schema: StructType) -> None:
 
 
 def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, partitioned_by: Sequence[str],
-               formatters: Mapping[str, str]) -> None:
-    """Primary key, partition and formatter columns must exist; formatter columns must be strings."""
+               formatters: Mapping[str, str], bucket_columns: Sequence[str] = ()) -> None:
+    """Primary key, partition, bucket and formatter columns must exist; formatter columns must be strings."""
     types = {f.name.lower(): f.dataType for f in schema.fields}
     names = ", ".join(f.name for f in schema.fields)
+    for col in bucket_columns:
+        if col.lower() not in types:
+            raise DefinitionError(f"{label}: DISTRIBUTED BY column {col} is not a column of the query ({names}).")
     for col in (primary_key.columns if primary_key else ()):
         if col.lower() not in types:
             raise DefinitionError(f"{label}: PRIMARY KEY column {col} is not a column of the query ({names}).")
@@ -97,8 +100,10 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
     properties = {"format-version": "2", **retention_properties(definition.interval, definition.options),
                   **definition.to_properties()}
     ddl = [f"CREATE TABLE {qualified(name)} ({columns}) USING iceberg"]
-    if definition.partitioned_by:
-        ddl.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
+    fields = [identifier(c) for c in definition.partitioned_by]
+    fields += [f"bucket({definition.buckets}, {identifier(c)})" for c in definition.bucket_columns]
+    if fields:
+        ddl.append("PARTITIONED BY (" + ", ".join(fields) + ")")
     if comment:
         ddl.append(f"COMMENT {string_literal(comment)}")
     ddl.append("TBLPROPERTIES (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}"

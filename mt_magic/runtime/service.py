@@ -19,23 +19,31 @@ from typing import TYPE_CHECKING
 
 from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError
 from mt_magic.runtime import ddl
+from mt_magic.runtime.describe import create_statement, table_description, tables_listing
 from mt_magic.runtime.graph import Lineage, lineage
 from mt_magic.runtime.history import refresh_history
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
+from mt_magic.runtime.rename import rename_table
 from mt_magic.runtime.spark.jobs import job_group_prefix
-from mt_magic.runtime.status import RefreshEvent, RefreshOutcome, RefreshRecord, TableStatus
+from mt_magic.runtime.status import Listing, RefreshEvent, RefreshOutcome, RefreshRecord, TableStatus
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
+    AlterRefreshMode,
+    AlterRename,
     AlterResume,
     AlterSuspend,
     AnyStatement,
     CreateMaterializedTable,
+    DescribeMaterializedTable,
     DropMaterializedTable,
     Freshness,
+    ShowCreateMaterializedTable,
+    ShowMaterializedTables,
 )
+from mt_magic.vocabulary import RefreshMode, StatementAction
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
@@ -54,12 +62,13 @@ DROP_WAIT_SECONDS = 60.0
 class StatementResult:
     """What a statement did, for display."""
 
-    action: str
-    """e.g. "created", "altered", "suspended", "refreshing", "dropped"."""
+    action: StatementAction
     tables: tuple[str, ...]
     message: str
     refresh: concurrent.futures.Future[RefreshOutcome] | None = field(default=None, compare=False)
     """The refresh it started, when it started one (already done with an inline manager)."""
+    listing: Listing | None = None
+    """What a SHOW or DESCRIBE statement shows."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,8 @@ class MaterializedTables:
         """Apply one statement. ``cascade`` extends REFRESH and DROP to downstream materialized tables."""
         if isinstance(stmt, CreateMaterializedTable):
             return self.create(stmt)
+        if isinstance(stmt, ShowMaterializedTables):
+            return self.show_tables(stmt.namespace, stmt.like)
         name = self.workspace.qualify(stmt.name)
         if isinstance(stmt, DropMaterializedTable):
             return self.drop(name, stmt.if_exists, cascade)
@@ -123,6 +134,14 @@ class MaterializedTables:
             return self.alter_query(name, stmt.query)
         if isinstance(stmt, AlterFreshness):
             return self.set_freshness(name, stmt.freshness)
+        if isinstance(stmt, AlterRefreshMode):
+            return self.set_refresh_mode(name, stmt.mode)
+        if isinstance(stmt, AlterRename):
+            return self.rename(name, self.workspace.qualify(stmt.new_name))
+        if isinstance(stmt, ShowCreateMaterializedTable):
+            return self.show_create(name)
+        if isinstance(stmt, DescribeMaterializedTable):
+            return self.describe(name)
         raise TypeError(f"unknown statement {stmt!r}")
 
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
@@ -130,7 +149,8 @@ class MaterializedTables:
         if stmt.or_alter and self.workspace.catalog.exists(name):
             ddl.alter_query(self.workspace, name, stmt.query, stmt.columns)
             self._retrack(name)
-            return StatementResult("altered", (name,), f"{name} exists: its query was replaced (CREATE OR ALTER).")
+            return StatementResult(StatementAction.ALTERED, (name,),
+                                   f"{name} exists: its query was replaced (CREATE OR ALTER).")
         name, definition = ddl.create_table(self.workspace, stmt)
         try:
             future = self.manager.add(self._managed(name), initial=True)
@@ -146,27 +166,47 @@ class MaterializedTables:
             self._drive()  # delivers the removal to subscribers now, not with the next statement
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
-        return StatementResult(
-            "created", (name,), f"Created {name} ({definition.refresh_mode.value}, {definition.freshness}); "
-            "populating it as its first refresh.", future)
+        mode = definition.refresh_mode.value
+        return StatementResult(StatementAction.CREATED, (name,), f"Created {name} ({mode}, {definition.freshness}); "
+                               "populating it as its first refresh.", future)
 
     def alter_query(self, name: str, query: str) -> StatementResult:
         definition = ddl.alter_query(self.workspace, name, query)
         self._retrack(name)
-        return StatementResult("altered", (name,), f"{name}: new query (definition version "
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name}: new query (definition version "
                                f"{definition.definition_version}); the next refresh uses it.")
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
         ddl.change_freshness(self.workspace, name, freshness)
         self._retrack(name)
-        return StatementResult("altered", (name,), f"{name}: freshness is now {freshness}.")
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
+
+    def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
+        """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
+        definition = ddl.change_refresh_mode(self.workspace, name, mode)
+        self._retrack(name)
+        schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
+        return StatementResult(StatementAction.ALTERED, (name,),
+                               f"{name}: refresh mode is now {mode.value} ({schedule}).")
+
+    def rename(self, name: str, new_name: str) -> StatementResult:
+        """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
+        readers = rename_table(self.workspace, name, new_name)
+        if self.manager.knows(name):
+            self.manager.remove(name, reason=f"renamed to {new_name}")
+            self.engine.jobs.wait_finished(job_group_prefix(name), timeout=DROP_WAIT_SECONDS)
+        self.manager.upsert(self._managed(new_name))
+        for reader in readers:
+            self._retrack(reader)
+        also = f"; {', '.join(readers)} now read(s) it" if readers else ""
+        return StatementResult(StatementAction.RENAMED, (new_name,), f"Renamed {name} to {new_name}{also}.")
 
     def suspend(self, name: str) -> StatementResult:
         ddl.update_definition(self.workspace, name, suspended=True)
         self._track(name)
         self.manager.suspend(name)
-        return StatementResult("suspended", (name,), f"{name} is suspended: no refreshes until RESUME.")
+        return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
         ddl.update_definition(self.workspace, name, suspended=False)
@@ -174,7 +214,7 @@ class MaterializedTables:
         self.manager.resume(name, options)
         self._drive()
         extra = f" with {dict(options)} for this resumption" if options else ""
-        return StatementResult("resumed", (name,), f"{name} is resumed{extra}.")
+        return StatementResult(StatementAction.RESUMED, (name,), f"{name} is resumed{extra}.")
 
     def refresh(self, name: str, partition: Partition = (), cascade: bool = False) -> StatementResult:
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade."""
@@ -184,15 +224,15 @@ class MaterializedTables:
         self._drive()
         where = f" partition {dict(partition)}" if partition else ""
         also = " and its downstream tables" if cascade else ""
-        return StatementResult("refreshing", (name,), f"Refreshing {name}{where}{also}.", future)
+        return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}{also}.", future)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
         victims = ddl.plan_drop(self.workspace, name, if_exists, cascade)
         if not victims:
-            return StatementResult("dropped", (), f"{name} does not exist; nothing to drop (IF EXISTS).")
+            return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
         for victim in victims:
-            if self._knows(victim):
+            if self.manager.knows(victim):
                 self.manager.remove(victim)
                 self.engine.jobs.wait_finished(job_group_prefix(victim), timeout=DROP_WAIT_SECONDS)
         try:
@@ -204,7 +244,27 @@ class MaterializedTables:
                 if self.workspace.catalog.exists(victim):
                     self.manager.upsert(self._managed(victim))
             raise
-        return StatementResult("dropped", tuple(victims), "Dropped " + ", ".join(victims) + ".")
+        return StatementResult(StatementAction.DROPPED, tuple(victims), "Dropped " + ", ".join(victims) + ".")
+
+    # --- statements that only look --------------------------------------------------------------------
+
+    def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
+        statuses = {s.name: s for s in self.manager.statuses()}
+        listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
+        where = f" in {namespace}" if namespace else ""
+        return StatementResult(StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.",
+                               listing=listing)
+
+    def show_create(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        return StatementResult(StatementAction.SHOWN, (), f"SHOW CREATE MATERIALIZED TABLE {name}",
+                               listing=create_statement(info, definition))
+
+    def describe(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        status = self.manager.status(name) if self.manager.knows(name) else None
+        return StatementResult(StatementAction.SHOWN, (), f"DESCRIBE MATERIALIZED TABLE {name}",
+                               listing=table_description(info, definition, status))
 
     # --- what the views read ----------------------------------------------------------------------------
 
@@ -223,7 +283,7 @@ class MaterializedTables:
         """Committed refreshes from the catalog plus the failures this kernel saw, newest first."""
         _, definition = self.workspace.catalog.load_materialized(name)
         records = refresh_history(self.engine, name)
-        if self._knows(name):
+        if self.manager.knows(name):
             records = sorted([*records, *self.manager.failures(name)], key=lambda r: r.started_at, reverse=True)
         freshness = definition.interval or None
         return TableHistory(name, tuple(records), freshness)
@@ -263,13 +323,6 @@ class MaterializedTables:
             raise NoSuchMaterializedTableError(f"{name} is not a materialized table in the catalog.")
         return managed_table(info, {i.name for i in infos})
 
-    def _knows(self, name: str) -> bool:
-        try:
-            self.manager.status(name)
-        except NoSuchMaterializedTableError:
-            return False
-        return True
-
     def _track(self, name: str, with_downstream: bool = False) -> None:
         """Make sure the manager knows ``name`` (and, for a cascade, its downstream tables) from the catalog."""
         wanted = [name]
@@ -280,7 +333,7 @@ class MaterializedTables:
                         if i.definition}
             wanted += descendants(name, upstream)
         for table in wanted:
-            if not self._knows(table):
+            if not self.manager.knows(table):
                 self.manager.upsert(self._managed(table))
 
     def _retrack(self, name: str) -> None:

@@ -134,3 +134,13 @@ class RefreshEvent:
     status: TableStatus | None
     """``None`` only for TABLE_REMOVED."""
     message: str = field(default="")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Rows a statement shows (SHOW, DESCRIBE): column headers and text cells, in order."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    text: str = ""
+    """A statement's text to show as is (SHOW CREATE), instead of or before the rows."""

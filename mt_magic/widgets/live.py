@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.workspace import utc_now
+from mt_magic.vocabulary import StatementAction
 from mt_magic.widgets.actions import TableActions
 from mt_magic.widgets.base import LiveView, StatusFeed
 from mt_magic.widgets.card import TableCard
@@ -83,7 +84,7 @@ class LiveViews:
 
     def statement_output(self, results: Sequence[StatementResult]) -> StatementOutput:
         """The messages of ``results`` and a card for each table they touched (dropped ones excepted)."""
-        names = dict.fromkeys(t for r in results if r.action != "dropped" for t in r.tables)
+        names = dict.fromkeys(t for r in results if r.action is not StatementAction.DROPPED for t in r.tables)
         cards = []
         for name in names:
             try:

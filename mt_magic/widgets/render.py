@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from mt_magic.runtime.service import StatementResult
 from mt_magic.runtime.spark.preview import Preview
-from mt_magic.runtime.status import TableStatus
+from mt_magic.runtime.status import Listing, TableStatus
 from mt_magic.vocabulary import JobState
 from mt_magic.widgets.badges import (
     freshness_badge,
@@ -68,6 +69,9 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
     if status.last_error:
         failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
         rows.append(("error", status.last_error + failures))
+    if status.state is JobState.FAILED:
+        rows.append(("suspended", "after repeated failures; the tables reading it wait. Fix the cause, then "
+                                  "ALTER MATERIALIZED TABLE … RESUME (or refresh it by hand)."))
     return rows
 
 
@@ -166,18 +170,48 @@ class StatusListView:
 
 @dataclass(frozen=True)
 class StatementResultsView:
-    """What a ``%%materialized`` cell or a ``%mt`` control did, one line per statement."""
+    """What a ``%%materialized`` cell or a ``%mt`` control did, one line per statement (and what SHOW shows)."""
 
-    results: Sequence[object]
+    results: Sequence[StatementResult]
 
     def lines(self) -> list[str]:
-        return [getattr(r, "message", str(r)) for r in self.results]
+        return [r.message for r in self.results]
 
     def _repr_html_(self) -> str:
-        return messages_html(self.lines())
+        return results_html(self.results)
 
     def __repr__(self) -> str:
-        return "\n".join(self.lines())
+        return results_text(self.results)
+
+
+def results_html(results: Sequence[StatementResult]) -> str:
+    """One line per statement, each followed by what it shows (SHOW, DESCRIBE) as a table or a block."""
+    return "<br>".join(messages_html([r.message]) + (listing_html(r.listing) if r.listing else "") for r in results)
+
+
+def results_text(results: Sequence[StatementResult]) -> str:
+    return "\n".join(r.message + ("\n" + listing_text(r.listing) if r.listing else "") for r in results)
+
+
+def listing_html(listing: Listing) -> str:
+    parts = []
+    if listing.text:
+        parts.append(f'<pre class="mt-listing-text">{html.escape(listing.text)}</pre>')
+    if listing.columns:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in listing.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in listing.rows)
+        parts.append(f'<table class="mt-listing"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+    return "".join(parts)
+
+
+def listing_text(listing: Listing) -> str:
+    lines = [listing.text] if listing.text else []
+    if listing.columns:
+        table = [listing.columns, *listing.rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(listing.columns))]
+        lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+                  for row in table]
+    return "\n".join(lines)
 
 
 def messages_html(lines: Sequence[str]) -> str:

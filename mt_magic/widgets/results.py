@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from mt_magic.runtime.service import StatementResult
 from mt_magic.widgets.base import FallbackBundle, LiveView, close_tree
 from mt_magic.widgets.card import TableCard
-from mt_magic.widgets.render import messages_html
+from mt_magic.widgets.render import results_html, results_text
 
 
 class StatementOutput(FallbackBundle, widgets.VBox):
@@ -17,7 +17,7 @@ class StatementOutput(FallbackBundle, widgets.VBox):
 
     def __init__(self, results: Sequence[StatementResult], cards: Sequence[TableCard]) -> None:
         self.results = tuple(results)
-        self.messages = widgets.HTML(messages_html(self.lines()))
+        self.messages = widgets.HTML(results_html(self.results))
         self.cards = list(cards)
         super().__init__(children=[self.messages, *self.cards])
         self.add_class("mt-statement-output")
@@ -41,7 +41,7 @@ class StatementOutput(FallbackBundle, widgets.VBox):
         layout.close()
 
     def fallback_html(self) -> str:
-        return messages_html(self.lines()) + "".join(card.fallback_html() for card in self.cards)
+        return results_html(self.results) + "".join(card.fallback_html() for card in self.cards)
 
     def fallback_text(self) -> str:
-        return "\n".join([*self.lines(), *(card.fallback_text() for card in self.cards)])
+        return "\n".join([results_text(self.results), *(card.fallback_text() for card in self.cards)])

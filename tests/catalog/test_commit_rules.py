@@ -19,15 +19,15 @@ from pyiceberg.table.update import (
 from pyiceberg.transforms import BucketTransform, IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from mt_magic.catalog.commits import (
+from mt_magic.catalog.server.commits import (
     apply_commit,
     is_create,
     metadata_version,
     normalize_updates,
 )
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.table_updates import RemovePartitionSpecsUpdate, RemoveSchemasUpdate
-from mt_magic.catalog.views import (
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.table_updates import RemovePartitionSpecsUpdate, RemoveSchemasUpdate
+from mt_magic.catalog.server.views import (
     AddViewVersionUpdate,
     AssertViewUUID,
     CreateViewBody,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pyarrow as pa
 
-from mt_magic.catalog.server import ENDPOINTS
+from mt_magic.catalog.server.app import ENDPOINTS
 
 SCHEMA = {
     "type": "struct",

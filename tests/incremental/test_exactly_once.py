@@ -39,8 +39,9 @@ def test_a_crash_right_before_the_commit_leaves_everything_unchanged(mt, spark, 
     rows_before = multiset(spark.table(name))
     monkeypatch.setattr(runner, "commit", _crash)
 
-    with pytest.raises(InjectedCrash):
+    with pytest.raises(RefreshError, match="injected crash") as raised:
         refresh(mt, sums)
+    assert isinstance(raised.value.__cause__, InjectedCrash)
 
     after = mt.workspace.catalog.load(name)
     assert after.current_snapshot_id == before.current_snapshot_id
@@ -56,8 +57,9 @@ def test_a_crash_right_after_the_commit_repeats_nothing(mt, spark, sums, monkeyp
     name = qualified(mt, sums)
     monkeypatch.setattr(commit_module, "committed_snapshot", _crash)  # the data commit has landed
 
-    with pytest.raises(InjectedCrash):
+    with pytest.raises(RefreshError, match="injected crash") as raised:
         refresh(mt, sums)
+    assert isinstance(raised.value.__cause__, InjectedCrash)
 
     monkeypatch.undo()
     assert_matches_oracle(mt, sums)

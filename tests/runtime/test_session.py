@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.runtime.spark import iceberg_jars, session
+from mt_magic.runtime.spark import iceberg_jars, iceberg_maven, session
 
 
 @pytest.mark.spark
@@ -50,19 +50,19 @@ def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
         session.check_java()
 
 
-def test_missing_jars_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_missing_offline_jars_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("MT_MAGIC_JARS_DIR", str(tmp_path / "empty"))
-    with pytest.raises(RuntimeSetupError, match=r"Iceberg runtime jars are not in .*make setup.*spark.jars.packages"):
-        session.iceberg_classpath_conf(session.SparkSettings(iceberg="offline"))
+    with pytest.raises(RuntimeSetupError, match=r"jars are not in .*MT_MAGIC_ICEBERG=offline make setup"):
+        iceberg_jars.require_jars()
 
 
-def test_maven_route_is_configuration_only() -> None:
-    conf = session.iceberg_classpath_conf(session.SparkSettings(iceberg="maven"))
-    assert conf == {"spark.jars.packages": iceberg_jars.MAVEN_PACKAGE}
+def test_packages_route_is_configuration_only() -> None:
+    conf = session.iceberg_classpath_conf(session.SparkSettings(iceberg="packages"))
+    assert conf == {"spark.jars.packages": iceberg_maven.installed_runtime().coordinates}
 
 
 def test_unknown_iceberg_source_is_rejected() -> None:
-    with pytest.raises(RuntimeSetupError, match=r"MT_MAGIC_ICEBERG='ivy'.*'offline' or 'maven'"):
+    with pytest.raises(RuntimeSetupError, match=r"MT_MAGIC_ICEBERG='ivy'.*'maven', 'packages' or 'offline'"):
         session.SparkSettings(iceberg="ivy")
 
 
@@ -70,4 +70,3 @@ def test_corrupt_cached_jar_fails_the_presence_check(tmp_path) -> None:
     (tmp_path / iceberg_jars.RUNTIME_JAR).write_bytes(b"not a jar")
     (tmp_path / iceberg_jars.COMPANION_JAR).write_bytes(b"not a jar")
     assert iceberg_jars.cached_jars(tmp_path) is None
-    assert iceberg_jars.cached_jars() is not None  # the real cache assembled by `make setup`

@@ -216,14 +216,15 @@ MALFORMED = [
         "unknown-alter-action",
         "ALTER MATERIALIZED TABLE t PAUSE",
         SqlSyntaxError,
-        r"unknown ALTER action 'PAUSE'.*SUSPEND, RESUME, REFRESH, AS or SET FRESHNESS",
+        r"unknown ALTER action 'PAUSE'.*SUSPEND, RESUME, REFRESH, AS, RENAME TO, SET FRESHNESS = INTERVAL … or "
+        r"SET REFRESH_MODE = …",
     ),
     ("alter-without-action", "ALTER MATERIALIZED TABLE t", SqlSyntaxError, r"ALTER MATERIALIZED TABLE needs an action"),
     (
         "alter-set-other",
-        "ALTER MATERIALIZED TABLE t SET REFRESH_MODE = FULL",
+        "ALTER MATERIALIZED TABLE t SET COMMENT = 'x'",
         SqlSyntaxError,
-        r"SET supports FRESHNESS only, found 'REFRESH_MODE'",
+        r"SET supports FRESHNESS and REFRESH_MODE, found 'COMMENT'",
     ),
     (
         "alter-set-freshness-month",
@@ -241,7 +242,7 @@ MALFORMED = [
         "unknown-clause",
         f"{T} STORED AS parquet {Q}",
         SqlSyntaxError,
-        r"unexpected 'STORED': expected COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS",
+        r"unexpected 'STORED': expected COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS",
     ),
     ("partitioned-without-by", f"{T} PARTITIONED (ds) {Q}", SqlSyntaxError, r"expected BY after PARTITIONED"),
     (
@@ -300,7 +301,8 @@ MALFORMED = [
         "order-partitioned-after-freshness",
         f"{T} FRESHNESS = INTERVAL '1' HOUR PARTITIONED BY (ds) {Q}",
         ClauseOrderError,
-        r"PARTITIONED BY must come before FRESHNESS.*COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE, AS",
+        r"PARTITIONED BY must come before FRESHNESS.*COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, "
+        r"REFRESH_MODE, AS",
     ),
     (
         "order-with-after-refresh-mode",

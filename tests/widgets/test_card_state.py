@@ -143,3 +143,27 @@ def test_a_card_for_an_unknown_table_fails_cleanly_and_leaves_nothing_to_clean_u
     finally:
         sys.unraisablehook = previous
     assert unraisable == []
+
+
+def test_a_table_that_keeps_failing_shows_it_suspended_itself_and_how_to_resume(
+        live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock,
+        executor: ManualExecutor) -> None:
+    card = live.card(NAME)
+    backend.script(NAME, *[RuntimeError(f"disk full {n}") for n in range(5)])
+    clock.advance(minutes=1)
+    for _ in range(5):
+        manager.step()
+        executor.run_all()
+        manager.step()
+        clock.advance(minutes=15)  # past any backoff
+    assert card.status.state is JobState.FAILED and card.status.consecutive_failures == 5
+    assert 'data-state="failed"' in card.title.value
+    assert "RuntimeError: disk full 4 (5 in a row)" in card.details.value
+    assert "ALTER MATERIALIZED TABLE … RESUME" in card.details.value
+    assert manager.step() == []  # nothing retries by itself
+
+    manager.resume(NAME)
+    manager.step()
+    executor.run_all()
+    manager.step()
+    assert card.status.state is JobState.SCHEDULED and "RESUME" not in card.details.value

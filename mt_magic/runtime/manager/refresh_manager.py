@@ -285,15 +285,15 @@ class RefreshManager:
             self._state.resume(self._entry(name), _pairs(options), self._clock())
         self._runner.wake.set()
 
-    def remove(self, name: str) -> None:
-        """Forget a dropped table: cancel its running job, fail its pending runs' waiters.
+    def remove(self, name: str, reason: str = "dropped") -> None:
+        """Forget a dropped (or renamed) table: cancel its running job, fail its pending runs' waiters.
 
         Raises:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
             self._entry(name)
-            effects = self._state.forget(name, self._clock(), "dropped")
+            effects = self._state.forget(name, self._clock(), reason)
             self._state.removed.add(name)
         self._runner.apply(effects)
 
@@ -355,6 +355,11 @@ class RefreshManager:
         """
         with self._lock:
             return self._state.snapshot(self._entry(name), self._clock())
+
+    def knows(self, name: str) -> bool:
+        """Whether the manager tracks ``name``."""
+        with self._lock:
+            return name in self._state.tables
 
     def failures(self, name: str) -> list[RefreshRecord]:
         """The latest failed refreshes of ``name`` in this process, newest first.

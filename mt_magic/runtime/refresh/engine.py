@@ -96,7 +96,7 @@ class Engine:
         oldest: datetime | None = None
         for source in definition.upstream:
             source_info = catalog.load(source)
-            consumed = last[1].snapshot_of(source) if last else None
+            consumed = last[1].snapshot_of(source, source_info.uuid) if last else None
             if last is None and not source_info.snapshots:
                 continue
             changes = source_info.snapshots_after(consumed)

@@ -21,7 +21,15 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshSta
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import RefreshError
 from mt_magic.runtime.refresh.commit import Write, WriteMode, commit
-from mt_magic.runtime.refresh.context import RefreshContext, conform, is_strict, load_sources, source_state
+from mt_magic.runtime.refresh.context import (
+    IncrementalPolicy,
+    RefreshContext,
+    conform,
+    incremental_policy,
+    is_strict,
+    load_sources,
+    source_state,
+)
 from mt_magic.runtime.refresh.incremental.runner import run_incremental
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
@@ -60,7 +68,7 @@ def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: R
         return False
     if state.kind is RefreshKind.PARTITION and dict(state.partition) != dict(partition):
         return False
-    return all(state.snapshot_of(s.qualified_name) == s.snapshot_id for s in states) and len(
+    return all(state.snapshot_of(s.qualified_name, s.uuid) == s.snapshot_id for s in states) and len(
         state.source_states) == len(states)
 
 
@@ -121,8 +129,10 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
     partition = target_partition(request, definition)
     if is_noop(info, definition, request, states, partition):
         return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
-    if force_full or not tries_incremental(request, info, definition, partition):
-        return _recompute(ctx, request, info, definition, states, partition, started)
+    never = incremental_policy(definition.options) is IncrementalPolicy.NEVER
+    if force_full or never or not tries_incremental(request, info, definition, partition):
+        strategy = "full: 'incremental' = 'never'" if never and not partition else None
+        return _recompute(ctx, request, info, definition, states, partition, started, strategy)
     result = run_incremental(ctx, request, info, definition, sources, states, started)
     if isinstance(result, RefreshOutcome):
         return result

@@ -1,10 +1,11 @@
-"""The Iceberg runtime for Spark 3.5, as jars on ``spark.jars`` — assembled offline, pinned, and cached.
+"""Fallback for machines without Maven Central: the Iceberg runtime for Spark 3.5 assembled offline.
 
-Where Maven is reachable a user simply sets ``spark.jars.packages`` (see :mod:`mt_magic.runtime.spark.session`).
-Where it is not, we assemble the official ``iceberg-spark-runtime-3.5_2.12`` jar from a PyPI wheel that
-ships it, plus a small companion jar holding the Jackson and HttpClient 5 classes that the runtime expects
-under Iceberg's relocated (shaded) package names. The result lives in a cache directory outside the
-repository and is reused whenever the class-presence check passes.
+Only with ``MT_MAGIC_ICEBERG=offline``. The standard route is :mod:`mt_magic.runtime.spark.iceberg_maven`
+(the official jar from Maven Central). Without Maven Central we assemble the official
+``iceberg-spark-runtime-3.5_2.12`` jar from a PyPI wheel that ships it, plus a small companion jar holding
+the Jackson and HttpClient 5 classes that the runtime expects under Iceberg's relocated (shaded) package
+names. The result lives in a cache directory outside the repository and is reused whenever the class-presence
+check passes.
 
 Run ``python -m mt_magic.runtime.spark.iceberg_jars`` to assemble (idempotent); it prints the jar paths.
 """
@@ -24,9 +25,9 @@ from pathlib import Path
 
 from mt_magic.errors import RuntimeSetupError
 
+SPARK_LINE = "3.5"
 ICEBERG_VERSION = "1.10.2"
-RUNTIME_JAR = f"iceberg-spark-runtime-3.5_2.12-{ICEBERG_VERSION}.jar"
-MAVEN_PACKAGE = f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}"
+RUNTIME_JAR = f"iceberg-spark-runtime-{SPARK_LINE}_2.12-{ICEBERG_VERSION}.jar"
 WHEEL_REQUIREMENT = "snowpark-connect-deps-iceberg==1.0.3"
 RUNTIME_JAR_SHA256 = "5b30080c7bbbced0fb0900894b7ea0200b1bbb2e4c355ebe727baafaf49c16f6"
 COMPANION_JAR = "iceberg-shaded-deps.jar"
@@ -44,7 +45,10 @@ RELOCATION_RULES = (
     "rule com.fasterxml.jackson.** org.apache.iceberg.shaded.com.fasterxml.jackson.@1\n"
     "rule org.apache.hc.** org.apache.iceberg.shaded.org.apache.hc.@1\n"
 )
-SETUP_HINT = "Run `make setup` (or `bash scripts/setup.sh`) from the repository to install and assemble it."
+SETUP_HINT = (
+    "Run `MT_MAGIC_ICEBERG=offline make setup` (or `python -m mt_magic.runtime.spark.iceberg_jars`) from the "
+    "repository to install and assemble it."
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def require_jars() -> IcebergJars:
     if jars is None:
         raise RuntimeSetupError(
             f"The Iceberg runtime jars are not in {cache_dir()} (needed: {RUNTIME_JAR} and {COMPANION_JAR}). "
-            f"{SETUP_HINT} Where Maven is reachable, set spark.jars.packages={MAVEN_PACKAGE} instead."
+            f"{SETUP_HINT} Where Maven Central is reachable, use MT_MAGIC_ICEBERG=maven (the default) instead."
         )
     return jars
 

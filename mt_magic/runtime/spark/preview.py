@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.spark.time_travel import table_at
 
 if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
@@ -45,7 +45,7 @@ def preview(workspace: Workspace, name: str, limit: int) -> Preview:
     columns = tuple(column for column, _, _ in info.columns)
     if info.current_snapshot_id is None:
         return Preview(name, columns, (), None, limit)
-    frame = workspace.spark.read.option("snapshot-id", str(info.current_snapshot_id)).table(qualified(name))
+    frame = table_at(workspace.spark, name, info.current_snapshot_id)
     ordered_by = tuple(c for c in definition.partitioned_by if c in columns)
     if ordered_by:
         frame = frame.orderBy(*[frame[c].desc() for c in ordered_by])

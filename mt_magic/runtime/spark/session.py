@@ -4,8 +4,11 @@
   plain ``spark.sql.catalog.<name>.*`` settings that Spark reads lazily).
 * Otherwise a session is built: ``local[*]`` unless another master URL is configured, quiet logs, the
   Spark UI off unless asked for.
-* How Iceberg gets onto the classpath is configuration: ``spark.jars.packages`` where Maven is reachable
-  (``MT_MAGIC_ICEBERG=maven``), else the offline jars assembled by :mod:`mt_magic.runtime.spark.iceberg_jars`.
+* How Iceberg gets onto the classpath is configuration (``MT_MAGIC_ICEBERG``): ``maven`` (the default) puts the
+  official runtime for the installed Spark, fetched from Maven Central by the Maven client into a pinned cache
+  (:mod:`mt_magic.runtime.spark.iceberg_maven`), on ``spark.jars``; ``packages`` hands the same coordinates to
+  Spark's ``spark.jars.packages``; ``offline`` is the fallback for machines without Maven Central (Spark 3.5
+  only, assembled by :mod:`mt_magic.runtime.spark.iceberg_jars`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.runtime.spark import iceberg_jars
+from mt_magic.runtime.spark import iceberg_jars, iceberg_maven
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ICEBERG_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
+ICEBERG_SOURCES = ("maven", "packages", "offline")
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
@@ -39,7 +43,8 @@ class SparkSettings:
         ui: start the Spark UI (off by default: notebooks rarely need it and it takes a port).
         log_level: Spark's log level after start (``WARN`` keeps notebooks readable).
         driver_memory: heap of the driver JVM (only for new local sessions).
-        iceberg: ``"offline"`` for the assembled jars, ``"maven"`` for ``spark.jars.packages``.
+        iceberg: where the Iceberg runtime comes from: ``"maven"`` (fetched by the Maven client into the cache,
+            on ``spark.jars``), ``"packages"`` (``spark.jars.packages``) or ``"offline"`` (the assembled jars).
         extra: any further ``spark.*`` settings, applied last.
     """
 
@@ -48,13 +53,14 @@ class SparkSettings:
     ui: bool = False
     log_level: str = "WARN"
     driver_memory: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_DRIVER_MEMORY", "4g"))
-    iceberg: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_ICEBERG", "offline"))
+    iceberg: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_ICEBERG", "maven"))
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.iceberg not in ("offline", "maven"):
+        if self.iceberg not in ICEBERG_SOURCES:
             raise RuntimeSetupError(
-                f"MT_MAGIC_ICEBERG={self.iceberg!r} is not a known Iceberg source; use 'offline' or 'maven'."
+                f"MT_MAGIC_ICEBERG={self.iceberg!r} is not a known Iceberg source; use 'maven', 'packages' or "
+                "'offline'."
             )
 
 
@@ -71,10 +77,29 @@ def check_java() -> None:
 
 
 def iceberg_classpath_conf(settings: SparkSettings) -> dict[str, str]:
-    """The settings that put the Iceberg runtime on a new session's classpath."""
+    """The settings that put the Iceberg runtime for the installed Spark on a new session's classpath.
+
+    With ``maven`` a jar missing from the cache is fetched now (the Maven client, as ``make setup`` does).
+    """
+    runtime = iceberg_maven.installed_runtime()
+    if settings.iceberg == "packages":
+        return {"spark.jars.packages": runtime.coordinates}
     if settings.iceberg == "maven":
-        return {"spark.jars.packages": iceberg_jars.MAVEN_PACKAGE}
+        return {"spark.jars": str(iceberg_maven.fetch(runtime))}
+    if runtime.spark_line != iceberg_jars.SPARK_LINE:
+        raise RuntimeSetupError(
+            f"MT_MAGIC_ICEBERG=offline assembles the runtime for Spark {iceberg_jars.SPARK_LINE} only, and Spark "
+            f"{runtime.spark_line} is installed. Use MT_MAGIC_ICEBERG=maven (run `make setup`) or =packages."
+        )
     return {"spark.jars": iceberg_jars.require_jars().spark_jars()}
+
+
+def iceberg_hint() -> str:
+    """How to start a session of one's own with the Iceberg runtime of the installed Spark."""
+    runtime = iceberg_maven.installed_runtime()
+    cached = iceberg_maven.cached_jar(runtime)
+    jars = f"spark.jars={cached} or " if cached else ""
+    return f"{jars}spark.jars.packages={runtime.coordinates}"
 
 
 def base_conf(settings: SparkSettings) -> dict[str, str]:
@@ -104,7 +129,8 @@ def _active_session() -> SparkSession | None:
 
 
 def _check_iceberg_loaded(spark: SparkSession) -> None:
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined,unused-ignore]
+    assert jvm is not None, "a classic (non-Connect) SparkSession has a JVM gateway"
     try:
         # Spark's own class loader sees spark.jars; plain Class.forName on a Py4J thread does not.
         jvm.org.apache.spark.util.Utils.classForName(ICEBERG_CATALOG_CLASS, True, False)
@@ -112,8 +138,7 @@ def _check_iceberg_loaded(spark: SparkSession) -> None:
         raise RuntimeSetupError(
             "The active SparkSession was started without the Iceberg runtime, and jars cannot be added to a "
             "running driver. Stop it (spark.stop()) and let mt_magic start one, or start yours with "
-            f"spark.jars={iceberg_jars.require_jars().spark_jars()} "
-            f"(or spark.jars.packages={iceberg_jars.MAVEN_PACKAGE} where Maven is reachable)."
+            f"{iceberg_hint()}."
         ) from exc
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if ICEBERG_EXTENSIONS not in extensions:

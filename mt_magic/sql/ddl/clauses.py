@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from mt_magic.sql.ddl.cursor import Cursor, describe, unquote_string
 from mt_magic.sql.ddl.lexing import Tok, TokKind
-from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
+from mt_magic.sql.ddl.statements import Distribution, Freshness, FreshnessUnit
 from mt_magic.sql.errors import FreshnessError, OptionError, SqlError, SqlSyntaxError, UnsupportedClauseError
+from mt_magic.vocabulary import RefreshMode
 
 UNITS = {u.value: u for u in FreshnessUnit} | {u.value + "S": u for u in FreshnessUnit}
 _NOT_UNITS = (
@@ -161,3 +162,33 @@ def _interval_value(cur: Cursor, tok: Tok, text: str) -> int:
     else:
         problem = f"FRESHNESS must be a positive whole number, got INTERVAL {tok.text}"
     raise cur.error(FreshnessError, problem, tok, "use a whole number of at least 1, e.g. INTERVAL '5' MINUTE")
+
+
+def refresh_mode_value(cur: Cursor) -> RefreshMode:
+    """``= CONTINUOUS | FULL`` after ``REFRESH_MODE`` (in CREATE and in ALTER … SET)."""
+    fix = "write REFRESH_MODE = CONTINUOUS or REFRESH_MODE = FULL"
+    cur.expect_punct("=", "after REFRESH_MODE", fix)
+    tok = cur.peek()
+    mode = RefreshMode.__members__.get(tok.upper) if tok is not None and tok.kind is TokKind.WORD else None
+    if mode is None:
+        raise cur.error(SqlSyntaxError, f"REFRESH_MODE must be CONTINUOUS or FULL, found {describe(tok)}", tok, fix)
+    cur.advance()
+    return mode
+
+
+def distribution(cur: Cursor) -> Distribution:
+    """``BY [HASH] (col, …) INTO n BUCKETS`` after ``DISTRIBUTED`` (Flink's bucketing, as Iceberg buckets)."""
+    fix = "write DISTRIBUTED BY HASH(col) INTO 16 BUCKETS"
+    cur.expect_word("BY", "after DISTRIBUTED", fix)
+    if cur.at_word("RANGE"):
+        raise cur.error(UnsupportedClauseError, "DISTRIBUTED BY RANGE has no Iceberg equivalent", cur.peek(),
+                        "use DISTRIBUTED BY HASH(col) INTO n BUCKETS, or PARTITIONED BY for ranges of values")
+    cur.accept_word("HASH")
+    columns = tuple(name for name, _ in name_list(cur, "DISTRIBUTED BY", SqlSyntaxError))
+    cur.expect_word("INTO", "after the bucket columns", fix)
+    tok = cur.peek()
+    if tok is None or not tok.text.isdigit() or int(tok.text) < 1:
+        raise cur.error(SqlSyntaxError, f"expected a positive number of buckets, found {describe(tok)}", tok, fix)
+    cur.advance()
+    cur.expect_word("BUCKETS", "after the number of buckets", fix)
+    return Distribution(columns, int(tok.text))

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, name_list, option_list
+from mt_magic.sql.ddl.clauses import (
+    KeyValues,
+    distribution,
+    freshness_interval,
+    name_list,
+    option_list,
+    refresh_mode_value,
+)
 from mt_magic.sql.ddl.columns import ColumnList, column_list
 from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.formatter import formatter_column, partition_formatters
 from mt_magic.sql.ddl.freshness import FreshnessRules, resolve_schedule
 from mt_magic.sql.ddl.lexing import Tok, TokKind
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Distribution, Freshness
 from mt_magic.sql.errors import (
     ClauseOrderError,
     ColumnError,
@@ -29,17 +36,18 @@ from mt_magic.sql.errors import (
 from mt_magic.sql.names import Position
 from mt_magic.vocabulary import RefreshMode
 
-CLAUSE_ORDER = ("COMMENT", "PARTITIONED BY", "WITH", "FRESHNESS", "REFRESH_MODE")
+CLAUSE_ORDER = ("COMMENT", "DISTRIBUTED BY", "PARTITIONED BY", "WITH", "FRESHNESS", "REFRESH_MODE")
 """Flink's order of the optional clauses; ``AS <select>`` ends the statement."""
 
 _CLAUSE_WORDS = {
     "COMMENT": "COMMENT",
+    "DISTRIBUTED": "DISTRIBUTED BY",
     "PARTITIONED": "PARTITIONED BY",
     "WITH": "WITH",
     "FRESHNESS": "FRESHNESS",
     "REFRESH_MODE": "REFRESH_MODE",
 }
-NAME_RESERVED = frozenset({"AS", "PARTITIONED", "WITH", "FRESHNESS", "REFRESH_MODE", "COMMENT", "IF"})
+NAME_RESERVED = frozenset({"AS", "PARTITIONED", "DISTRIBUTED", "WITH", "FRESHNESS", "REFRESH_MODE", "COMMENT", "IF"})
 QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "FROM"})
 
 
@@ -50,6 +58,7 @@ class _Clauses:
     seen: dict[str, Tok] = field(default_factory=dict)
     comment: str | None = None
     partitioned_by: tuple[tuple[str, Tok], ...] = ()
+    distribution: Distribution | None = None
     options: KeyValues = KeyValues((), ())
     freshness: Freshness | None = None
     refresh_mode: RefreshMode | None = None
@@ -95,6 +104,7 @@ def parse_create(cur: Cursor, create_tok: Tok, rules: FreshnessRules) -> CreateM
         primary_key=columns.primary_key,
         comment=clauses.comment,
         partitioned_by=tuple(n for n, _ in clauses.partitioned_by),
+        distribution=clauses.distribution,
         options=clauses.options.pairs,
         freshness=clauses.freshness,
         refresh_mode=clauses.refresh_mode,
@@ -150,6 +160,8 @@ def _check_order(cur: Cursor, found: _Clauses, clause: str, tok: Tok) -> None:
 def _read_clause(cur: Cursor, found: _Clauses, clause: str) -> None:
     if clause == "COMMENT":
         found.comment = cur.expect_string("after COMMENT", "write COMMENT 'text'")[1]
+    elif clause == "DISTRIBUTED BY":
+        found.distribution = distribution(cur)
     elif clause == "PARTITIONED BY":
         cur.expect_word("BY", "after PARTITIONED", "write PARTITIONED BY (col, …)")
         found.partitioned_by = name_list(cur, "PARTITIONED BY", ColumnError)
@@ -158,18 +170,7 @@ def _read_clause(cur: Cursor, found: _Clauses, clause: str) -> None:
     elif clause == "FRESHNESS":
         found.freshness = freshness_interval(cur)
     else:
-        cur.expect_punct("=", "after REFRESH_MODE", "write REFRESH_MODE = CONTINUOUS or REFRESH_MODE = FULL")
-        tok = cur.peek()
-        mode = RefreshMode.__members__.get(tok.upper) if tok is not None and tok.kind is TokKind.WORD else None
-        if mode is None:
-            raise cur.error(
-                SqlSyntaxError,
-                f"REFRESH_MODE must be CONTINUOUS or FULL, found {describe(tok)}",
-                tok,
-                "write REFRESH_MODE = CONTINUOUS or REFRESH_MODE = FULL",
-            )
-        cur.advance()
-        found.refresh_mode = mode
+        found.refresh_mode = refresh_mode_value(cur)
 
 
 def query_body(cur: Cursor, after: str) -> tuple[str, Position]:

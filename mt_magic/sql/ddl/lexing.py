@@ -20,7 +20,8 @@ from mt_magic.sql.errors import SqlSyntaxError
 from mt_magic.sql.names import Position
 
 STATEMENTS_HINT = (
-    "%%materialized runs CREATE [OR ALTER] MATERIALIZED TABLE, ALTER MATERIALIZED TABLE and DROP MATERIALIZED TABLE"
+    "%%materialized runs CREATE [OR ALTER] MATERIALIZED TABLE, ALTER MATERIALIZED TABLE, DROP MATERIALIZED TABLE, "
+    "SHOW MATERIALIZED TABLES, SHOW CREATE MATERIALIZED TABLE and DESCRIBE MATERIALIZED TABLE"
 )
 
 
@@ -138,7 +139,8 @@ def tokenize(text: str) -> list[Tok]:
 _QUOTE_NAMES = {"'": "string literal", '"': "double-quoted string", "`": "backtick-quoted identifier"}
 
 
-_LABEL_WORDS = ("CREATE", "OR", "ALTER", "REPLACE", "DROP", "MATERIALIZED", "TABLE")
+_LABEL_WORDS = ("CREATE", "OR", "ALTER", "REPLACE", "DROP", "SHOW", "DESCRIBE", "DESC", "MATERIALIZED", "TABLE",
+                "TABLES")
 
 
 def statement_label(significant: list[Tok] | tuple[Tok, ...]) -> str:
@@ -147,7 +149,7 @@ def statement_label(significant: list[Tok] | tuple[Tok, ...]) -> str:
     The leading words up to TABLE, then the table name if one follows; "statement 'SELECT'" for a
     statement that does not start like ours.
     """
-    if not significant or not significant[0].is_word("CREATE", "ALTER", "DROP"):
+    if not significant or not significant[0].is_word("CREATE", "ALTER", "DROP", "SHOW", "DESCRIBE", "DESC"):
         return f"statement {significant[0].text!r}" if significant else "statement"
     words: list[str] = []
     i = 0

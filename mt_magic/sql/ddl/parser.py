@@ -6,8 +6,12 @@ Grammar (Flink's materialized-table statements; the query bodies are Spark SQL a
         [PARTITIONED BY (col, …)] [WITH ('k' = 'v', …)] [FRESHNESS = INTERVAL '<n>' <unit>]
         [REFRESH_MODE = CONTINUOUS | FULL] AS <select>
     ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
-        | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit>
+        | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit> | SET REFRESH_MODE = CONTINUOUS | FULL
+        | RENAME TO new_name
     DROP MATERIALIZED TABLE [IF EXISTS] name
+    SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']
+    SHOW CREATE MATERIALIZED TABLE name
+    { DESCRIBE | DESC } MATERIALIZED TABLE name
 
 Statements are separated by ``;``; ``--`` and ``/* */`` comments, any letter case and backtick-quoted
 identifiers are accepted. Every error names the statement, the offending text, its line and column and a fix.
@@ -15,7 +19,7 @@ identifiers are accepted. Every error names the statement, the offending text, i
 
 from __future__ import annotations
 
-from mt_magic.sql.ddl.clauses import freshness_interval, option_list, partition_spec
+from mt_magic.sql.ddl.clauses import freshness_interval, option_list, partition_spec, refresh_mode_value
 from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
 from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.freshness import FreshnessRules
@@ -30,10 +34,13 @@ from mt_magic.sql.ddl.lexing import (
     statement_label,
     tokenize,
 )
+from mt_magic.sql.ddl.show import parse_describe, parse_show
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
+    AlterRefreshMode,
+    AlterRename,
     AlterResume,
     AlterSuspend,
     AnyStatement,
@@ -41,10 +48,12 @@ from mt_magic.sql.ddl.statements import (
     Freshness,
 )
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
-from mt_magic.sql.names import TableName
+from mt_magic.sql.names import Position, TableName
 
-ALTER_ACTIONS = ["SUSPEND", "RESUME", "REFRESH", "AS", "SET FRESHNESS"]
-_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET"}
+ALTER_ACTIONS = [
+    "SUSPEND", "RESUME", "REFRESH", "AS", "RENAME TO", "SET FRESHNESS = INTERVAL …", "SET REFRESH_MODE = …",
+]
+_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET", "RENAME"}
 
 
 def parse_cell(text: str, rules: FreshnessRules | None = None) -> tuple[AnyStatement, ...]:
@@ -138,6 +147,12 @@ def _parse_statement(raw: RawStatement, source: Source, rules: FreshnessRules) -
     if first.is_word("DROP"):
         _require_materialized(cur, first)
         return _parse_drop(cur, first)
+    if first.is_word("SHOW"):
+        _require_materialized(cur, first, skip=("CREATE",))
+        return parse_show(cur, first)
+    if first.is_word("DESCRIBE", "DESC"):
+        _require_materialized(cur, first)
+        return parse_describe(cur, first)
     raise cur.error(
         UnsupportedStatementError,
         f"{first.text} … is not a materialized-table statement",
@@ -184,7 +199,7 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
             SqlSyntaxError,
             "ALTER MATERIALIZED TABLE needs an action",
             None,
-            "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or SET FRESHNESS = INTERVAL …",
+            "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or " + ALTER_ACTIONS[-1],
         )
     if tok.is_word("AS"):
         query, query_pos = query_body(cur, cur.label)
@@ -201,24 +216,36 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
         partition = partition_spec(cur).pairs if cur.accept_word("PARTITION") else ()
         cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else ""))
         return AlterRefresh(text, position, name=name, partition=partition)
+    if tok.is_word("RENAME"):
+        cur.expect_word("TO", "after RENAME", "write RENAME TO new_name")
+        new_name = cur.table_name(_ALTER_RESERVED)[1]
+        cur.expect_end("RENAME TO")
+        return AlterRename(text, position, name=name, new_name=new_name)
     if tok.is_word("SET"):
-        target = cur.peek()
-        if target is None or not target.is_word("FRESHNESS"):
-            raise cur.error(
-                SqlSyntaxError,
-                f"ALTER … SET supports FRESHNESS only, found {describe(target)}",
-                target,
-                "write SET FRESHNESS = INTERVAL '5' MINUTE",
-            )
-        cur.advance()
-        freshness = freshness_interval(cur)
-        cur.expect_end("SET FRESHNESS")
-        return AlterFreshness(text, position, name=name, freshness=freshness)
+        return _parse_alter_set(cur, text, position, name)
     raise cur.error(
         SqlSyntaxError,
         f"unknown ALTER action {tok.text!r}",
         tok,
-        "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or SET FRESHNESS = INTERVAL …",
+        "write one of " + ", ".join(ALTER_ACTIONS[:-1]) + " or " + ALTER_ACTIONS[-1],
+    )
+
+
+def _parse_alter_set(cur: Cursor, text: str, position: Position, name: TableName) -> AnyStatement:
+    target = cur.peek()
+    if target is not None and target.is_word("FRESHNESS"):
+        cur.advance()
+        freshness = freshness_interval(cur)
+        cur.expect_end("SET FRESHNESS")
+        return AlterFreshness(text, position, name=name, freshness=freshness)
+    if target is not None and target.is_word("REFRESH_MODE"):
+        cur.advance()
+        return AlterRefreshMode(text, position, name=name, mode=refresh_mode_value(cur))
+    raise cur.error(
+        SqlSyntaxError,
+        f"ALTER … SET supports FRESHNESS and REFRESH_MODE, found {describe(target)}",
+        target,
+        "write SET FRESHNESS = INTERVAL '5' MINUTE or SET REFRESH_MODE = FULL",
     )
 
 

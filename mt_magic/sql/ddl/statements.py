@@ -68,6 +68,22 @@ class PrimaryKey:
 
 
 @dataclass(frozen=True)
+class Distribution:
+    """``DISTRIBUTED BY HASH(col, …) INTO n BUCKETS`` — rows hashed into ``buckets`` buckets by each column."""
+
+    columns: tuple[str, ...]
+    buckets: int
+
+    def __post_init__(self) -> None:
+        if not self.columns or self.buckets < 1:
+            raise ValueError(f"a distribution needs columns and at least one bucket, got {self}")
+
+    def sql(self) -> str:
+        cols = ", ".join("`" + c.replace("`", "``") + "`" for c in self.columns)
+        return f"DISTRIBUTED BY HASH({cols}) INTO {self.buckets} BUCKETS"
+
+
+@dataclass(frozen=True)
 class Statement:
     """Common to every statement: its text in the cell and where it starts."""
 
@@ -86,6 +102,8 @@ class CreateMaterializedTable(Statement):
     primary_key: PrimaryKey | None = field(default=None, kw_only=True)
     comment: str | None = field(default=None, kw_only=True)
     partitioned_by: tuple[str, ...] = field(default=(), kw_only=True)
+    distribution: Distribution | None = field(default=None, kw_only=True)
+    """``DISTRIBUTED BY HASH(cols) INTO n BUCKETS``: Iceberg ``bucket(n, col)`` partition fields."""
     options: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
     """``WITH ('k' = 'v', …)`` in the order written."""
     freshness: Freshness | None = field(default=None, kw_only=True)
@@ -150,7 +168,46 @@ class DropMaterializedTable(Statement):
     if_exists: bool = field(default=False, kw_only=True)
 
 
+@dataclass(frozen=True)
+class AlterRefreshMode(Statement):
+    """``ALTER MATERIALIZED TABLE name SET REFRESH_MODE = CONTINUOUS | FULL`` — switch how it is kept fresh."""
+
+    name: TableName = field(kw_only=True)
+    mode: RefreshMode = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class AlterRename(Statement):
+    """``ALTER MATERIALIZED TABLE name RENAME TO new_name``."""
+
+    name: TableName = field(kw_only=True)
+    new_name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class ShowMaterializedTables(Statement):
+    """``SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']`` (``%`` and ``_`` wildcards)."""
+
+    namespace: str | None = field(default=None, kw_only=True)
+    like: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class ShowCreateMaterializedTable(Statement):
+    """``SHOW CREATE MATERIALIZED TABLE name`` — the statement that recreates it, from the catalog."""
+
+    name: TableName = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class DescribeMaterializedTable(Statement):
+    """``DESCRIBE | DESC MATERIALIZED TABLE name`` — columns, mode and why, freshness, sources, last refresh."""
+
+    name: TableName = field(kw_only=True)
+
+
 AnyStatement = (
     CreateMaterializedTable | AlterSuspend | AlterResume | AlterRefresh | AlterQuery | AlterFreshness
-    | DropMaterializedTable
+    | AlterRefreshMode | AlterRename | DropMaterializedTable | ShowMaterializedTables
+    | ShowCreateMaterializedTable | DescribeMaterializedTable
 )

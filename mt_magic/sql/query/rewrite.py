@@ -139,3 +139,18 @@ def pin_sources(query: str, snapshots: Mapping[str, int | None], views: Mapping[
         return table
 
     return _transform_sources(query, replace)
+
+
+def rename_source(query: str, old: str, new: str) -> str:
+    """A qualified query (from :func:`qualify_sources`) reading ``new`` where it read ``old`` (RENAME TO).
+
+    The old table's last name part stays its alias, so column references such as ``t.col`` keep working.
+    """
+    old_parts = tuple(old.split("."))
+
+    def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expr:
+        if parts != old_parts:
+            return node
+        return _identifier_table(tuple(new.split(".")), node.alias or parts[-1])
+
+    return _transform_sources(query, replace)

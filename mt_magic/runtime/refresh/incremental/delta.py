@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
 from mt_magic.runtime.spark.quoting import identifier, procedure, qualified, string_literal
+from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
@@ -48,7 +49,8 @@ class DeltaViews:
 def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
     reader = session.read
     if change.consumed is None:
-        return reader.option("snapshot-id", str(change.pinned)).table(qualified(change.name))
+        assert change.pinned is not None, "an append change always has a pinned snapshot"
+        return table_at(session, change.name, change.pinned)
     return (reader.option("start-snapshot-id", str(change.consumed))
             .option("end-snapshot-id", str(change.pinned)).table(qualified(change.name)))
 

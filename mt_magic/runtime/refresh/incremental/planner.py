@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange, classify
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
@@ -48,8 +48,6 @@ class RefreshPlan:
         return columns if columns and all(c.lower() in allowed for c in columns) else ()
 
 
-def _recorded(state: RefreshState, name: str) -> SourceState | None:
-    return next((s for s in state.source_states if s.qualified_name == name), None)
 
 
 def table_state_fallback(info: TableInfo, definition: MaterializedTableDefinition) -> Fallback | None:
@@ -94,7 +92,7 @@ def plan_refresh(info: TableInfo, definition: MaterializedTableDefinition,
         return query.fallback
     last = info.last_refresh()
     assert last is not None and info.current_snapshot_id is not None
-    changes = tuple(classify(source, _recorded(last[1], source.name)) for source in sources)
+    changes = tuple(classify(source, last[1].source(source.name, source.uuid)) for source in sources)
     ruled_out = [c for c in changes if c.kind is ChangeKind.RULES_OUT]
     if ruled_out:
         reasons = tuple(dict.fromkeys(c.reason for c in ruled_out if c.reason is not None))
@@ -107,3 +105,36 @@ def plan_refresh(info: TableInfo, definition: MaterializedTableDefinition,
     if strategy is None:
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), f"{kind.value} changes")
     return RefreshPlan(strategy, query, changes, info.current_snapshot_id, _identity_partitions(info))
+
+
+def total_records(info: TableInfo) -> int | None:
+    """Rows in the source's pinned snapshot, from its summary (``None`` when the summary does not say)."""
+    if not info.snapshots:
+        return 0
+    raw = info.snapshots[-1].summary.get("total-records", "")
+    return int(raw) if raw.isdigit() else None
+
+
+ADAPTIVE_MIN_ROWS = 100_000
+"""Below this many rows in the changed sources either refresh costs about one Spark job: stay incremental."""
+
+
+def cheaper_to_recompute(plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float) -> Fallback | None:
+    """ADAPTIVE: a full recompute when the change is past ``max_fraction`` of the changed sources' rows.
+
+    The incremental strategies' cost grows with the delta (rows read, merged or re-aggregated) while a
+    recompute's is the sources' size; the fraction of changed rows, known from snapshot summaries, decides
+    which is cheaper without a Spark job. Small sources (under :data:`ADAPTIVE_MIN_ROWS`) stay incremental.
+    """
+    changed = [(c, s) for c, s in zip(plan.changes, sources, strict=True) if c.changed]
+    totals = [total_records(s) for _, s in changed]
+    if not changed or any(t is None for t in totals):
+        return None
+    delta = sum(c.rows for c, _ in changed)
+    total = sum(t for t in totals if t is not None)
+    fraction = delta / total if total else 0.0
+    if total < ADAPTIVE_MIN_ROWS or fraction <= max_fraction:
+        return None
+    names = ", ".join(c.name for c, _ in changed)
+    return Fallback((FallbackReason.CHEAPER_TO_RECOMPUTE,),
+                    f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}")

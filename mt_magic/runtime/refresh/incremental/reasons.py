@@ -87,6 +87,8 @@ class FallbackReason(enum.Enum):
     """The consumed snapshot exists but is not an ancestor of the current one."""
     SOURCE_RECREATED = "a source was dropped and re-created since the last refresh (its table uuid changed)"
     """The source's uuid differs from the one in the refresh state."""
+    CHEAPER_TO_RECOMPUTE = "a full recompute is cheaper than applying this much change"
+    """``'incremental' = 'auto'``: the change is past ``incremental.max-change-fraction`` of the changed sources."""
     SOURCE_NOT_RECORDED = "the last refresh state does not list every source of the query"
     """A source is missing from the last refresh state (e.g. written by an older version)."""
 

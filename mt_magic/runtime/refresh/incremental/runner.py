@@ -9,9 +9,14 @@ from datetime import datetime
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import commit
-from mt_magic.runtime.refresh.context import RefreshContext
+from mt_magic.runtime.refresh.context import (
+    IncrementalPolicy,
+    RefreshContext,
+    incremental_policy,
+    max_change_fraction,
+)
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
-from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, plan_refresh
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import Execution, StrategyContext, execute
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
@@ -65,6 +70,10 @@ def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInf
     plan = plan_refresh(info, definition, sources)
     if isinstance(plan, Fallback):
         return plan
+    if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
+        cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
+        if cheaper is not None:
+            return cheaper
     configured = int(ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS)
                      or "200")
     session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))

@@ -16,7 +16,8 @@ from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
-from mt_magic.runtime.spark.quoting import identifier, qualified
+from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.result_rewrite import key_probe, with_input_filter, without_having
 from mt_magic.sql.query.rewrite import pin_sources
 
@@ -45,7 +46,7 @@ class StrategyContext:
     @cached_property
     def current(self) -> DataFrame:
         """The table as of the snapshot the plan read (the commit validates it is still current)."""
-        return self.session.read.option("snapshot-id", str(self.plan.table_snapshot)).table(qualified(self.table))
+        return table_at(self.session, self.table, self.plan.table_snapshot)
 
     @cached_property
     def types(self) -> dict[str, str]:

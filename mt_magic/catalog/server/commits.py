@@ -6,7 +6,7 @@ clients send exactly that when they replace a table (``CREATE OR REPLACE TABLE â
 transaction re-sends the table's current schema, spec and order), and Java's own catalog de-duplicates them
 (``TableMetadata.Builder`` reuses an equal schema / compatible spec / equal order, and gives new ones the
 next free id). :func:`normalize_updates` does the same before pyiceberg applies anything, and
-:func:`apply_commit` also applies the updates pyiceberg lacks (:mod:`mt_magic.catalog.table_updates`).
+:func:`apply_commit` also applies the updates pyiceberg lacks (:mod:`mt_magic.catalog.server.table_updates`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ from pyiceberg.table.update import (
     SetDefaultSpecUpdate,
     TableRequirement,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 
-from mt_magic.catalog.errors_http import BadRequest, describe_validation_error
-from mt_magic.catalog.table_updates import (
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, describe_validation_error
+from mt_magic.catalog.server.table_updates import (
     Removal,
     RemovePartitionSpecsUpdate,
     RemoveSchemasUpdate,
@@ -59,7 +60,7 @@ def is_create(requirements: Sequence[TableRequirement]) -> bool:
 def empty_metadata() -> TableMetadata:
     """The starting point of a create-through-commit: no schema, spec or order yet (the updates add them)."""
     # As pyiceberg builds it: model_construct skips validation, so the alias ``schema`` is used as is.
-    return TableMetadataV1.model_construct(last_column_id=-1, schema=Schema())  # type: ignore[call-arg]
+    return TableMetadataV1.model_construct(last_column_id=-1, schema=Schema())
 
 
 def _spec_key(spec: PartitionSpec) -> tuple[tuple[int, str, str], ...]:
@@ -93,7 +94,7 @@ def _add_schema(update: AddSchemaUpdate, ids: _Ids) -> TableUpdate | None:
         schema = schema.model_copy(update={"schema_id": max(taken) + 1})
     ids.schemas.append(schema)
     ids.last_schema = schema.schema_id
-    return AddSchemaUpdate(schema_=schema)
+    return AddSchemaUpdate.model_validate({"schema_": schema})
 
 
 def _check_sources(source_ids: Sequence[int], what: str, ids: _Ids) -> None:
@@ -130,7 +131,7 @@ def _add_order(update: AddSortOrderUpdate, ids: _Ids) -> TableUpdate | None:
         order = order.model_copy(update={"order_id": max(taken) + 1})
     ids.orders.append(order)
     ids.last_order = order.order_id
-    return AddSortOrderUpdate(sort_order=order)
+    return AddSortOrderUpdate.model_validate({"sort_order": order})
 
 
 def _last(value: int | None, what: str) -> int:
@@ -166,11 +167,11 @@ def normalize_updates(base: TableMetadata, updates: Sequence[TableUpdate]) -> tu
         elif isinstance(update, AddSortOrderUpdate):
             rewritten = _add_order(update, ids)
         elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1:
-            rewritten = SetCurrentSchemaUpdate(schema_id=_last(ids.last_schema, "schema"))
+            rewritten = SetCurrentSchemaUpdate.model_validate({"schema_id": _last(ids.last_schema, "schema")})
         elif isinstance(update, SetDefaultSpecUpdate) and update.spec_id == -1:
-            rewritten = SetDefaultSpecUpdate(spec_id=_last(ids.last_spec, "partition spec"))
+            rewritten = SetDefaultSpecUpdate.model_validate({"spec_id": _last(ids.last_spec, "partition spec")})
         elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1:
-            rewritten = SetDefaultSortOrderUpdate(sort_order_id=_last(ids.last_order, "sort order"))
+            rewritten = SetDefaultSortOrderUpdate.model_validate({"sort_order_id": _last(ids.last_order, "sort order")})
         if rewritten is not None:
             out.append(rewritten)
     return tuple(out)
@@ -196,7 +197,9 @@ def _log_previous(metadata: TableMetadata, previous: TableMetadata, previous_loc
     if metadata.metadata_log and metadata.metadata_log[-1].metadata_file == previous_location:
         return metadata
     keep = max(1, int(metadata.properties.get("write.metadata.previous-versions-max", "100")))
-    entry = MetadataLogEntry(metadata_file=previous_location, timestamp_ms=previous.last_updated_ms)
+    entry = MetadataLogEntry.model_validate(
+        {"metadata_file": previous_location, "timestamp_ms": previous.last_updated_ms}
+    )
     return metadata.model_copy(
         update={"metadata_log": [*metadata.metadata_log, entry][-keep:], "last_updated_ms": int(time.time() * 1000)}
     )
@@ -222,6 +225,9 @@ def apply_commit(
         for u in updates
         if not isinstance(u, RemoveSchemasUpdate | RemovePartitionSpecsUpdate)
     ]
+    for update in others:
+        if isinstance(update, UpgradeFormatVersionUpdate):
+            check_format_version(update.format_version)
     base = _apply_removals(current if current is not None else empty_metadata(), removals)
     try:
         result = update_table_metadata(
@@ -232,9 +238,36 @@ def apply_commit(
         )
     except PydanticValidationError as exc:  # only a create validates the whole result
         raise BadRequest(f"The updates do not make a valid new table: {describe_validation_error(exc)}") from exc
+    except INPUT_FAULTS as exc:
+        raise BadRequest(f"The updates cannot be applied: {type(exc).__name__}: {exc}") from None
+    check_format_version(result.format_version)
     if removals and current is not None and current_location is not None and result != current:
         result = _log_previous(result, current, current_location)
     return result
+
+
+V3_REFUSED = (
+    "Table format version 3 is not supported by this catalog yet (its pyiceberg cannot write v3 metadata); "
+    "create a version 2 table instead: leave 'format-version' out (2 is the default) or set "
+    "TBLPROPERTIES ('format-version'='2')"
+)
+
+
+def check_format_version(version: object) -> int:
+    """The table format version as an int, if this server can write it (1 or 2).
+
+    Raises:
+        BadRequest: not a number, unknown, or 3 (with how to create a v2 table instead).
+    """
+    try:
+        number = int(str(version))
+    except ValueError:
+        raise BadRequest(f"Invalid format-version {version!r}: use 1 or 2") from None
+    if number >= 3:
+        raise BadRequest(V3_REFUSED if number == 3 else f"Invalid format-version {number}: use 1 or 2")
+    if number < 1:
+        raise BadRequest(f"Invalid format-version {number}: use 1 or 2")
+    return number
 
 
 def metadata_version(location: str | None) -> int:

@@ -8,7 +8,6 @@ bodies by hand.
 
 from __future__ import annotations
 
-import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -25,11 +24,16 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
     ValidationError,
 )
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
 
 BAD_REQUEST = "BadRequestException"
+# What pyiceberg raises, instead of a ValidationError, on input shapes it does not expect (its model
+# validators index dicts, its deserializers raise TypeError). Caught only where client input is parsed or
+# applied, and answered with a 400 that names the input.
+INPUT_FAULTS = (TypeError, AttributeError, LookupError, RecursionError, NotImplementedError)
 
 
 class RestError(Exception):
@@ -63,6 +67,8 @@ _EXCEPTION_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
     (CommitFailedException, 409, "CommitFailedException"),
     # pyiceberg raises these for metadata that breaks Iceberg's rules (unknown snapshot, bad schema id, ...).
+    # The catalog database refused a value (too long for its column, a NUL byte): the input's fault.
+    (DataError, 400, BAD_REQUEST),
     (ValidationError, 400, BAD_REQUEST),
     (ValueError, 400, BAD_REQUEST),
 )
@@ -104,14 +110,13 @@ def describe_validation_error(exc: PydanticValidationError | RequestValidationEr
     return "; ".join(lines)
 
 
-def parse_json(raw: bytes) -> object:
-    """Decode a request body, turning any decoding problem into a 400 with the parser's reason."""
-    if not raw.strip():
-        raise BadRequest("Invalid request body: it is empty, a JSON object was expected")
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"Invalid request body: not valid JSON ({exc})") from exc
+def _message(exc: Exception) -> str:
+    if isinstance(exc, RestError):
+        return exc.message
+    if isinstance(exc, DataError):  # not the statement and its parameters, just the database's reason
+        reason = (str(exc.orig) or "invalid value").splitlines()[0]
+        return f"Invalid value: the catalog database refused it ({reason})"
+    return str(exc)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -134,7 +139,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def _mapped(_: Request, exc: Exception) -> JSONResponse:
         status, error_type = status_for(exc)
-        return error_response(status, error_type, exc.message if isinstance(exc, RestError) else str(exc))
+        return error_response(status, error_type, _message(exc))
 
     # Known exceptions get their own handler (Starlette's ExceptionMiddleware answers without re-raising);
     # the catch-all below is the last resort for genuine server faults.

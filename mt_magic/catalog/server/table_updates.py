@@ -3,7 +3,7 @@
 pyiceberg lacks ``remove-schemas`` and ``remove-partition-specs`` (Java sends them from
 ``expire_snapshots(clean_expired_metadata => true)``), and its ``set-statistics`` model only validates when
 built in Python, not from JSON. The models here parse those from the wire;
-:func:`mt_magic.catalog.commits.apply_commit` applies them.
+:func:`mt_magic.catalog.server.commits.apply_commit` applies them.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class SetStatisticsBody(IcebergBaseModel):
     snapshot_id: int | None = Field(alias="snapshot-id", default=None)
 
     def to_update(self) -> SetStatisticsUpdate:
-        return SetStatisticsUpdate(statistics=self.statistics)
+        return SetStatisticsUpdate.model_validate({"statistics": self.statistics})
 
 
 Removal = RemoveSchemasUpdate | RemovePartitionSpecsUpdate

@@ -2,7 +2,7 @@
 
 The rows are pyiceberg ``SqlCatalog``'s own ``iceberg_tables`` table, so a database written here is a valid
 pyiceberg SQL catalog and vice versa. Commits do not go through ``SqlCatalog.commit_table`` because the
-server needs more than it offers: Java's id-reuse rules (:mod:`mt_magic.catalog.commits`), several tables
+server needs more than it offers: Java's id-reuse rules (:mod:`mt_magic.catalog.server.commits`), several tables
 swapped in one SQL transaction (``/v1/transactions/commit``), and a retry when another process moved the
 table between read and swap. Within one server, writes are serialized by a lock; across processes the
 ``UPDATE … WHERE metadata_location = <read>`` compare-and-swap keeps every commit or rejects it.
@@ -10,16 +10,13 @@ table between read and swap. Within one server, writes are serialized by a lock;
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlparse
 
-from pyiceberg.catalog import delete_data_files, delete_files
+from pyiceberg.catalog import delete_files
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.io import FileIO, load_file_io
@@ -33,11 +30,14 @@ from pyiceberg.typedef import Identifier
 from sqlalchemy import Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from mt_magic.catalog.commits import apply_commit, is_create, metadata_version
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.namespaces import NamespaceStore
-from mt_magic.catalog.table_updates import AnyTableUpdate
-from mt_magic.catalog.wire import CreateTableBody, display
+from mt_magic.catalog.server.commits import apply_commit, check_format_version, is_create, metadata_version
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest
+from mt_magic.catalog.server.locations import StorageRoots
+from mt_magic.catalog.server.names import namespace_key
+from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.purge import purge_table
+from mt_magic.catalog.server.table_updates import AnyTableUpdate
+from mt_magic.catalog.server.wire import CreateTableBody, display
 
 _T = cast(Table, IcebergTables.__table__)
 MAX_CAS_ATTEMPTS = 5
@@ -74,18 +74,20 @@ class TableStore:
         namespaces: NamespaceStore,
         lock: threading.RLock,
         view_exists: Callable[[Identifier], bool],
+        roots: StorageRoots,
     ) -> None:
         self.catalog = catalog
         self.namespaces = namespaces
         self.lock = lock
         self.view_exists = view_exists
+        self.roots = roots
         self._read_cached = lru_cache(maxsize=512)(self._read_metadata)
 
     # -- reading ---------------------------------------------------------------------------------
     def _where(self, ident: Identifier) -> tuple[Any, ...]:
         return (
             _T.c.catalog_name == self.catalog.name,
-            _T.c.table_namespace == ".".join(ident[:-1]),
+            _T.c.table_namespace == namespace_key(ident[:-1]),
             _T.c.table_name == ident[-1],
         )
 
@@ -111,7 +113,7 @@ class TableStore:
         """Tables directly in a namespace, sorted. Raises NoSuchNamespaceError."""
         self.namespaces.require(namespace)
         stmt = select(_T.c.table_name).where(
-            _T.c.catalog_name == self.catalog.name, _T.c.table_namespace == ".".join(namespace)
+            _T.c.catalog_name == self.catalog.name, _T.c.table_namespace == namespace_key(namespace)
         )
         with self.catalog.engine.connect() as conn:
             return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
@@ -125,16 +127,26 @@ class TableStore:
             raise TableAlreadyExistsError(f"A view with the same name already exists: {display(ident)}")
 
     def new_metadata(self, ident: Identifier, request: CreateTableBody) -> TableMetadata:
-        """Fresh metadata (new field ids, uuid) for a create request, written nowhere yet."""
+        """Fresh metadata (new field ids, uuid) for a create request, written nowhere yet.
+
+        Raises:
+            BadRequest: the schema, spec or order do not fit together, or format version 3 was asked for.
+            RestError: 403 when the location or a path property is outside the storage roots.
+        """
         self._check_free(ident)
         location = (request.location or self.namespaces.default_location(ident)).rstrip("/")
-        return new_table_metadata(
-            schema=request.table_schema,
-            partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
-            sort_order=request.write_order or UNSORTED_SORT_ORDER,
-            location=location,
-            properties=dict(request.properties),
-        )
+        self.roots.check_all(location, request.properties, f"table {display(ident)}")
+        check_format_version(request.properties.get("format-version", "2"))
+        try:
+            return new_table_metadata(
+                schema=request.table_schema,
+                partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
+                sort_order=request.write_order or UNSORTED_SORT_ORDER,
+                location=location,
+                properties=dict(request.properties),
+            )
+        except INPUT_FAULTS as exc:
+            raise BadRequest(f"Invalid table {display(ident)}: {type(exc).__name__}: {exc}") from None
 
     def create(self, ident: Identifier, request: CreateTableBody) -> tuple[str, TableMetadata]:
         """Create a table now (not staged). Raises TableAlreadyExistsError, NoSuchNamespaceError."""
@@ -184,6 +196,7 @@ class TableStore:
         metadata = apply_commit(current, previous, change.requirements, change.updates)
         if current is not None and metadata == current:
             return _Staged(change.ident, previous, previous, current, changed=False)  # type: ignore[arg-type]
+        self.roots.check_all(metadata.location, metadata.properties, f"table {display(change.ident)}")
         return _Staged(change.ident, previous, self._next_location(metadata, previous), metadata, True)
 
     @staticmethod
@@ -202,9 +215,12 @@ class TableStore:
                 delete_files(self._io(s.location), {s.location}, "metadata")
 
     def _swap(self, staged: Sequence[_Staged]) -> None:
-        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table)."""
+        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table).
+
+        Rows are updated in identifier order, so two servers swapping the same tables never deadlock.
+        """
         with self.catalog.engine.begin() as conn:
-            for s in staged:
+            for s in sorted(staged, key=lambda s: s.ident):
                 if not s.changed:
                     continue
                 if s.previous is None:
@@ -212,7 +228,7 @@ class TableStore:
                         conn.execute(
                             insert(_T).values(
                                 catalog_name=self.catalog.name,
-                                table_namespace=".".join(s.ident[:-1]),
+                                table_namespace=namespace_key(s.ident[:-1]),
                                 table_name=s.ident[-1],
                                 metadata_location=s.location,
                                 previous_metadata_location=None,
@@ -248,20 +264,7 @@ class TableStore:
                 if conn.execute(delete(_T).where(*self._where(ident))).rowcount != 1:
                     raise NoSuchTableError(f"Table does not exist: {display(ident)}")
         if purge:
-            self._purge(location, metadata)
-
-    def _purge(self, location: str, metadata: TableMetadata) -> None:
-        io = self._io(location)
-        manifests = []
-        for snapshot in metadata.snapshots:
-            manifests.extend(snapshot.manifests(io))
-        delete_data_files(io, manifests)
-        delete_files(io, {m.manifest_path for m in manifests}, "manifest")
-        delete_files(io, {s.manifest_list for s in metadata.snapshots}, "manifest list")
-        delete_files(io, {f.statistics_path for f in metadata.statistics}, "statistics")
-        delete_files(io, {f.statistics_path for f in metadata.partition_statistics}, "partition statistics")
-        delete_files(io, {e.metadata_file for e in metadata.metadata_log} | {location}, "metadata")
-        _remove_empty_dirs(metadata.location)
+            purge_table(self._io(location), self.roots, location, metadata)
 
     def rename(self, source: Identifier, destination: Identifier) -> None:
         """Rename a table, possibly into another namespace."""
@@ -273,33 +276,22 @@ class TableStore:
                 conn.execute(
                     update(_T)
                     .where(*self._where(source))
-                    .values(table_namespace=".".join(destination[:-1]), table_name=destination[-1])
+                    .values(table_namespace=namespace_key(destination[:-1]), table_name=destination[-1])
                 )
 
     def register(self, ident: Identifier, metadata_location: str, overwrite: bool) -> TableMetadata:
         """Add an existing metadata file as a table (or repoint one with ``overwrite``)."""
+        self.roots.check(metadata_location, f"the metadata of table {display(ident)}")
         try:
             metadata = self._read_cached(metadata_location)
-        except (OSError, ValueError) as exc:
-            raise BadRequest(f"Cannot read table metadata at {metadata_location!r}: {exc}") from exc
+        except (OSError, ValueError, *INPUT_FAULTS) as exc:
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise BadRequest(f"Cannot read table metadata at {metadata_location!r}: {reason}") from None
+        self.roots.check_all(metadata.location, metadata.properties, f"table {display(ident)}")
+        check_format_version(metadata.format_version)
         with self.lock:
             previous = self.location_of(ident)
             if previous is None or not overwrite:
                 self._check_free(ident)
             self._swap([_Staged(ident, previous, metadata_location, metadata, True)])
         return metadata
-
-
-def _remove_empty_dirs(table_location: str) -> None:
-    """After a purge, remove the table's now-empty local directories (never a file, never a non-empty dir)."""
-    parsed = urlparse(table_location)
-    if parsed.scheme not in ("", "file"):
-        return
-    root = Path(parsed.path)
-    if not root.is_dir():
-        return
-    for dirpath, _dirs, _files in sorted(os.walk(root), key=lambda t: -len(t[0])):
-        try:
-            os.rmdir(dirpath)
-        except OSError:
-            pass

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pyiceberg.exceptions import NamespaceNotEmptyError
 
-from mt_magic.catalog.service import CatalogService, raw_body, service
-from mt_magic.catalog.wire import (
+from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.wire import (
     CreateNamespaceBody,
     UpdateNamespacePropertiesBody,
     check_namespace,
@@ -43,19 +43,25 @@ def create_namespace(svc: Svc, raw: Body) -> dict[str, Any]:
     return {"namespace": list(namespace), "properties": properties}
 
 
-@router.get("/{namespace}")
+@router.post("/{namespace:path}/properties")
+def update_properties(svc: Svc, namespace: str, raw: Body) -> dict[str, list[str]]:
+    body = parse_body(raw, UpdateNamespacePropertiesBody)
+    return svc.namespaces.update(namespace_from_path(namespace), body.removals, body.updates)
+
+
+@router.get("/{namespace:path}")
 def load_namespace(svc: Svc, namespace: str) -> dict[str, Any]:
     ns = namespace_from_path(namespace)
     return {"namespace": list(ns), "properties": svc.namespaces.properties(ns)}
 
 
-@router.head("/{namespace}", status_code=204)
+@router.head("/{namespace:path}", status_code=204)
 def namespace_exists(svc: Svc, namespace: str) -> Response:
     svc.namespaces.require(namespace_from_path(namespace))
     return Response(status_code=204)
 
 
-@router.delete("/{namespace}", status_code=204)
+@router.delete("/{namespace:path}", status_code=204)
 def drop_namespace(svc: Svc, namespace: str) -> Response:
     ns = namespace_from_path(namespace)
     with svc.lock:
@@ -72,9 +78,3 @@ def drop_namespace(svc: Svc, namespace: str) -> Response:
             raise NamespaceNotEmptyError(f"Namespace {display(ns)} is not empty: it contains {', '.join(contents)}")
         svc.namespaces.drop(ns)
     return Response(status_code=204)
-
-
-@router.post("/{namespace}/properties")
-def update_properties(svc: Svc, namespace: str, raw: Body) -> dict[str, list[str]]:
-    body = parse_body(raw, UpdateNamespacePropertiesBody)
-    return svc.namespaces.update(namespace_from_path(namespace), body.removals, body.updates)

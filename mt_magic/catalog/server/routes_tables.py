@@ -11,11 +11,11 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
 
-from mt_magic.catalog.commits import refs_only
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.service import CatalogService, raw_body, service
-from mt_magic.catalog.tables_store import TableChange
-from mt_magic.catalog.wire import (
+from mt_magic.catalog.server.commits import refs_only
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.tables_store import TableChange
+from mt_magic.catalog.server.wire import (
     CommitTableBody,
     CommitTransactionBody,
     CreateTableBody,
@@ -33,7 +33,7 @@ from mt_magic.catalog.wire import (
 router = APIRouter(prefix="/v1")
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
-TABLE = "/namespaces/{namespace}/tables/{table}"
+TABLE = "/namespaces/{namespace:path}/tables/{table:path}"
 
 
 def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -46,12 +46,20 @@ def _etag(location: str, snapshots: str) -> str:
 
 def _load_result(location: str | None, metadata: TableMetadata, etag: str | None = None) -> Response:
     return _json(
-        TableResponse(metadata_location=location, metadata=metadata, config={}),
+        TableResponse.model_validate({"metadata_location": location, "metadata": metadata, "config": {}}),
         headers={"ETag": etag} if etag else None,
     )
 
 
-@router.get("/namespaces/{namespace}/tables")
+@router.post(TABLE + "/metrics", status_code=204)
+def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
+    if not isinstance(parse_json(raw), dict):
+        raise BadRequest("Invalid request body: a metrics report must be a JSON object")
+    identifier(namespace_from_path(namespace), table)
+    return Response(status_code=204)
+
+
+@router.get("/namespaces/{namespace:path}/tables")
 def list_tables(
     svc: Svc,
     namespace: str,
@@ -62,7 +70,7 @@ def list_tables(
     return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
 
 
-@router.post("/namespaces/{namespace}/tables")
+@router.post("/namespaces/{namespace:path}/tables")
 def create_table(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, CreateTableBody)
     ident = identifier(namespace_from_path(namespace), body.name)
@@ -100,7 +108,7 @@ def commit_table(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
     if body.identifier is not None and identifier_from_wire(body.identifier) != ident:
         raise BadRequest(f"The body names table {identifier_from_wire(body.identifier)} but the path names {ident}")
     [(location, metadata)] = svc.tables.commit([TableChange(ident, body.requirements, body.updates)])
-    return _json(CommitTableResponse(metadata_location=location, metadata=metadata))
+    return _json(CommitTableResponse.model_validate({"metadata_location": location, "metadata": metadata}))
 
 
 @router.delete(TABLE, status_code=204)
@@ -111,15 +119,7 @@ def drop_table(
     return Response(status_code=204)
 
 
-@router.post(TABLE + "/metrics", status_code=204)
-def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
-    if not isinstance(parse_json(raw), dict):
-        raise BadRequest("Invalid request body: a metrics report must be a JSON object")
-    identifier(namespace_from_path(namespace), table)
-    return Response(status_code=204)
-
-
-@router.post("/namespaces/{namespace}/register")
+@router.post("/namespaces/{namespace:path}/register")
 def register_table(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, RegisterBody)
     ident = identifier(namespace_from_path(namespace), body.name)

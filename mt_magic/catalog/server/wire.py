@@ -8,9 +8,10 @@ namespace property updates) and the list/config responses.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, TypeAdapter, field_validator
+from pydantic.errors import PydanticSchemaGenerationError
 from pyiceberg.catalog.rest import CreateTableRequest
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import TableIdentifier
@@ -18,10 +19,11 @@ from pyiceberg.table.sorting import SortOrder
 from pyiceberg.table.update import TableRequirement
 from pyiceberg.typedef import IcebergBaseModel, Identifier
 
-from mt_magic.catalog.errors_http import BadRequest, parse_json
-from mt_magic.catalog.table_updates import AnyTableUpdate
+from mt_magic.catalog.server.edge import parse_json
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest
+from mt_magic.catalog.server.names import NAMESPACE_SEPARATOR, check_level, namespace_key
+from mt_magic.catalog.server.table_updates import AnyTableUpdate
 
-NAMESPACE_SEPARATOR = "\x1f"
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -30,19 +32,51 @@ def parse_body(raw: bytes, model: type[M]) -> M:
     data = parse_json(raw)
     if not isinstance(data, dict):
         raise BadRequest(f"Invalid request body: expected a JSON object, got {type(data).__name__}")
-    return model.model_validate(data)
+    try:
+        return model.model_validate(data)
+    except INPUT_FAULTS as exc:
+        where = locate_fault(model, data)
+        raise BadRequest(f"Invalid request body: {where} cannot be read ({type(exc).__name__}: {exc})") from None
 
 
-def check_namespace(parts: list[str] | tuple[str, ...]) -> Identifier:
-    """Validate namespace levels: at least one, none empty, none containing ``.`` (the SQL store joins on it)."""
-    if not parts:
-        raise BadRequest("Invalid namespace: it must have at least one level")
-    for part in parts:
-        if not isinstance(part, str) or not part.strip():
-            raise BadRequest(f"Invalid namespace {list(parts)!r}: levels must be non-empty strings")
-        if "." in part or "/" in part or NAMESPACE_SEPARATOR in part:
-            raise BadRequest(f"Invalid namespace level {part!r}: '.', '/' and the unit separator are not allowed")
-    return tuple(parts)
+def _faults(annotation: Any, value: Any) -> bool:
+    try:
+        TypeAdapter(annotation).validate_python(value)
+    except INPUT_FAULTS:
+        return True
+    except (ValueError, PydanticSchemaGenerationError):
+        return False
+    return False
+
+
+def locate_fault(model: type[BaseModel], data: dict[str, Any]) -> str:
+    """The field (and list index) whose value makes a model validator crash, e.g. ``updates[2]``."""
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in data or not _faults(field.annotation, data[key]):
+            continue
+        args = get_args(field.annotation)
+        if isinstance(data[key], list) and args:
+            for index, item in enumerate(data[key]):
+                if _faults(args[0], item):
+                    return f"{key}[{index}]"
+        return key
+    for key in data:  # a model-level validator crashed: the key whose absence avoids the crash
+        if not _faults(model, {k: v for k, v in data.items() if k != key}):
+            return str(key)
+    return "the body"
+
+
+def check_namespace(parts: object) -> Identifier:
+    """Validate namespace levels: at least one, each a non-empty string without control characters.
+
+    Dots, slashes, spaces and non-ASCII are allowed (see :mod:`mt_magic.catalog.server.names`).
+    """
+    if not isinstance(parts, list | tuple) or not parts:
+        raise BadRequest(f"Invalid namespace {parts!r}: it must be a list of at least one level")
+    namespace = tuple(check_level(part, "namespace level") for part in parts)
+    namespace_key(namespace)
+    return namespace
 
 
 def namespace_from_path(value: str) -> Identifier:
@@ -50,13 +84,9 @@ def namespace_from_path(value: str) -> Identifier:
     return check_namespace(value.split(NAMESPACE_SEPARATOR))
 
 
-def check_name(name: str, what: str = "table") -> str:
-    """Validate a table or view name."""
-    if not isinstance(name, str) or not name.strip():
-        raise BadRequest(f"Invalid {what} name {name!r}: it must be a non-empty string")
-    if "/" in name or name in (".", ".."):
-        raise BadRequest(f"Invalid {what} name {name!r}: it names a directory in the warehouse, '/' is not allowed")
-    return name
+def check_name(name: object, what: str = "table") -> str:
+    """Validate a table or view name (any non-empty string without control characters)."""
+    return check_level(name, f"{what} name")
 
 
 def identifier(namespace: Identifier, name: str, what: str = "table") -> Identifier:

@@ -1,4 +1,7 @@
-"""Namespaces in the SQL catalog database (pyiceberg ``SqlCatalog``'s own rows), plus default locations."""
+"""Namespaces in the SQL catalog database (pyiceberg ``SqlCatalog``'s own rows), plus default locations.
+
+Levels are stored encoded (:func:`mt_magic.catalog.server.names.storage_namespace`), so a level may contain dots.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +13,52 @@ from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceErr
 from pyiceberg.typedef import Identifier, Properties
 from sqlalchemy.exc import IntegrityError
 
-from mt_magic.catalog.errors_http import RestError
-from mt_magic.catalog.wire import display
+from mt_magic.catalog.server.errors_http import BadRequest, RestError
+from mt_magic.catalog.server.locations import StorageRoots
+from mt_magic.catalog.server.names import directory_name, namespace_from_storage, storage_namespace
+from mt_magic.catalog.server.wire import display
+
+MAX_KEY_CHARS, MAX_VALUE_CHARS = 255, 1000  # SqlCatalog's column widths
+
+
+def check_properties(properties: Properties) -> None:
+    """Namespace properties must fit the catalog database: bounded lengths, no NUL characters.
+
+    Raises:
+        BadRequest: naming the property and the limit.
+    """
+    for key, value in properties.items():
+        if not key or len(key) > MAX_KEY_CHARS or "\x00" in key:
+            raise BadRequest(f"Invalid namespace property name {key[:40]!r}: 1 to {MAX_KEY_CHARS} characters, no NUL")
+        if len(value) > MAX_VALUE_CHARS or "\x00" in value:
+            raise BadRequest(
+                f"Invalid value of namespace property {key!r}: at most {MAX_VALUE_CHARS} characters, no NUL"
+            )
 
 
 class NamespaceStore:
     """Namespace operations over one ``SqlCatalog``; writes hold ``lock``."""
 
-    def __init__(self, catalog: SqlCatalog, lock: threading.RLock) -> None:
+    def __init__(self, catalog: SqlCatalog, lock: threading.RLock, roots: StorageRoots) -> None:
         self.catalog = catalog
         self.lock = lock
+        self.roots = roots
+
+    def _check(self, namespace: Identifier, properties: Properties) -> None:
+        check_properties(properties)
+        if LOCATION in properties:
+            self.roots.check(properties[LOCATION], f"namespace {display(namespace)} (property {LOCATION})")
 
     def properties(self, namespace: Identifier) -> Properties:
         """A namespace's properties. Raises NoSuchNamespaceError."""
         try:
-            return dict(self.catalog.load_namespace_properties(namespace))
+            return dict(self.catalog.load_namespace_properties(storage_namespace(namespace)))
         except NoSuchNamespaceError:
             raise NoSuchNamespaceError(f"Namespace does not exist: {display(namespace)}") from None
 
     def exists(self, namespace: Identifier) -> bool:
         try:
-            self.catalog.load_namespace_properties(namespace)
+            self.catalog.load_namespace_properties(storage_namespace(namespace))
         except NoSuchNamespaceError:
             return False
         return True
@@ -44,15 +72,17 @@ class NamespaceStore:
         """Namespaces one level below ``parent`` (top level for ``()``), sorted."""
         if parent:
             self.require(parent)
-        return sorted(tuple(ns) for ns in self.catalog.list_namespaces(parent))
+        stored = self.catalog.list_namespaces(storage_namespace(parent))
+        return sorted(namespace_from_storage(tuple(ns)) for ns in stored)
 
     def create(self, namespace: Identifier, properties: Properties) -> Properties:
         """Create a namespace and return its stored properties."""
+        self._check(namespace, properties)
         with self.lock:
             if self.exists(namespace):
                 raise NamespaceAlreadyExistsError(f"Namespace already exists: {display(namespace)}")
             try:
-                self.catalog.create_namespace(namespace, dict(properties))
+                self.catalog.create_namespace(storage_namespace(namespace), dict(properties))
             except (IntegrityError, NamespaceAlreadyExistsError):
                 raise NamespaceAlreadyExistsError(f"Namespace already exists: {display(namespace)}") from None
             return self.properties(namespace)
@@ -61,7 +91,7 @@ class NamespaceStore:
         """Drop an (already checked empty) namespace."""
         with self.lock:
             self.require(namespace)
-            self.catalog.drop_namespace(namespace)
+            self.catalog.drop_namespace(storage_namespace(namespace))
 
     def update(self, namespace: Identifier, removals: list[str], updates: Properties) -> dict[str, list[str]]:
         """Set and remove properties; the spec's ``updated`` / ``removed`` / ``missing`` lists."""
@@ -70,9 +100,10 @@ class NamespaceStore:
             raise RestError(
                 422, "UnprocessableEntityException", f"Properties cannot be both updated and removed: {overlap}"
             )
+        self._check(namespace, updates)
         with self.lock:
             before = self.properties(namespace)
-            self.catalog.update_namespace_properties(namespace, set(removals), dict(updates))
+            self.catalog.update_namespace_properties(storage_namespace(namespace), set(removals), dict(updates))
         missing = sorted(k for k in set(removals) if k not in before)
         removed = sorted(k for k in set(removals) if k in before)
         return {"updated": sorted(updates), "removed": removed, "missing": missing}
@@ -81,8 +112,8 @@ class NamespaceStore:
         """Where a new table or view lives: the namespace's ``location``, else ``<warehouse>/<ns>/…/<name>``."""
         props = self.properties(ident[:-1])
         if base := props.get(LOCATION):
-            return f"{base.rstrip('/')}/{ident[-1]}"
+            return f"{base.rstrip('/')}/{directory_name(ident[-1])}"
         warehouse = self.catalog.properties.get(WAREHOUSE_LOCATION)
         if not warehouse:
             raise RestError(400, "BadRequestException", "The catalog has no warehouse; give the table a location")
-        return "/".join([warehouse.rstrip("/"), *ident])
+        return "/".join([warehouse.rstrip("/"), *(directory_name(level) for level in ident)])

@@ -16,13 +16,22 @@ from pyiceberg.exceptions import CommitFailedException, NoSuchViewError
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.typedef import Identifier
 from sqlalchemy import Column, MetaData, String, Table, delete, insert, select, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from mt_magic.catalog.commits import new_metadata_file_name
-from mt_magic.catalog.errors_http import BadRequest, ViewAlreadyExistsError
-from mt_magic.catalog.namespaces import NamespaceStore
-from mt_magic.catalog.views import AssertViewUUID, CreateViewBody, ViewMetadata, apply_view_commit, new_view_metadata
-from mt_magic.catalog.wire import display
+from mt_magic.catalog.server.commits import new_metadata_file_name
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, ViewAlreadyExistsError
+from mt_magic.catalog.server.locations import StorageRoots
+from mt_magic.catalog.server.names import namespace_key
+from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.views import (
+    AssertViewUUID,
+    CreateViewBody,
+    ViewMetadata,
+    apply_view_commit,
+    new_view_metadata,
+)
+from mt_magic.catalog.server.wire import display
 
 _META = MetaData()
 VIEWS = Table(
@@ -36,6 +45,11 @@ VIEWS = Table(
 )
 
 
+def create_view_table(engine: Engine) -> None:
+    """Create ``mt_iceberg_views`` unless it exists."""
+    _META.create_all(engine)
+
+
 class ViewStore:
     """View operations over the catalog's database; writes hold ``lock``."""
 
@@ -45,17 +59,19 @@ class ViewStore:
         namespaces: NamespaceStore,
         lock: threading.RLock,
         table_exists: Callable[[Identifier], bool],
+        roots: StorageRoots,
     ) -> None:
         self.catalog = catalog
         self.namespaces = namespaces
         self.lock = lock
         self.table_exists = table_exists
-        _META.create_all(catalog.engine)
+        self.roots = roots
+        create_view_table(catalog.engine)
 
     def _where(self, ident: Identifier) -> tuple[Any, ...]:
         return (
             VIEWS.c.catalog_name == self.catalog.name,
-            VIEWS.c.view_namespace == ".".join(ident[:-1]),
+            VIEWS.c.view_namespace == namespace_key(ident[:-1]),
             VIEWS.c.view_name == ident[-1],
         )
 
@@ -83,7 +99,7 @@ class ViewStore:
     def list_views(self, namespace: Identifier) -> list[Identifier]:
         self.namespaces.require(namespace)
         stmt = select(VIEWS.c.view_name).where(
-            VIEWS.c.catalog_name == self.catalog.name, VIEWS.c.view_namespace == ".".join(namespace)
+            VIEWS.c.catalog_name == self.catalog.name, VIEWS.c.view_namespace == namespace_key(namespace)
         )
         with self.catalog.engine.connect() as conn:
             return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
@@ -107,7 +123,7 @@ class ViewStore:
             conn.execute(
                 insert(VIEWS).values(
                     catalog_name=self.catalog.name,
-                    view_namespace=".".join(ident[:-1]),
+                    view_namespace=namespace_key(ident[:-1]),
                     view_name=ident[-1],
                     metadata_location=location,
                     previous_metadata_location=None,
@@ -118,6 +134,7 @@ class ViewStore:
         with self.lock:
             self._check_free(ident)
             metadata = new_view_metadata(body, body.location or self.namespaces.default_location(ident))
+            self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
             location = self._write(metadata, None)
             try:
                 self._insert(ident, location)
@@ -134,6 +151,7 @@ class ViewStore:
             metadata = apply_view_commit(base, requirements, updates)
             if metadata == base:
                 return previous, base
+            self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
             location = self._write(metadata, previous)
             with self.catalog.engine.begin() as conn:
                 result = conn.execute(
@@ -159,14 +177,17 @@ class ViewStore:
                 conn.execute(
                     update(VIEWS)
                     .where(*self._where(source))
-                    .values(view_namespace=".".join(destination[:-1]), view_name=destination[-1])
+                    .values(view_namespace=namespace_key(destination[:-1]), view_name=destination[-1])
                 )
 
     def register(self, ident: Identifier, metadata_location: str) -> ViewMetadata:
+        self.roots.check(metadata_location, f"the metadata of view {display(ident)}")
         try:
             metadata = self.read(metadata_location)
-        except (OSError, ValueError) as exc:
-            raise BadRequest(f"Cannot read view metadata at {metadata_location!r}: {exc}") from exc
+        except (OSError, ValueError, *INPUT_FAULTS) as exc:
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise BadRequest(f"Cannot read view metadata at {metadata_location!r}: {reason}") from None
+        self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
         with self.lock:
             self._check_free(ident)
             self._insert(ident, metadata_location)

@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from mt_magic.catalog.errors_http import BadRequest
-from mt_magic.catalog.service import CatalogService, raw_body, service
-from mt_magic.catalog.views import CommitViewBody, CreateViewBody, LoadViewResult, ViewMetadata
-from mt_magic.catalog.wire import (
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.views import CommitViewBody, CreateViewBody, LoadViewResult, ViewMetadata
+from mt_magic.catalog.server.wire import (
     RegisterBody,
     RenameBody,
     identifier,
@@ -23,15 +23,15 @@ from mt_magic.catalog.wire import (
 router = APIRouter(prefix="/v1")
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
-VIEW = "/namespaces/{namespace}/views/{view}"
+VIEW = "/namespaces/{namespace:path}/views/{view:path}"
 
 
 def _view_result(location: str, metadata: ViewMetadata) -> Response:
-    result = LoadViewResult(metadata_location=location, metadata=metadata)
+    result = LoadViewResult.model_validate({"metadata_location": location, "metadata": metadata})
     return Response(content=result.model_dump_json(), media_type="application/json")
 
 
-@router.get("/namespaces/{namespace}/views")
+@router.get("/namespaces/{namespace:path}/views")
 def list_views(
     svc: Svc,
     namespace: str,
@@ -42,7 +42,7 @@ def list_views(
     return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
 
 
-@router.post("/namespaces/{namespace}/views")
+@router.post("/namespaces/{namespace:path}/views")
 def create_view(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, CreateViewBody)
     ident = identifier(namespace_from_path(namespace), body.name, "view")
@@ -82,7 +82,7 @@ def rename_view(svc: Svc, raw: Body) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/namespaces/{namespace}/register-view")
+@router.post("/namespaces/{namespace:path}/register-view")
 def register_view(svc: Svc, namespace: str, raw: Body) -> Response:
     body = parse_body(raw, RegisterBody)
     ident = identifier(namespace_from_path(namespace), body.name, "view")

@@ -27,7 +27,7 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.typedef import IcebergBaseModel
 
-from mt_magic.catalog.errors_http import BadRequest
+from mt_magic.catalog.server.errors_http import BadRequest
 
 
 def now_ms() -> int:
@@ -66,6 +66,10 @@ class ViewVersion(IcebergBaseModel):
 class ViewHistoryEntry(IcebergBaseModel):
     version_id: int = Field(alias="version-id")
     timestamp_ms: int = Field(alias="timestamp-ms")
+
+
+def history_entry(version_id: int, timestamp_ms: int) -> ViewHistoryEntry:
+    return ViewHistoryEntry.model_validate({"version_id": version_id, "timestamp_ms": timestamp_ms})
 
 
 class ViewMetadata(IcebergBaseModel):
@@ -150,14 +154,16 @@ def new_view_metadata(body: CreateViewBody, location: str) -> ViewMetadata:
     """Metadata for a new view: schema id 0, version id 1, made current."""
     schema = body.view_schema.model_copy(update={"schema_id": 0})
     version = body.view_version.model_copy(update={"version_id": 1, "schema_id": 0})
-    return ViewMetadata(
-        view_uuid=str(uuid.uuid4()),
-        location=location.rstrip("/"),
-        current_version_id=1,
-        versions=[version],
-        version_log=[ViewHistoryEntry(version_id=1, timestamp_ms=version.timestamp_ms)],
-        schemas=[schema],
-        properties=dict(body.properties),
+    return ViewMetadata.model_validate(
+        {
+            "view_uuid": str(uuid.uuid4()),
+            "location": location.rstrip("/"),
+            "current_version_id": 1,
+            "versions": [version],
+            "version_log": [history_entry(1, version.timestamp_ms)],
+            "schemas": [schema],
+            "properties": dict(body.properties),
+        }
     )
 
 
@@ -213,7 +219,7 @@ class _ViewBuilder:
             raise BadRequest(f"Cannot set the current view version to unknown id {version_id}")
         if version_id != self.data["current_version_id"]:
             self.data["current_version_id"] = version_id
-            self.data["version_log"].append(ViewHistoryEntry(version_id=version_id, timestamp_ms=now_ms()))
+            self.data["version_log"].append(history_entry(version_id, now_ms()))
 
     def apply(self, update: Any) -> None:
         if isinstance(update, AssignUUIDUpdate):
@@ -250,4 +256,4 @@ def apply_view_commit(
     builder = _ViewBuilder(base)
     for update in updates:
         builder.apply(update)
-    return ViewMetadata(**builder.data)
+    return ViewMetadata.model_validate(builder.data)

@@ -13,19 +13,22 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from pyiceberg.catalog.sql import SqlCatalog
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, ProgrammingError
 
-from mt_magic.catalog import routes_namespaces, routes_tables, routes_views
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
-from mt_magic.catalog.errors_http import error_response, install_error_handlers
-from mt_magic.catalog.rest_paths import FormEncodedPaths
-from mt_magic.catalog.service import build_service
+from mt_magic.catalog.server import routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.server.edge import RestPathDecoding
+from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
+from mt_magic.catalog.server.service import build_service
+from mt_magic.catalog.server.views_store import create_view_table
 
 log = logging.getLogger(__name__)
 CATALOG_NAME = "mt"
@@ -72,11 +75,28 @@ def open_sql_catalog(database: str, warehouse: str | Path, name: str = CATALOG_N
         if url.database in (None, "", ":memory:"):
             raise ValueError(f"{database!r} is an in-memory SQLite database; the server needs a file")
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    catalog = SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse))
+    catalog = _create_tables(lambda: SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse)))
+    _create_tables(lambda: create_view_table(catalog.engine))
     if url.get_backend_name() == "sqlite":
         with catalog.engine.connect() as conn:  # readers never block the single writer
             conn.exec_driver_sql("PRAGMA journal_mode=WAL")
     return catalog
+
+
+T = TypeVar("T")
+
+
+def _create_tables(create: Callable[[], T], attempts: int = 5) -> T:
+    """Run a ``CREATE TABLE IF NOT EXISTS`` step, retrying when another server process creates the same
+    tables at the same moment (PostgreSQL then reports a duplicate type or key)."""
+    for attempt in range(attempts):
+        try:
+            return create()
+        except (IntegrityError, ProgrammingError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _bearer_ok(header: str | None, token: str) -> bool:
@@ -85,21 +105,24 @@ def _bearer_ok(header: str | None, token: str) -> bool:
     return hmac.compare_digest(header[7:].strip().encode(), token.encode())
 
 
-def create_app(catalog: SqlCatalog, token: str | None = None, *, warehouse: str) -> FastAPI:
+def create_app(
+    catalog: SqlCatalog, token: str | None = None, *, warehouse: str, allowed_locations: Sequence[str] = ()
+) -> FastAPI:
     """The REST catalog as an ASGI app.
 
     Args:
         catalog: pyiceberg ``SqlCatalog`` holding the rows (see :func:`open_sql_catalog`).
         token: when set, every request must carry ``Authorization: Bearer <token>`` (else 401).
-        warehouse: where new tables and views go by default (a URI or a local directory).
+        warehouse: where new tables and views go by default (a URI or a local directory); their files
+            must stay inside it ...
+        allowed_locations: ... or inside one of these storage roots.
 
     Returns:
         The FastAPI application; serve it with uvicorn (see :func:`serve`).
     """
     app = FastAPI(title="mt_magic Iceberg REST catalog", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.service = build_service(catalog, warehouse_uri(warehouse))
+    app.state.service = build_service(catalog, warehouse_uri(warehouse), allowed_locations)
     install_error_handlers(app)
-    app.add_middleware(FormEncodedPaths)
 
     if token:
 
@@ -120,9 +143,11 @@ def create_app(catalog: SqlCatalog, token: str | None = None, *, warehouse: str)
         """The ``warehouse`` query parameter is accepted and ignored: a server has exactly one warehouse."""
         return {"defaults": {}, "overrides": {}, "endpoints": list(ENDPOINTS)}
 
-    app.include_router(routes_namespaces.router)
+    # Greedy path parameters (names may contain '/'): the routes with longer fixed suffixes come first.
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)
+    app.include_router(routes_namespaces.router)
+    app.add_middleware(RestPathDecoding)
     return app
 
 
@@ -151,6 +176,7 @@ def serve(
     token: str | None,
     state_file: Path | None = None,
     log_level: str = "warning",
+    allowed_locations: Sequence[str] = (),
 ) -> None:
     """Run the server in this process until SIGTERM/SIGINT.
 
@@ -160,7 +186,7 @@ def serve(
     import uvicorn
 
     catalog = open_sql_catalog(database, warehouse)
-    app = create_app(catalog, token, warehouse=warehouse)
+    app = create_app(catalog, token, warehouse=warehouse, allowed_locations=allowed_locations)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
     url = f"http://{host}:{actual_port}"

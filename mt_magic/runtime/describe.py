@@ -1,0 +1,129 @@
+"""What ``SHOW MATERIALIZED TABLES``, ``SHOW CREATE …`` and ``DESCRIBE …`` show, from the catalog (no Spark).
+
+The catalog is the source of truth (definitions in table properties, refreshes in snapshot summaries); the
+manager adds what only this kernel knows (state, staleness, next refresh, the last error).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
+from mt_magic.runtime.status import Listing, TableStatus
+
+TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refresh")
+
+
+def like_matches(pattern: str, name: str) -> bool:
+    """SQL ``LIKE`` on a table's name: ``%`` any text, ``_`` one character, ``\\`` escapes the next character
+    (as in Spark); case-insensitive."""
+    parts, escaped = [], False
+    for c in pattern:
+        if escaped:
+            parts.append(re.escape(c))
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        else:
+            parts.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return re.fullmatch("".join(parts), name, re.IGNORECASE | re.DOTALL) is not None
+
+
+def tables_listing(infos: list[TableInfo], statuses: Mapping[str, TableStatus], namespace: str | None,
+                like: str | None) -> Listing:
+    """One row per materialized table, sorted by name; in ``namespace`` and matching ``like`` if given."""
+    rows = []
+    for info in sorted(infos, key=lambda i: i.name):
+        definition = info.definition
+        assert definition is not None
+        if namespace is not None and ".".join(info.namespace) != namespace:
+            continue
+        if like is not None and not like_matches(like, info.table_name):
+            continue
+        status = statuses.get(info.name)
+        rows.append((info.name, definition.refresh_mode.value, definition.freshness,
+                     _state(definition, status), _staleness(status), _last_refresh(info)))
+    return Listing(TABLE_COLUMNS, tuple(rows))
+
+
+def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -> Listing:
+    """The statement that recreates the table, as stored in the catalog (its expanded, qualified query)."""
+    lines = [f"CREATE MATERIALIZED TABLE {qualified(info.name)}"]
+    constraints = []
+    if definition.primary_key:
+        keys = ", ".join(identifier(c) for c in definition.primary_key)
+        constraints.append(f"  PRIMARY KEY ({keys}) NOT ENFORCED")
+    if constraints:
+        lines.append("(\n" + ",\n".join(constraints) + "\n)")
+    comment = info.properties.get("comment")
+    if comment:
+        lines.append(f"COMMENT {string_literal(comment)}")
+    if definition.bucket_columns:
+        columns = ", ".join(identifier(c) for c in definition.bucket_columns)
+        lines.append(f"DISTRIBUTED BY HASH({columns}) INTO {definition.buckets} BUCKETS")
+    if definition.partitioned_by:
+        lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
+    if definition.options:
+        options = sorted(definition.options.items())
+        pairs = ",\n  ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in options)
+        lines.append(f"WITH (\n  {pairs}\n)")
+    lines.append(f"FRESHNESS = {definition.freshness}")
+    if definition.declared_refresh_mode is not None:
+        lines.append(f"REFRESH_MODE = {definition.declared_refresh_mode.value}")
+    lines.append(f"AS {definition.query}")
+    return Listing((), (), "\n".join(lines))
+
+
+def table_description(info: TableInfo, definition: MaterializedTableDefinition, status: TableStatus | None) -> Listing:
+    """Columns and types, then the table's mode and why, freshness, sources, state and last refresh."""
+    rows: list[tuple[str, str, str]] = [
+        (name, kind, "" if required else "nullable") for name, kind, required in info.columns
+    ]
+    keys = set(definition.primary_key)
+    rows = [(n, t, "primary key" if n in keys else note) for n, t, note in rows]
+    rows.append(("", "", ""))
+    facts = {
+        "# refresh mode": f"{definition.refresh_mode.value} ({definition.mode_reason})",
+        "# freshness": definition.freshness + (f" (cron {definition.cron})" if definition.cron else ""),
+        "# partitioned by": ", ".join(definition.partitioned_by) or "—",
+        "# distributed by": (f"HASH({', '.join(definition.bucket_columns)}) INTO {definition.buckets} BUCKETS"
+                             if definition.bucket_columns else "—"),
+        "# sources": ", ".join(definition.upstream) or "—",
+        "# state": _state(definition, status),
+        "# staleness": _staleness(status),
+        "# last refresh": _last_refresh(info),
+        "# definition version": str(definition.definition_version),
+    }
+    if status is not None and status.last_error:
+        facts["# last error"] = status.last_error
+    rows += [(key, value, "") for key, value in facts.items()]
+    return Listing(("column", "type", "note"), tuple(rows))
+
+
+def _state(definition: MaterializedTableDefinition, status: TableStatus | None) -> str:
+    if status is not None:
+        return status.state.value
+    return "suspended" if definition.suspended else "not refreshed by this kernel"
+
+
+def _staleness(status: TableStatus | None) -> str:
+    if status is None or status.staleness is None:
+        return "unknown"
+    return str(status.staleness - timedelta(microseconds=status.staleness.microseconds))
+
+
+def _last_refresh(info: TableInfo) -> str:
+    last = info.last_refresh()
+    if last is None:
+        return "never"
+    snapshot, state = last
+    return f"{_when(snapshot.committed_at)} {state.kind.value} ({state.trigger.value})"
+
+
+def _when(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+

@@ -1,0 +1,57 @@
+"""``ALTER MATERIALIZED TABLE t RENAME TO u``: the catalog renames the table, and the tables reading it follow.
+
+The catalog's rename keeps the table's data, history, definition and refresh state (it is the same Iceberg
+table). Each materialized table that reads it gets its upstream list and queries rewritten to the new name; if
+one of those updates fails, the updates made so far and the rename itself are undone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import DefinitionError, MaterializedTableExistsError
+from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.query.rewrite import rename_source
+
+
+def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
+    """Rename ``name`` to ``new_name`` and point its readers at the new name.
+
+    Returns:
+        The materialized tables whose definitions now read ``new_name``.
+
+    Raises:
+        NoSuchMaterializedTableError: ``name`` is not a materialized table.
+        MaterializedTableExistsError: ``new_name`` is taken.
+        DefinitionError: the new name is in another catalog or the same as the old one.
+    """
+    label = f"ALTER MATERIALIZED TABLE {name} RENAME TO {new_name}"
+    ws.catalog.load_materialized(name)
+    if new_name == name:
+        raise DefinitionError(f"{label}: the new name is the current one; nothing to rename.")
+    if ws.catalog.exists(new_name):
+        raise MaterializedTableExistsError(f"{label}: {new_name} already exists. Choose another name or drop it.")
+    readers = [i for i in ws.catalog.list_materialized() if i.definition and name in i.definition.upstream]
+    ws.catalog.rename(name, new_name)
+    done: list[TableInfo] = []
+    try:
+        for info in readers:
+            _follow(ws, info, name, new_name)
+            done.append(info)
+    except BaseException:
+        for info in done:  # put back what was already changed, then the name
+            ws.catalog.update_properties(info.name, dict(info.properties))
+        ws.catalog.rename(new_name, name)
+        raise
+    return tuple(i.name for i in readers)
+
+
+def _follow(ws: Workspace, reader: TableInfo, old: str, new: str) -> None:
+    """One reader's definition, reading ``new`` instead of ``old`` (same definition version: same data)."""
+    definition = reader.definition
+    assert definition is not None
+    expanded = rename_source(definition.expanded_query, old, new)
+    upstream = tuple(new if source == old else source for source in definition.upstream)
+    updated = replace(definition, query=expanded, expanded_query=expanded, upstream=upstream)
+    ws.catalog.update_properties(reader.name, updated.to_properties())

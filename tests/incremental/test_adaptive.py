@@ -1,0 +1,68 @@
+"""ADAPTIVE refresh: incremental where the change is small, a full recompute (and why) where it is large,
+and the ``'incremental'`` option pinning either choice — the table equal to a full recompute every time."""
+
+from __future__ import annotations
+
+import pytest
+from incremental_testing import COW, assert_matches_oracle, refresh, run
+
+from mt_magic.errors import DefinitionError
+from mt_magic.runtime.refresh.incremental import FallbackReason
+from mt_magic.vocabulary import RefreshKind
+
+pytestmark = pytest.mark.spark
+
+QUERY = "AS SELECT k % 100 AS g, count(*) AS n, sum(k) AS s FROM big GROUP BY k % 100"
+
+
+def append(spark, start: int, rows: int) -> None:
+    spark.range(start, start + rows).selectExpr("CAST(id AS INT) AS k").writeTo("big").append()
+
+
+@pytest.fixture
+def big(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE big (k INT) USING iceberg {COW}")
+    append(spark, 0, 150_000)
+
+
+def test_a_large_change_recomputes_and_says_why_a_small_one_merges(mt, spark, big) -> None:
+    run(mt, f"CREATE MATERIALIZED TABLE adaptive FRESHNESS = INTERVAL '1' MINUTE {QUERY}")
+
+    append(spark, 150_000, 100_000)  # 40 % of the source's rows are new
+    outcome = refresh(mt, "adaptive")
+    assert outcome.kind is RefreshKind.FULL
+    assert FallbackReason.CHEAPER_TO_RECOMPUTE.sentence in outcome.strategy
+    assert "changed 40% of" in outcome.strategy and "past 30%" in outcome.strategy
+    assert_matches_oracle(mt, "adaptive")
+
+    append(spark, 250_000, 1_000)
+    outcome = refresh(mt, "adaptive")
+    assert outcome.kind is RefreshKind.INCREMENTAL
+    assert_matches_oracle(mt, "adaptive")
+
+
+def test_the_option_pins_either_choice(mt, spark, big) -> None:
+    run(mt, f"""
+        CREATE MATERIALIZED TABLE pinned_inc WITH ('incremental' = 'always') FRESHNESS = INTERVAL '1' MINUTE {QUERY};
+        CREATE MATERIALIZED TABLE pinned_full WITH ('incremental' = 'never') FRESHNESS = INTERVAL '1' MINUTE {QUERY};
+        CREATE MATERIALIZED TABLE loose WITH ('incremental.max-change-fraction' = '0.5')
+        FRESHNESS = INTERVAL '1' MINUTE {QUERY}
+    """)
+    append(spark, 150_000, 100_000)
+    assert refresh(mt, "pinned_inc").kind is RefreshKind.INCREMENTAL
+    never = refresh(mt, "pinned_full")
+    assert never.kind is RefreshKind.FULL and never.strategy == "full: 'incremental' = 'never'"
+    assert refresh(mt, "loose").kind is RefreshKind.INCREMENTAL  # 40 % is under its 50 %
+    for table in ("pinned_inc", "pinned_full", "loose"):
+        assert_matches_oracle(mt, table)
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("'incremental' = 'sometimes'", r"'sometimes'\) is not a known value.*'auto'.*'always'.*'strict'.*'never'"),
+    ("'incremental.max-change-fraction' = '1.5'", r"must be a fraction in \(0, 1\]"),
+    ("'incremental.max-change-fraction' = 'lots'", r"must be a fraction in \(0, 1\]"),
+])
+def test_bad_option_values_are_refused_at_create(mt, spark, big, option: str, message: str) -> None:
+    with pytest.raises(DefinitionError, match=message):
+        run(mt, f"CREATE MATERIALIZED TABLE bad WITH ({option}) FRESHNESS = INTERVAL '1' MINUTE {QUERY}")
+    assert not spark.catalog.tableExists("bad")

@@ -1,0 +1,122 @@
+"""SHOW / DESCRIBE / SHOW CREATE, SET REFRESH_MODE and RENAME TO on a real shell, with the manager running
+and a downstream table reading the one that changes."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from mt_magic.sql import parse_cell
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.vocabulary import RefreshMode
+
+pytestmark = pytest.mark.spark
+
+NS = "mt.default"
+
+
+@pytest.fixture(scope="module")
+def shell(spark):
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "mt_magic")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {NS}.f22_orders (day STRING, amount INT) USING iceberg")
+    spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d1', 1), ('d1', 2), ('d2', 5)")
+    ip.run_cell_magic("materialized", "--wait", """
+        CREATE MATERIALIZED TABLE f22_daily FRESHNESS = INTERVAL '1' MINUTE
+        AS SELECT day, sum(amount) AS total FROM f22_orders GROUP BY day;
+        CREATE MATERIALIZED TABLE f22_top FRESHNESS = INTERVAL '1' MINUTE
+        AS SELECT max(total) AS top FROM f22_daily
+    """)
+    yield ip
+    ip.run_line_magic("unload_ext", "mt_magic")
+
+
+def listing(shell, cell: str):  # type: ignore[no-untyped-def]
+    view = shell.run_cell_magic("materialized", "", cell)
+    [result] = view.results
+    return result.listing
+
+
+def service(shell):  # type: ignore[no-untyped-def]
+    return shell._mt_magic_magics.connection.service
+
+
+def test_show_describe_and_show_create(shell) -> None:
+    shown = listing(shell, "SHOW MATERIALIZED TABLES FROM default LIKE 'f22\\_%'")
+    assert [row[0] for row in shown.rows] == [f"{NS}.f22_daily", f"{NS}.f22_top"]
+    assert shown.rows[0][1:3] == ("CONTINUOUS", "INTERVAL '1' MINUTE")
+    assert listing(shell, "SHOW MATERIALIZED TABLES LIKE 'nothing%'").rows == ()
+
+    described = listing(shell, "DESCRIBE MATERIALIZED TABLE f22_daily")
+    facts = {row[0]: row[1] for row in described.rows}
+    assert facts["day"] == "string" and facts["total"] == "long"
+    assert facts["# sources"] == f"{NS}.f22_orders" and facts["# refresh mode"].startswith("CONTINUOUS (")
+
+    text = listing(shell, "SHOW CREATE MATERIALIZED TABLE f22_daily").text
+    [statement] = parse_cell(text)
+    assert isinstance(statement, CreateMaterializedTable)
+    assert str(statement.name) == f"{NS}.f22_daily" and statement.freshness.sql() == "INTERVAL '1' MINUTE"
+    assert "GROUP BY" in statement.query.upper()
+    assert "f22_daily" in repr(shell.run_cell_magic("materialized", "", "SHOW MATERIALIZED TABLES"))
+
+
+def test_set_refresh_mode_switches_the_schedule_and_keeps_the_data_exact(shell, spark) -> None:
+    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_daily SET REFRESH_MODE = FULL")
+    status = service(shell).status(f"{NS}.f22_daily")
+    _, definition = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_daily")
+    assert status.mode is RefreshMode.FULL and definition.refresh_mode is RefreshMode.FULL and definition.cron
+    spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d2', 10)")
+    shell.run_cell_magic("materialized", "--wait --cascade", "ALTER MATERIALIZED TABLE f22_daily REFRESH")
+    assert sorted(map(tuple, spark.table(f"{NS}.f22_daily").collect())) == [("d1", 3), ("d2", 15)]
+    assert spark.table(f"{NS}.f22_top").collect()[0][0] == 15
+
+    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_daily SET REFRESH_MODE = CONTINUOUS")
+    assert service(shell).status(f"{NS}.f22_daily").mode is RefreshMode.CONTINUOUS
+    with pytest.raises(UsageError, match="FULL"):  # a freshness no cron can express is refused, nothing changes
+        shell.run_cell_magic("materialized", "", """
+            ALTER MATERIALIZED TABLE f22_daily SET FRESHNESS = INTERVAL '7' MINUTE;
+            ALTER MATERIALIZED TABLE f22_daily SET REFRESH_MODE = FULL""")
+    assert service(shell).status(f"{NS}.f22_daily").mode is RefreshMode.CONTINUOUS
+
+
+def test_rename_moves_the_table_and_its_readers_follow(shell, spark) -> None:
+    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_daily RENAME TO f22_renamed")
+    svc = service(shell)
+    assert not spark.catalog.tableExists(f"{NS}.f22_daily")
+    names = {s.name for s in svc.statuses()}
+    assert f"{NS}.f22_renamed" in names and f"{NS}.f22_daily" not in names
+    _, top = svc.workspace.catalog.load_materialized(f"{NS}.f22_top")
+    assert top.upstream == (f"{NS}.f22_renamed",) and "f22_renamed" in top.expanded_query
+    assert f"{NS}.f22_renamed" in svc.lineage(f"{NS}.f22_top").nodes
+    with pytest.raises(UsageError, match="f22_daily"):
+        shell.run_line_magic("mt", "status f22_daily")
+
+    spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d1', 100)")
+    shell.run_cell_magic("materialized", "--wait --cascade", "ALTER MATERIALIZED TABLE f22_renamed REFRESH")
+    assert sorted(map(tuple, spark.table(f"{NS}.f22_renamed").collect())) == [("d1", 103), ("d2", 15)]
+    assert spark.table(f"{NS}.f22_top").collect()[0][0] == 103
+
+    with pytest.raises(UsageError, match="f22_top already exists"):
+        shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_renamed RENAME TO f22_top")
+    assert spark.catalog.tableExists(f"{NS}.f22_renamed")
+
+
+def test_set_freshness_moves_the_retention_policy(shell) -> None:
+    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_top SET FRESHNESS = INTERVAL '2' HOUR")
+    info, _ = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_top")
+    assert info.properties["history.expire.max-snapshot-age-ms"] == str(100 * 2 * 3600 * 1000)
+
+
+def test_distributed_by_makes_iceberg_buckets(shell, spark) -> None:
+    shell.run_cell_magic("materialized", "--wait", """
+        CREATE MATERIALIZED TABLE f22_buckets DISTRIBUTED BY HASH(day) INTO 4 BUCKETS
+        FRESHNESS = INTERVAL '1' MINUTE AS SELECT day, count(*) AS n FROM f22_orders GROUP BY day
+    """)
+    info, definition = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_buckets")
+    assert info.partition_transforms == ("bucket[4]",) and definition.bucket_columns == ("day",)
+    assert "DISTRIBUTED BY HASH(`day`) INTO 4 BUCKETS" in listing(
+        shell, "SHOW CREATE MATERIALIZED TABLE f22_buckets").text
+    spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d3', 1)")
+    shell.run_cell_magic("materialized", "--wait", "ALTER MATERIALIZED TABLE f22_buckets REFRESH")
+    assert ("d3", 1) in set(map(tuple, spark.table(f"{NS}.f22_buckets").collect()))
