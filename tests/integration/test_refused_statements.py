@@ -84,6 +84,11 @@ REFUSED = {
         "ALTER MATERIALIZED TABLE daily REFRESH PARTITION (day = 'd1')", "not partitioned by day"),
     "refresh, unknown partition column": (
         "ALTER MATERIALIZED TABLE monthly REFRESH PARTITION (nope = 'd1')", "not partitioned by nope"),
+    "set refresh mode, unknown table": ("ALTER MATERIALIZED TABLE nope SET REFRESH_MODE = FULL", "does not exist"),
+    "rename, new name taken": ("ALTER MATERIALIZED TABLE daily RENAME TO top", "already exists"),
+    "rename, to the same name": ("ALTER MATERIALIZED TABLE daily RENAME TO daily", "nothing to rename"),
+    "rename, a plain table": ("ALTER MATERIALIZED TABLE plain RENAME TO plain2", "plain Iceberg table"),
+    "rename, to a dotted name": ("ALTER MATERIALIZED TABLE daily RENAME TO `d.x`", "contains '.'"),
     "drop, read by another table": ("DROP MATERIALIZED TABLE daily", r"read\(s\) it"),
     "drop, plain table": ("DROP MATERIALIZED TABLE plain", "plain Iceberg table"),
     "drop, unknown table": ("DROP MATERIALIZED TABLE nope", "no such materialized table"),
