@@ -16,9 +16,8 @@ from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.runtime.service import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
-from mt_magic.sql.ddl.parser import parse_interval, parse_partition
+from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
-from mt_magic.sql.names import TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
@@ -245,7 +244,7 @@ class MaterializedMagics(Magics):
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
         service = self.connection.service
-        if len(text.split()) == 1:
+        if text.split()[0].upper() not in ("CREATE", "ALTER", "DROP"):  # a name, perhaps backquoted with spaces
             return ExplainView(str(service.explain(self._qualify(text.strip()))))
         statements = parse_cell(text, self.rules)
         if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):
@@ -255,12 +254,12 @@ class MaterializedMagics(Magics):
     # -- helpers -----------------------------------------------------------------------------------------
 
     def _qualify(self, name: str) -> str:
-        return self.connection.service.workspace.qualify(TableName.from_parts(name.split(".")))
+        return self.connection.service.workspace.qualify(parse_table_name(name))
 
     def _one_name(self, args: Any) -> str:
-        if len(args.target) != 1:
+        if not args.target:
             raise UsageError(f"%mt {args.command} needs one table name, e.g. %mt {args.command} daily_orders")
-        return self._qualify(args.target[0])
+        return self._qualify(" ".join(args.target))  # a backquoted name may hold spaces; the grammar reads it
 
     def _required_live(self, command: str):  # type: ignore[no-untyped-def]
         live = self.live_views()

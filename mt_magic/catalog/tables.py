@@ -17,6 +17,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshSta
 from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
@@ -249,10 +250,14 @@ class MaterializedCatalog:
                         found.append(info)
         return found
 
-    def update_properties(self, name: str, updates: Mapping[str, str]) -> None:
-        """Set table properties in one commit."""
+    def update_properties(self, name: str, updates: Mapping[str, str], appended: pa.Schema | None = None) -> None:
+        """Set table properties in one commit, with ``appended`` columns (optional, by name) in the same commit:
+        the new columns and the definition that produces them are committed together or not at all."""
         table = self._load_table(name)
         with reaching(name), table.transaction() as tx:
+            if appended is not None and len(appended):
+                with tx.update_schema() as schema:
+                    schema.union_by_name(appended)
             tx.set_properties(dict(updates))
 
     def rename(self, name: str, new_name: str) -> None:

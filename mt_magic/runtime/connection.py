@@ -17,6 +17,7 @@ from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.runtime.spark.jobs import SparkJobs
+from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session
 from mt_magic.runtime.workspace import Workspace, utc_now
 
@@ -104,7 +105,7 @@ def connect(
     pyiceberg_catalog = open_catalog(catalog_config)
     pyiceberg_catalog.create_namespace_if_not_exists(settings.namespace)
     if settings.use_namespace:
-        spark.sql(f"USE `{catalog_config.name}`.`{settings.namespace}`")
+        spark.sql(f"USE {identifier(catalog_config.name)}.{identifier(settings.namespace)}")
     workspace = Workspace(
         spark=spark,
         catalog=MaterializedCatalog(pyiceberg_catalog, catalog_config.name),

@@ -1,8 +1,9 @@
 """CREATE / ALTER / DROP of materialized tables: validate with Spark, then change the catalog atomically.
 
-Every check that can fail (sources, temp views, schema inference, casts, keys, formatters) runs before the
-catalog is touched; the few catalog steps that follow are undone if a later one fails, so a failed
-statement leaves nothing behind.
+Every check that can fail (sources, temp views, schema inference, casts, keys, formatters, backfill partitions)
+runs before the catalog is touched, and each statement then writes one catalog commit (ALTER … AS: the
+appended columns with the definition). CREATE is two when there is a primary key (CREATE TABLE, then
+identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from mt_magic.runtime.refresh.context import (
     max_change_fraction,
 )
 from mt_magic.runtime.refresh.retention import retention_properties
+from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
-from mt_magic.sql.query.rewrite import qualify_sources
+from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
@@ -61,7 +63,10 @@ def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tupl
                 "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
             )
     known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
-    expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    try:
+        expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    except QueryRewriteError as exc:
+        raise DefinitionError(f"{statement}: {exc}") from exc
     for name in upstream:
         if not ws.catalog.exists(name):
             raise DefinitionError(f"{statement}: source table {name} does not exist in the catalog.")
@@ -70,7 +75,7 @@ def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tupl
 
 def _is_temp_view(spark: SparkSession, name: str) -> bool:
     try:
-        return bool(spark.catalog.getTable(name).isTemporary)
+        return bool(spark.catalog.getTable(identifier(name)).isTemporary)
     except Exception:
         return False
 
@@ -123,6 +128,7 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     expanded, upstream = _resolve_query(ws, label, stmt.query)
     expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
     schema = _infer_schema(ws, label, expanded)
+    schema_rules.check_typed(label, schema)
     options = stmt.options_dict
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
@@ -174,17 +180,19 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     expanded, upstream = _resolve_query(ws, label, query)
     expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
     new_schema = _infer_schema(ws, label, expanded)
+    schema_rules.check_typed(label, new_schema)
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
-    added = schema_rules.appended_columns(label, ws.spark.table(name).schema, new_schema)
+    added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
     updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
                       definition_version=current.definition_version + 1)
-    schema_rules.add_columns(ws.spark, name, added)
-    try:
-        ws.catalog.update_properties(name, updated.to_properties())
-    except Exception:
-        schema_rules.drop_columns(ws.spark, name, [f.name for f in added])
-        raise
+    try:  # one commit: the appended columns and the definition that produces them, or neither
+        ws.catalog.update_properties(name, updated.to_properties(), schema_rules.arrow_columns(added))
+    except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
+        raise DefinitionError(
+            f"{label}: the new column(s) {', '.join(f'{f.name} {f.dataType.simpleString()}' for f in added)} "
+            f"cannot be stored in an Iceberg table ({exc}). Nothing changed; cast them, e.g. CAST(NULL AS STRING)."
+        ) from exc
     return updated
 
 
@@ -208,6 +216,27 @@ def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> Material
     retention = retention_properties(freshness.to_timedelta(), current.options)
     return update_definition(ws, name, retention, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
                              interval=freshness.to_timedelta())
+
+
+def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], ...]) -> None:
+    """A backfill's ``PARTITION (k = 'v', …)`` must name partition columns of the table (checked before the
+    manager hears of it: a refresh that could only fail would change the table's status and failure count).
+
+    Raises:
+        DefinitionError: a key is not a partition column; the message lists the table's partition columns.
+    """
+    if not partition:
+        return
+    _, definition = ws.catalog.load_materialized(name)
+    columns = {c.lower() for c in definition.partitioned_by}
+    unknown = [key for key, _ in partition if key.lower() not in columns]
+    if unknown:
+        spec = ", ".join(f"{k} = {string_literal(v)}" for k, v in partition)
+        raise DefinitionError(
+            f"ALTER MATERIALIZED TABLE {name} REFRESH PARTITION ({spec}): {name} is not partitioned by "
+            f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'}). Name its "
+            "partition columns, or refresh the whole table without PARTITION."
+        )
 
 
 def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:

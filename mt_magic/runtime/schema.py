@@ -13,6 +13,7 @@ from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructField, StructType
 
@@ -48,6 +49,16 @@ def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], infe
         cast = f"CAST({source} AS {c.type})" if c.type else source
         select.append(f"{cast} AS {identifier(c.name)}")
     return f"SELECT {', '.join(select)} FROM ({query}) AS `__mt_query`"
+
+
+def check_typed(label: str, schema: StructType) -> None:
+    """Every column needs a type an Iceberg table can store: a bare ``NULL`` has none (Spark's ``void``)."""
+    untyped = [f.name for f in schema.fields if f.dataType.simpleString() == "void"]
+    if untyped:
+        raise DefinitionError(
+            f"{label}: column(s) {', '.join(untyped)} have no type (a bare NULL), which an Iceberg table cannot "
+            "store. Cast them, e.g. CAST(NULL AS STRING) AS " + untyped[0] + "."
+        )
 
 
 def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, partitioned_by: Sequence[str],
@@ -139,12 +150,9 @@ def appended_columns(label: str, current: StructType, new: StructType) -> list[S
     return list(new.fields[len(current.fields):])
 
 
-def add_columns(spark: SparkSession, name: str, fields: Sequence[StructField]) -> None:
-    if fields:
-        cols = ", ".join(f"{identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
-        spark.sql(f"ALTER TABLE {qualified(name)} ADD COLUMNS ({cols})")
+def arrow_columns(fields: Sequence[StructField]) -> pa.Schema:
+    """Appended columns as an Arrow schema (all nullable), for the catalog to add in the definition's commit."""
+    from pyspark.sql import types
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-
-def drop_columns(spark: SparkSession, name: str, columns: Sequence[str]) -> None:
-    for col in columns:
-        spark.sql(f"ALTER TABLE {qualified(name)} DROP COLUMN {identifier(col)}")
+    return to_arrow_schema(types.StructType([types.StructField(f.name, f.dataType, True, f.metadata) for f in fields]))

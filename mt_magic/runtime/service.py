@@ -159,8 +159,11 @@ class MaterializedTables:
             raise
         assert future is not None
         self._drive()
-        if not self.background and future.exception() is not None:  # inline creation is all-or-nothing
+        # Inline: all-or-nothing for catalog and manager; subscribers see the table appear, fail and go. With the
+        # thread, CREATE returned before the first refresh ended: a failure stays on the card, the table stays.
+        if not self.background and future.exception() is not None:
             self.manager.remove(name)
+            self._drive()  # delivers the removal to subscribers now, not with the next statement
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
         mode = definition.refresh_mode.value
@@ -215,6 +218,7 @@ class MaterializedTables:
 
     def refresh(self, name: str, partition: Partition = (), cascade: bool = False) -> StatementResult:
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade."""
+        ddl.check_partition(self.workspace, name, partition)
         self._track(name, with_downstream=cascade)
         future = self.manager.refresh_now(name, partition=partition, cascade=cascade)
         self._drive()
@@ -234,7 +238,9 @@ class MaterializedTables:
         try:
             ddl.drop_tables(self.workspace, victims)
         except BaseException:
-            for victim in victims:  # what could not be dropped stays refreshed
+            # Not atomic: a cascade purges table by table, and a purged table cannot come back. A failure part
+            # way (the catalog unreachable) leaves the dependents dropped so far gone; what remains stays managed.
+            for victim in victims:
                 if self.workspace.catalog.exists(victim):
                     self.manager.upsert(self._managed(victim))
             raise

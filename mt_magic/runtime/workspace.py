@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
 from mt_magic.errors import DefinitionError
-from mt_magic.sql.names import TableName
+from mt_magic.sql.names import TableName, name_part_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,7 +41,15 @@ class Workspace:
     clock: Callable[[], datetime]
 
     def qualify(self, name: TableName) -> str:
-        """``catalog.namespace.table`` for a name as written."""
+        """``catalog.namespace.table`` for a name as written.
+
+        Raises:
+            DefinitionError: another catalog, or a name part this dotted text cannot carry (``sql.names``).
+        """
+        for part in (name.catalog, name.name):
+            problem = None if part is None else name_part_problem(part)
+            if problem is not None:
+                raise DefinitionError(f"{name}: {problem}.")
         if name.catalog and name.catalog != self.catalog.spark_name:
             raise DefinitionError(
                 f"{name}: materialized tables live in catalog {self.catalog.spark_name!r}, not {name.catalog!r}."

@@ -37,6 +37,7 @@ from mt_magic.sql.errors import (
     SqlError,
     SqlSyntaxError,
     UnsupportedClauseError,
+    UnsupportedNameError,
     UnsupportedOptionError,
     UnsupportedStatementError,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "TableName",
     "UnsupportedClauseError",
     "UnsupportedOptionError",
+    "UnsupportedNameError",
     "UnsupportedStatementError",
     "WindowCall",
     "analyze_query",

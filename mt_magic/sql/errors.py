@@ -72,6 +72,10 @@ class UnsupportedStatementError(SqlError):
     """A statement that is not a materialized-table statement (``CREATE TABLE``, ``SELECT``, …)."""
 
 
+class UnsupportedNameError(SqlError):
+    """A name Spark accepts in backquotes but that cannot travel end to end (the message says which character, why)."""
+
+
 class UnsupportedClauseError(SqlError):
     """Valid Flink syntax with no meaning on Spark and Iceberg (METADATA or computed columns, WATERMARK)."""
 

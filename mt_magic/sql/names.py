@@ -39,3 +39,35 @@ class TableName:
 
     def __str__(self) -> str:
         return ".".join(self.parts())
+
+
+NAME_PART_REFUSED = {
+    ".": "names travel as catalog.namespace.table text and nested namespaces are joined with '.', so a dot "
+    "inside one part would name a different table",
+    "/": "the catalog stores a table under a directory of that name",
+    "%": "the catalog's REST paths are percent-encoded and pyiceberg sends names unencoded, so '%41' would "
+    "arrive as 'A'",
+    "?": "pyiceberg sends names unencoded in the catalog's REST paths, where '?' starts the query string",
+    "#": "pyiceberg sends names unencoded in the catalog's REST paths, where '#' starts a fragment",
+    "+": "Spark's REST client sends a space as '+' in the catalog's REST paths, and pyiceberg sends '+' as it is, "
+    "so the catalog could not tell them apart",
+}
+"""Characters a table's catalog, namespace or name may not contain although Spark accepts them in backquotes,
+each with the reason. Everything else (spaces, ``;``, quotes, backquotes, non-ASCII letters, reserved words) works."""
+
+
+def name_part_problem(part: str) -> str | None:
+    """Why ``part`` cannot be part of a materialized table's or a source's name (``None``: it can).
+
+    The message says what, why, and how to fix it; callers add the statement and where.
+    """
+    if not part:
+        return "an empty name part is not a table name; write a name between the backquotes"
+    for char in part:
+        why = NAME_PART_REFUSED.get(char)
+        if why is None and char != " " and not char.isprintable():
+            why = "a control or unprintable character (a tab, a line break, …) cannot be shown or typed in a cell"
+        if why is not None:
+            return (f"the name part {part!r} contains {char!r}, which mt_magic does not support: {why}. "
+                    "Rename it without that character (e.g. use '_')")
+    return None

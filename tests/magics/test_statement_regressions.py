@@ -53,3 +53,57 @@ def test_a_cancelled_refresh_under_wait_is_one_clean_message(shell) -> None:
             ALTER MATERIALIZED TABLE reg_cancel SUSPEND
         """)
     shell.run_cell_magic("materialized", "", "DROP MATERIALIZED TABLE reg_cancel")
+
+
+def test_a_name_spark_accepts_in_backquotes_works_from_the_shell(shell, spark) -> None:
+    """Regression: ``m1; DROP TABLE x`` was created, then every refresh failed (the name reached Spark and the
+    catalog mangled) and was retried forever; now it refreshes, and every %mt command reads the name."""
+    name = "`reg m1; DROP TABLE x`"
+    shell.run_cell_magic("materialized", "--wait", f"""
+        CREATE MATERIALIZED TABLE {name} FRESHNESS = INTERVAL '1' MINUTE
+        AS SELECT day, count(*) AS `n; x` FROM reg_orders GROUP BY day
+    """)
+    status = shell.run_line_magic("mt", f"status {name}").status
+    assert status.name == "mt.default.reg m1; DROP TABLE x" and status.last_error is None
+    assert status.last_refresh is not None
+    assert shell.run_line_magic("mt", f"history {name}") is not None
+    assert "reg m1; DROP TABLE x" in str(shell.run_line_magic("mt", f"explain {name}"))
+    assert shell.run_line_magic("mt", f"lineage {name}") is not None
+    shell.run_cell_magic("materialized", "--wait", f"ALTER MATERIALIZED TABLE {name} REFRESH")
+    shell.run_cell_magic("materialized", "", f"DROP MATERIALIZED TABLE {name}")
+    assert not spark.catalog.tableExists("mt.default.`reg m1; DROP TABLE x`")
+
+
+def test_refused_statements_leave_the_manager_and_the_cards_as_they_were(shell) -> None:
+    """With the manager's thread running: no event reaches the cards and no status changes."""
+    from dataclasses import replace
+
+    shell.run_cell_magic("materialized", "--wait", """
+        CREATE MATERIALIZED TABLE reg_keep FRESHNESS = INTERVAL '1' MINUTE
+        AS SELECT day, sum(amount) AS total FROM reg_orders GROUP BY day
+    """)
+    service = shell._mt_magic_magics.connection.service
+
+    def statuses() -> list:
+        return [replace(s, staleness=None, next_refresh_at=None, progress=None) for s in service.statuses()]
+
+    before = statuses()
+    events: list = []
+    unsubscribe = service.subscribe(events.append)
+    try:
+        for cell, message in [
+            ("ALTER MATERIALIZED TABLE reg_keep REFRESH PARTITION (day = 'd1')", "not partitioned by day"),
+            ("CREATE OR ALTER MATERIALIZED TABLE reg_keep AS SELECT day FROM reg_orders", "would be removed"),
+            ("CREATE MATERIALIZED TABLE reg_keep AS SELECT 1 AS x", "already exists"),
+            ("DROP MATERIALIZED TABLE reg_orders", "plain Iceberg table"),
+            ("CREATE MATERIALIZED TABLE `reg.dot` AS SELECT 1 AS x", "contains '.'"),
+        ]:
+            with pytest.raises(UsageError, match=message):
+                shell.run_cell_magic("materialized", "", cell)
+        with pytest.raises(UsageError, match="not partitioned by day"):
+            shell.run_line_magic("mt", "refresh reg_keep --partition day='d1'")
+    finally:
+        unsubscribe()
+    assert [e for e in events if e.kind.value not in ("refresh-progress",)] == []
+    assert statuses() == before
+    shell.run_cell_magic("materialized", "", "DROP MATERIALIZED TABLE reg_keep")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from mt_magic.sql import (
     PrimaryKey,
     RefreshMode,
     TableName,
+    UnsupportedNameError,
     parse_cell,
 )
 
@@ -193,6 +195,10 @@ def test_whitespace_comments_and_case_never_change_the_statement(separators: lis
 @given(st.text(alphabet=string.ascii_letters + string.digits + "_ -.`", min_size=1, max_size=12))
 def test_any_backtick_identifier_round_trips(name: str) -> None:
     quoted = "`" + name.replace("`", "``") + "`"
+    if "." in name:  # a dot inside a part would name another table (sql.names.name_part_problem)
+        with pytest.raises(UnsupportedNameError, match="contains '.'"):
+            parse_cell(f"DROP MATERIALIZED TABLE {quoted}")
+        return
     (statement,) = parse_cell(f"DROP MATERIALIZED TABLE {quoted}")
     assert statement.name == TableName(name)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog
 from mt_magic.errors import RefreshConflictError
+from mt_magic.runtime.spark.quoting import qualified
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -77,7 +78,7 @@ def commit(catalog: MaterializedCatalog, table: str, write: Write, state: Refres
             f"{table} changed during the refresh (snapshot {read_snapshot} → {current}, another writer?); "
             "nothing was committed, the next refresh starts from the new state."
         )
-    writer = write.df.writeTo(table)
+    writer = write.df.writeTo(qualified(table))
     for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if write.mode is WriteMode.APPEND:

@@ -1,4 +1,12 @@
-"""Spark SQL text the runtime writes: quoted identifiers and string literals, spelled once."""
+"""Spark SQL text the runtime writes: quoted identifiers and string literals, spelled once.
+
+Every name that reaches Spark — SQL text, ``spark.table``, ``read.table``, ``writeTo``, ``CALL`` arguments —
+goes through :func:`identifier` or :func:`qualified`, so any name Spark accepts in backquotes (spaces, ``;``,
+quotes, backquotes, non-ASCII letters, reserved words) means the same table everywhere. Names travel inside
+the runtime as ``catalog.namespace.table`` text, so :func:`qualified` splits on '.'; a dot inside one name
+part is refused where names enter (``sql.names.name_part_problem``: the grammar, ``Workspace.qualify``, the
+sources of a query).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +23,9 @@ def qualified(name: str) -> str:
 
 def procedure(table: str, name: str) -> tuple[str, str]:
     """For ``CALL <catalog>.system.<name>(table => …)`` on ``catalog.namespace.table``: the quoted procedure
-    name and the table argument (the name inside the catalog, as a string literal)."""
-    catalog, *parts = table.split(".")
-    return f"{identifier(catalog)}.system.{name}", string_literal(".".join(identifier(p) for p in parts))
+    name and the table argument (the name inside the catalog, quoted, as a string literal)."""
+    catalog, _, inside = table.partition(".")
+    return f"{identifier(catalog)}.system.{identifier(name)}", string_literal(qualified(inside))
 
 
 def string_literal(value: str) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 
 from mt_magic.sql.ddl.lexing import RawStatement, Source, Tok, TokKind
-from mt_magic.sql.errors import SqlError, SqlSyntaxError
-from mt_magic.sql.names import Position, TableName
+from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedNameError
+from mt_magic.sql.names import Position, TableName, name_part_problem
 
 
 def describe(tok: Tok | None) -> str:
@@ -147,9 +147,15 @@ class Cursor:
                 f"write the table name after '{self.label}', e.g. {self.label} my_table",
             )
         first, name = self.expect_identifier("a table name", reserved)
-        parts = [name]
+        toks, parts = [first], [name]
         while self.accept_punct("."):
-            parts.append(self.expect_identifier("a name part after '.'")[1])
+            tok, part = self.expect_identifier("a name part after '.'")
+            toks.append(tok)
+            parts.append(part)
+        for tok, part in zip(toks, parts, strict=True):
+            problem = name_part_problem(part)
+            if problem is not None:
+                raise self.error(UnsupportedNameError, problem, tok)
         if len(parts) > 3:
             raise self.error(
                 SqlSyntaxError,

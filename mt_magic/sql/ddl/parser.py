@@ -102,6 +102,19 @@ def parse_partition(text: str) -> tuple[tuple[str, str], ...]:
     return spec.pairs
 
 
+def parse_table_name(text: str) -> TableName:
+    """``daily``, ``ns.`m1; x``` → :class:`TableName`, read by the statements' own table-name grammar (for
+    ``%mt`` commands), so a name is written the same way in a cell and on a ``%mt`` line.
+
+    Raises:
+        SqlError: not one table name, or a name part mt_magic cannot carry (the message says why).
+    """
+    cur = _clause("TABLE", text)
+    _, name = cur.table_name(frozenset())
+    _end_of_clause(cur, "the table name", "write one name, e.g. daily_orders or ns.`my table`")
+    return name
+
+
 def _clause(keyword: str, text: str) -> Cursor:
     """A cursor just past ``keyword`` over ``keyword text``: one clause, read outside a statement."""
     body = f"{keyword} {text}"

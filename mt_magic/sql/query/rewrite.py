@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from mt_magic.errors import MtMagicError
+from mt_magic.sql.names import name_part_problem
 from mt_magic.sql.query.tree import DIALECT
 
 
@@ -82,6 +83,9 @@ def qualify_sources(
 
     Returns:
         The rewritten query and the qualified source names in order of first appearance.
+
+    Raises:
+        QueryRewriteError: the query does not parse, or a source's name has a part ``sql.names`` refuses.
     """
     sources: list[str] = []
 
@@ -93,6 +97,10 @@ def qualify_sources(
         return parts
 
     def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expr:
+        for part in parts:
+            problem = name_part_problem(part)
+            if problem is not None:
+                raise QueryRewriteError(f"source table {'.'.join(parts)}: {problem}")
         full = qualify(parts)
         name = ".".join(full)
         if name not in sources:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
-from mt_magic.runtime.spark.quoting import identifier, procedure, string_literal
+from mt_magic.runtime.spark.quoting import identifier, procedure, qualified, string_literal
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.rewrite import pin_sources
 
@@ -52,7 +52,7 @@ def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
         assert change.pinned is not None, "an append change always has a pinned snapshot"
         return table_at(session, change.name, change.pinned)
     return (reader.option("start-snapshot-id", str(change.consumed))
-            .option("end-snapshot-id", str(change.pinned)).table(change.name))
+            .option("end-snapshot-id", str(change.pinned)).table(qualified(change.name)))
 
 
 def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFrame:
