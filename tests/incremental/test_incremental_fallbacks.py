@@ -117,8 +117,8 @@ def test_strict_is_refused_at_create_when_no_refresh_could_honour_it(mt, spark) 
     with pytest.raises(DefinitionError, match=r"hourly: .*can never be honoured: the table refreshes in FULL mode"):
         run(mt, "CREATE MATERIALIZED TABLE hourly WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' HOUR "
                 "AS SELECT k, v FROM src")
-    with pytest.raises(DefinitionError, match=r"\('incremental' = 'always'\) is not a known value. Use 'strict'"):
-        run(mt, "CREATE MATERIALIZED TABLE odd WITH ('incremental' = 'always') FRESHNESS = INTERVAL '1' MINUTE "
+    with pytest.raises(DefinitionError, match=r"\('incremental' = 'sometimes'\) is not a known value. Use 'auto'"):
+        run(mt, "CREATE MATERIALIZED TABLE odd WITH ('incremental' = 'sometimes') FRESHNESS = INTERVAL '1' MINUTE "
                 "AS SELECT k, v FROM src")
     assert not any(mt.workspace.catalog.exists(qualified(mt, t)) for t in ("ranked", "hourly", "odd"))
 

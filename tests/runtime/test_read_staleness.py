@@ -22,7 +22,7 @@ LATER = timedelta(hours=2)
 def _later(mt: MaterializedTables) -> MaterializedTables:
     """The same tables seen by a reader whose clock is two hours ahead (past the one-hour FRESHNESS)."""
     workspace = replace(mt.workspace, clock=lambda: utc_now() + LATER)
-    return MaterializedTables(Engine(workspace, mt.engine.jobs))
+    return MaterializedTables.inline(Engine(workspace, mt.engine.jobs))
 
 
 @pytest.fixture
