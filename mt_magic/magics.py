@@ -13,7 +13,7 @@ from traitlets import Integer, TraitError, Unicode, observe, validate
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
-from mt_magic.runtime.service import StatementResult, first_error
+from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name

@@ -11,22 +11,17 @@ the catalog, the manager and the cards as they were.
 
 from __future__ import annotations
 
-import concurrent.futures
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError
+from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime import ddl
-from mt_magic.runtime.describe import create_statement, table_description, tables_listing
-from mt_magic.runtime.graph import Lineage, lineage
-from mt_magic.runtime.history import refresh_history
+from mt_magic.runtime.inspection import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
 from mt_magic.runtime.rename import rename_table
+from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.jobs import job_group_prefix
-from mt_magic.runtime.status import Listing, RefreshEvent, RefreshOutcome, RefreshRecord, TableStatus
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -47,9 +42,6 @@ from mt_magic.vocabulary import RefreshMode, StatementAction
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
-    from mt_magic.runtime.refresh.incremental.explain import Explanation
-    from mt_magic.runtime.spark.preview import Preview
-    from mt_magic.runtime.workspace import Workspace
     from mt_magic.sql.ddl.freshness import FreshnessRules
 
 Partition = tuple[tuple[str, str], ...]
@@ -58,29 +50,7 @@ DROP_WAIT_SECONDS = 60.0
 """How long a DROP waits for a cancelled refresh of the table to abort before purging its files."""
 
 
-@dataclass(frozen=True)
-class StatementResult:
-    """What a statement did, for display."""
-
-    action: StatementAction
-    tables: tuple[str, ...]
-    message: str
-    refresh: concurrent.futures.Future[RefreshOutcome] | None = field(default=None, compare=False)
-    """The refresh it started, when it started one (already done with an inline manager)."""
-    listing: Listing | None = None
-    """What a SHOW or DESCRIBE statement shows."""
-
-
-@dataclass(frozen=True)
-class TableHistory:
-    """``%mt history``: a table's refreshes, newest first, and its freshness target."""
-
-    name: str
-    records: tuple[RefreshRecord, ...]
-    freshness: timedelta | None
-
-
-class MaterializedTables:
+class MaterializedTables(Inspection):
     """Executes statements and answers questions about materialized tables.
 
     Args:
@@ -103,10 +73,6 @@ class MaterializedTables:
         manager = RefreshManager(engine, clock=engine.workspace.clock, retry=retry or RetryPolicy(),
                                  executor=InlineExecutor(), scheduling=False)
         return cls(engine, manager, background=False)
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.engine.workspace
 
     def set_rules(self, rules: FreshnessRules) -> None:
         """Apply new FRESHNESS rules (``%config``) to the statements that follow; existing tables keep theirs."""
@@ -246,73 +212,6 @@ class MaterializedTables:
             raise
         return StatementResult(StatementAction.DROPPED, tuple(victims), "Dropped " + ", ".join(victims) + ".")
 
-    # --- statements that only look --------------------------------------------------------------------
-
-    def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
-        statuses = {s.name: s for s in self.manager.statuses()}
-        listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
-        where = f" in {namespace}" if namespace else ""
-        return StatementResult(StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.",
-                               listing=listing)
-
-    def show_create(self, name: str) -> StatementResult:
-        info, definition = self.workspace.catalog.load_materialized(name)
-        return StatementResult(StatementAction.SHOWN, (), f"SHOW CREATE MATERIALIZED TABLE {name}",
-                               listing=create_statement(info, definition))
-
-    def describe(self, name: str) -> StatementResult:
-        info, definition = self.workspace.catalog.load_materialized(name)
-        status = self.manager.status(name) if self.manager.knows(name) else None
-        return StatementResult(StatementAction.SHOWN, (), f"DESCRIBE MATERIALIZED TABLE {name}",
-                               listing=table_description(info, definition, status))
-
-    # --- what the views read ----------------------------------------------------------------------------
-
-    def status(self, name: str) -> TableStatus:
-        """The table's current status (tracked on demand if the catalog has it but the manager does not)."""
-        self._track(name)
-        return self.manager.status(name)
-
-    def statuses(self) -> list[TableStatus]:
-        return self.manager.statuses()
-
-    def subscribe(self, callback: Callable[[RefreshEvent], None]) -> Callable[[], None]:
-        return self.manager.subscribe(callback)
-
-    def history(self, name: str) -> TableHistory:
-        """Committed refreshes from the catalog plus the failures this kernel saw, newest first."""
-        _, definition = self.workspace.catalog.load_materialized(name)
-        records = refresh_history(self.engine, name)
-        if self.manager.knows(name):
-            records = sorted([*records, *self.manager.failures(name)], key=lambda r: r.started_at, reverse=True)
-        freshness = definition.interval or None
-        return TableHistory(name, tuple(records), freshness)
-
-    def lineage(self, focus: str | None = None) -> Lineage:
-        """The dependency graph, or the part of it around ``focus``.
-
-        Raises:
-            NoSuchMaterializedTableError: ``focus`` is neither a materialized table nor one of their sources.
-        """
-        graph = lineage(self.workspace)
-        if focus is None:
-            return graph
-        if focus not in graph.nodes:
-            raise NoSuchMaterializedTableError(f"{focus} is not a materialized table or one of their sources.")
-        return graph.around(focus)
-
-    def explain(self, target: CreateMaterializedTable | str) -> Explanation:
-        """How a table (by name) or a CREATE statement refreshes, and why; metadata only."""
-        from mt_magic.runtime.refresh.incremental.explain import explain
-
-        return explain(self.workspace, target)
-
-    def preview(self, name: str, limit: int) -> Preview:
-        """The newest ``limit`` rows (runs Spark: never call it on the manager's thread)."""
-        from mt_magic.runtime.spark.preview import preview
-
-        return preview(self.workspace, name, limit)
-
     # --- keeping the manager in step with the catalog -----------------------------------------------------
 
     def _managed(self, name: str):  # type: ignore[no-untyped-def]  # -> ManagedTable
@@ -344,13 +243,3 @@ class MaterializedTables:
         """Inline manager: run what was just requested (and its cascade) now, on this thread."""
         if not self.background:
             self.manager.step()
-
-
-def first_error(results: list[StatementResult]) -> MtMagicError | None:
-    """The first failed refresh among finished ``results``, as the error to show (``--wait``)."""
-    for result in results:
-        future = result.refresh
-        if future is not None and future.done() and future.exception() is not None:
-            error = future.exception()
-            return error if isinstance(error, MtMagicError) else MtMagicError(str(error))
-    return None

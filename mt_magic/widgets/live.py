@@ -27,7 +27,7 @@ from mt_magic.widgets.dashboard import DASHBOARD_KEY, Dashboard
 from mt_magic.widgets.results import StatementOutput
 
 if TYPE_CHECKING:
-    from mt_magic.runtime.service import StatementResult
+    from mt_magic.runtime.results import StatementResult
 
 log = logging.getLogger(__name__)
 V = TypeVar("V", bound=LiveView)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from mt_magic.runtime.service import StatementResult
+from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import Listing, TableStatus
 from mt_magic.vocabulary import JobState

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import ipywidgets as widgets
 
-from mt_magic.runtime.service import StatementResult
+from mt_magic.runtime.results import StatementResult
 from mt_magic.widgets.base import FallbackBundle, LiveView, close_tree
 from mt_magic.widgets.card import TableCard
 from mt_magic.widgets.render import results_html, results_text

@@ -8,7 +8,7 @@ import ipywidgets as widgets
 from widget_helpers import NAME, ManagerActions, subscribers
 
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
-from mt_magic.runtime.service import StatementResult
+from mt_magic.runtime.results import StatementResult
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.testing import FakeBackend, FakeClock, ManualExecutor
 from mt_magic.vocabulary import JobState, RefreshTrigger

@@ -7,7 +7,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from nbconvert import HTMLExporter
 from widget_helpers import NAME
 
-from mt_magic.runtime.service import StatementResult
+from mt_magic.runtime.results import StatementResult
 from mt_magic.widgets.live import LiveViews
 
 

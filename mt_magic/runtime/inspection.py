@@ -1,0 +1,104 @@
+"""The service's questions (no statement changes anything here): SHOW, DESCRIBE, statuses and events,
+history, lineage, explain and previews — metadata from the catalog plus what this kernel's manager knows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mt_magic.errors import NoSuchMaterializedTableError
+from mt_magic.runtime.describe import create_statement, table_description, tables_listing
+from mt_magic.runtime.graph import Lineage, lineage
+from mt_magic.runtime.history import refresh_history
+from mt_magic.runtime.results import StatementResult, TableHistory
+from mt_magic.runtime.status import RefreshEvent, TableStatus
+from mt_magic.vocabulary import StatementAction
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.manager.refresh_manager import RefreshManager
+    from mt_magic.runtime.refresh.engine import Engine
+    from mt_magic.runtime.refresh.incremental.explain import Explanation
+    from mt_magic.runtime.spark.preview import Preview
+    from mt_magic.runtime.workspace import Workspace
+    from mt_magic.sql.ddl.statements import CreateMaterializedTable
+
+
+class Inspection:
+    """The read-only half of :class:`~mt_magic.runtime.service.MaterializedTables`."""
+
+    engine: Engine
+    manager: RefreshManager
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.engine.workspace
+
+    def _track(self, name: str, with_downstream: bool = False) -> None:
+        raise NotImplementedError
+
+    # --- statements that only look --------------------------------------------------------------------
+
+    def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
+        statuses = {s.name: s for s in self.manager.statuses()}
+        listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
+        where = f" in {namespace}" if namespace else ""
+        return StatementResult(StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.",
+                               listing=listing)
+
+    def show_create(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        return StatementResult(StatementAction.SHOWN, (), f"SHOW CREATE MATERIALIZED TABLE {name}",
+                               listing=create_statement(info, definition))
+
+    def describe(self, name: str) -> StatementResult:
+        info, definition = self.workspace.catalog.load_materialized(name)
+        status = self.manager.status(name) if self.manager.knows(name) else None
+        return StatementResult(StatementAction.SHOWN, (), f"DESCRIBE MATERIALIZED TABLE {name}",
+                               listing=table_description(info, definition, status))
+
+    # --- what the views read ----------------------------------------------------------------------------
+
+    def status(self, name: str) -> TableStatus:
+        """The table's current status (tracked on demand if the catalog has it but the manager does not)."""
+        self._track(name)
+        return self.manager.status(name)
+
+    def statuses(self) -> list[TableStatus]:
+        return self.manager.statuses()
+
+    def subscribe(self, callback: Callable[[RefreshEvent], None]) -> Callable[[], None]:
+        return self.manager.subscribe(callback)
+
+    def history(self, name: str) -> TableHistory:
+        """Committed refreshes from the catalog plus the failures this kernel saw, newest first."""
+        _, definition = self.workspace.catalog.load_materialized(name)
+        records = refresh_history(self.engine, name)
+        if self.manager.knows(name):
+            records = sorted([*records, *self.manager.failures(name)], key=lambda r: r.started_at, reverse=True)
+        freshness = definition.interval or None
+        return TableHistory(name, tuple(records), freshness)
+
+    def lineage(self, focus: str | None = None) -> Lineage:
+        """The dependency graph, or the part of it around ``focus``.
+
+        Raises:
+            NoSuchMaterializedTableError: ``focus`` is neither a materialized table nor one of their sources.
+        """
+        graph = lineage(self.workspace)
+        if focus is None:
+            return graph
+        if focus not in graph.nodes:
+            raise NoSuchMaterializedTableError(f"{focus} is not a materialized table or one of their sources.")
+        return graph.around(focus)
+
+    def explain(self, target: CreateMaterializedTable | str) -> Explanation:
+        """How a table (by name) or a CREATE statement refreshes, and why; metadata only."""
+        from mt_magic.runtime.refresh.incremental.explain import explain
+
+        return explain(self.workspace, target)
+
+    def preview(self, name: str, limit: int) -> Preview:
+        """The newest ``limit`` rows (runs Spark: never call it on the manager's thread)."""
+        from mt_magic.runtime.spark.preview import preview
+
+        return preview(self.workspace, name, limit)
