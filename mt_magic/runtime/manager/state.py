@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
+from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError, RefreshConflictError
 from mt_magic.runtime.graph import blocking_ancestors, cascaded_partition, dependents
 from mt_magic.runtime.manager.lease import LeaseKeeper
 from mt_magic.runtime.manager.schedule import RetryPolicy
@@ -86,6 +86,7 @@ class SchedulerState:
         """Track a new table; one behind its schedule (or never refreshed) is caught up once, now."""
         entry = ScheduledTable(table, last_refresh, scheduling=self.scheduling)
         self.tables[table.name] = entry
+        self.lease_at = None  # its lease is wanted now
         self.removed.discard(table.name)
         entry.arm(now, RefreshTrigger.CATCH_UP)
         self.publish(EventKind.TABLE_ADDED, entry, now)
@@ -116,6 +117,7 @@ class SchedulerState:
             entry.options = options
             return
         entry.resume(options, now)
+        self.lease_at = None
         self.publish(EventKind.STATE_CHANGED, entry, now, "resumed")
 
     def redefine(self, entry: ScheduledTable, table: ManagedTable, now: datetime, *, local: bool) -> Effects:
@@ -199,6 +201,12 @@ class SchedulerState:
             if self.pause_reason is None:
                 self.pause(str(error), now)
             return Effects()
+        if isinstance(error, RefreshConflictError):
+            delay = job.table.conflicted(job, now, self.rng)
+            if delay is not None:
+                self.publish(EventKind.STATE_CHANGED, job.table, now,
+                             f"another writer committed first ({error}); retrying in {delay}")
+                return Effects()
         if error is not None:
             return self._settle_failed(job, error, now)
         assert outcome is not None
