@@ -73,7 +73,8 @@ def check(catalog: Any, name: str) -> dict[str, Any]:
     actual = scan(catalog, (NS, name))
     expected = recompute(name, [(b, v) for b, v in scan(catalog, SOURCE, consumed)]) if consumed else []
     definition = MaterializedTableDefinition.from_properties(table.properties)
-    return {"table": name, "exact": actual == expected, "at_last_commit": table.current_snapshot_id == last[0],
+    at_last = table.metadata.current_snapshot_id == last[0]
+    return {"table": name, "exact": actual == expected, "at_last_commit": at_last,
             "suspended": bool(definition and definition.suspended), "consumed": consumed, "rows": len(actual)}
 
 
@@ -107,10 +108,9 @@ def start_kernel(specs: Path, env: dict[str, str], cwd: Path) -> Kernel:
     return kernel
 
 
-def caught_up(catalog: Any, name: str, source_snapshot: int | None) -> bool:
-    result = check(catalog, name)
-    return bool(result["consumed"] == source_snapshot or (source_snapshot and result["consumed"]
-                and result["consumed"] > 0 and _is_after(catalog, result["consumed"], source_snapshot)))
+def caught_up(catalog: Any, name: str, source_snapshot: int) -> bool:
+    consumed = check(catalog, name)["consumed"]
+    return consumed is not None and (consumed == source_snapshot or _is_after(catalog, consumed, source_snapshot))
 
 
 def _is_after(catalog: Any, consumed: int, wanted: int) -> bool:
@@ -147,6 +147,33 @@ def trial(number: int, rng: random.Random, catalog: Any, specs: Path, env: dict[
     return record, appender.batch
 
 
+def prepare(catalog: Any) -> None:
+    """The source table with one row (the tables are created by the first trial's kernel)."""
+    import pyarrow as pa
+
+    catalog.create_namespace_if_not_exists(NS)
+    source = catalog.create_table(SOURCE, schema=pa.schema([("batch", pa.int32()), ("v", pa.int32())]))
+    source.append(pa.table({"batch": pa.array([0], pa.int32()), "v": pa.array([1], pa.int32())}))
+
+
+def run_trials(catalog: Any, specs: Path, env: dict[str, str], cwd: Path, trials: int,
+               seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``trials`` crash trials, then a last kernel that catches every table up; (trial records, final checks)."""
+    prepare(catalog)
+    rng, batch, records = random.Random(seed), 1, []
+    for number in range(trials):
+        record, batch = trial(number, rng, catalog, specs, env, cwd, batch)
+        records.append(record)
+    final = start_kernel(specs, env, cwd)
+    try:
+        source_now = catalog.load_table(SOURCE).current_snapshot().snapshot_id
+        for name in TABLES:
+            wait_until(lambda name=name: caught_up(catalog, name, source_now), 180, f"{name} to catch up")
+        return records, [check(catalog, name) for name in TABLES]
+    finally:
+        final.kill()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
@@ -161,24 +188,9 @@ def main() -> int:
     home = work / "home"
     server = ensure_embedded_server(home)
     env = {**os.environ, "MT_MAGIC_HOME": str(home), "PYTHONUNBUFFERED": "1", **SUBPROCESS_SPARK}
-    specs = write_kernel_spec(work / "kernels")
     catalog = load_catalog("mt", type="rest", uri=server.uri, **({"token": server.token} if server.token else {}))
-    import pyarrow as pa
-
-    catalog.create_namespace_if_not_exists(NS)
-    source = catalog.create_table(SOURCE, schema=pa.schema([("batch", pa.int32()), ("v", pa.int32())]))
-    source.append(pa.table({"batch": pa.array([0], pa.int32()), "v": pa.array([1], pa.int32())}))
-    rng, batch, records = random.Random(args.seed), 1, []
     try:
-        for number in range(args.trials):
-            record, batch = trial(number, rng, catalog, specs, env, work, batch)
-            records.append(record)
-        final = start_kernel(specs, env, work)  # the last kernel resumes and catches every table up
-        source_now = catalog.load_table(SOURCE).current_snapshot().snapshot_id
-        for name in TABLES:
-            wait_until(lambda name=name: caught_up(catalog, name, source_now), 180, f"{name} to catch up")
-        finals = [check(catalog, name) for name in TABLES]
-        final.kill()
+        records, finals = run_trials(catalog, write_kernel_spec(work / "kernels"), env, work, args.trials, args.seed)
     finally:
         stop_embedded_server(home)
     failed = [r["trial"] for r in records if not r["ok"]]
