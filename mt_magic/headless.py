@@ -47,7 +47,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 def run_headless(catalog: str, namespace: str, master: str | None, max_concurrent: int) -> int:
     """Run until a signal arrives; returns the process exit code."""
     spark = SparkSettings(master=master) if master else SparkSettings()
-    settings = ConnectionSettings(catalog, namespace, spark, max_concurrent, use_namespace=False)
+    settings = ConnectionSettings(catalog, namespace, spark, max_concurrent, use_namespace=False, refresher="runner")
     try:
         conn = connect(settings, subscribers=(_log,))  # subscribed first: discovery and catch-up are logged too
     except MtMagicError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -45,6 +46,10 @@ class MaterializedMagics(Magics):
     failures_before_suspend = Integer(
         5, config=True, help="Consecutive failed refreshes after which a table suspends itself until "
                              "ALTER … RESUME; the tables reading it wait meanwhile (next %load_ext).")
+    refresh_lease_seconds = Integer(
+        30, config=True, help="How long this kernel's refresh leases outlive it: after a crash, another kernel or "
+                              "runner takes its tables over this many seconds later (renewed every third; next "
+                              "%load_ext).")
     default_freshness_continuous = Unicode(
         "INTERVAL '3' MINUTE", config=True,
         help="FRESHNESS of a table that declares none (Flink's materialized-table.default-freshness.continuous).")
@@ -64,7 +69,7 @@ class MaterializedMagics(Magics):
 
     # -- settings ----------------------------------------------------------------------------------------
 
-    @validate("preview_rows", "max_concurrent_refreshes", "failures_before_suspend")
+    @validate("preview_rows", "max_concurrent_refreshes", "failures_before_suspend", "refresh_lease_seconds")
     def _positive(self, proposal):  # type: ignore[no-untyped-def]
         if proposal["value"] < 1:
             raise TraitError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
@@ -107,7 +112,8 @@ class MaterializedMagics(Magics):
         if self._connection is None:
             spark = SparkSettings(master=self.spark_master) if self.spark_master else SparkSettings()
             settings = ConnectionSettings(self.catalog_name, self.namespace, spark, self.max_concurrent_refreshes,
-                                          rules=self.rules, failures_before_suspend=self.failures_before_suspend)
+                                          rules=self.rules, failures_before_suspend=self.failures_before_suspend,
+                                          lease_ttl=timedelta(seconds=self.refresh_lease_seconds))
             try:
                 self._connection = connect(settings)
             except MtMagicError as exc:

@@ -5,6 +5,8 @@
   each job executes and can assert on ordering without threads.
 - :class:`FakeBackend`: a :class:`~mt_magic.runtime.manager.backend.RefreshBackend` with scripted outcomes and failures,
   refreshes that block until released or cancelled, an unreachable-catalog switch, and a log of calls.
+- :class:`FakeLeaseStore`: the catalog's refresh-lease map with its compare-and-set, shared by managers that play
+  several processes.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
+from mt_magic.catalog.leases import Lease, LeaseConflictError, LeaseMap
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
 from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
 from mt_magic.vocabulary import RefreshKind
@@ -250,3 +253,42 @@ class FakeBackend:
             )
             self.histories[request.table].insert(0, record)
         return result
+
+
+class FakeLeaseStore:
+    """An in-memory lease map with the catalog's compare-and-set: a write must name the version it read.
+
+    Share one between managers to play several processes on one catalog; ``unavailable`` plays an outage.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version = 0
+        self._leases: dict[str, Lease] = {}
+        self.writes = 0
+        self.conflicts = 0
+        self.unavailable: str | None = None
+
+    def read(self) -> LeaseMap:
+        with self._lock:
+            self._check()
+            return LeaseMap(self._version, dict(self._leases))
+
+    def write(self, base: LeaseMap, leases: Mapping[str, Lease]) -> LeaseMap:
+        with self._lock:
+            self._check()
+            if base.version != self._version:
+                self.conflicts += 1
+                raise LeaseConflictError(f"lease map version {self._version}, not {base.version}")
+            self._version += 1
+            self.writes += 1
+            self._leases = dict(leases)
+            return LeaseMap(self._version, dict(leases))
+
+    def holders(self) -> dict[str, str]:
+        with self._lock:
+            return {name: lease.holder for name, lease in self._leases.items()}
+
+    def _check(self) -> None:
+        if self.unavailable is not None:
+            raise CatalogUnavailableError(self.unavailable)

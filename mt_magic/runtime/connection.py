@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from mt_magic.catalog.leases import CatalogLeases
 from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.runtime.manager.lease import DEFAULT_LEASE_TTL, LeaseKeeper, holder_id
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine
@@ -44,6 +46,10 @@ class ConnectionSettings:
     """Consecutive failed refreshes after which a table suspends itself until RESUME."""
     use_namespace: bool = True
     """Make the catalog and namespace current in the user's session, so queries can use short names."""
+    refresher: str = "kernel"
+    """How this process appears as the holder of refresh leases ("kernel", "runner"); with a manager only."""
+    lease_ttl: timedelta = DEFAULT_LEASE_TTL
+    """How long a refresh lease outlives its holder (a crashed kernel's tables wait this long for another)."""
 
 
 @dataclass
@@ -120,7 +126,10 @@ def connect(
         for callback in subscribers:
             service.subscribe(callback)
         return Connection(catalog_config, spark, service, None)
-    manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes, retry=retry)
+    leases = LeaseKeeper(CatalogLeases(pyiceberg_catalog, catalog_config.name), holder_id(settings.refresher),
+                         settings.lease_ttl)
+    manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes, retry=retry,
+                             leases=leases)
     for callback in subscribers:
         manager.subscribe(callback)
     manager.start()

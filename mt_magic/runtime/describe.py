@@ -98,6 +98,11 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
         "# last refresh": _last_refresh(info),
         "# definition version": str(definition.definition_version),
     }
+    if status is not None and status.refreshed_by is not None:
+        here = " (this process)" if status.refreshed_here else ""
+        facts["# refreshed by"] = status.refreshed_by + here
+    if status is not None and status.paused:
+        facts["# paused"] = status.paused
     if status is not None and status.last_error:
         facts["# last error"] = status.last_error
     rows += [(key, value, "") for key, value in facts.items()]

@@ -105,6 +105,12 @@ class TableStatus:
     consecutive_failures: int = 0
     progress: JobProgress | None = None
     upstream: tuple[str, ...] = ()
+    refreshed_by: str | None = None
+    """The process holding the table's refresh lease (``None``: nobody, or leasing is off)."""
+    refreshed_here: bool = False
+    """Whether that is this process's manager (it refreshes the table; others leave it alone)."""
+    paused: str | None = None
+    """Why all work waits (the catalog cannot be reached), while it does; ``None`` otherwise."""
 
     @property
     def within_freshness(self) -> bool | None:

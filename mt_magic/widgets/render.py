@@ -66,6 +66,10 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
     ]
     if status.upstream:
         rows.append(("reads", ", ".join(status.upstream)))
+    if status.refreshed_by is not None:
+        rows.append(("refreshed by", refreshed_by_text(status)))
+    if status.paused:
+        rows.append(("paused", status.paused))
     if status.last_error:
         failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
         rows.append(("error", status.last_error + failures))
@@ -73,6 +77,13 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         rows.append(("suspended", "after repeated failures; the tables reading it wait. Fix the cause, then "
                                   "ALTER MATERIALIZED TABLE … RESUME (or refresh it by hand)."))
     return rows
+
+
+def refreshed_by_text(status: TableStatus) -> str:
+    """Who holds the table's refresh lease: this kernel, or another process (which then refreshes it)."""
+    if status.refreshed_by is None:
+        return "nobody (lease free)"
+    return f"this process ({status.refreshed_by})" if status.refreshed_here else status.refreshed_by
 
 
 def title_html(status: TableStatus) -> str:
@@ -131,7 +142,7 @@ STATUS_HEADERS = ("table", "mode", "state", "freshness", "last refresh", "next r
 
 def _status_cells(s: TableStatus, now: datetime | None) -> tuple[str, ...]:
     return (s.name, mode_text(s), s.state.value, freshness_badge(s).label, last_refresh_text(s, now),
-            next_refresh_text(s, now), s.last_error or "")
+            next_refresh_text(s, now), s.last_error or (f"paused: {s.paused}" if s.paused else ""))
 
 
 def dashboard_html(statuses: Sequence[TableStatus], now: datetime | None = None) -> str:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -195,3 +196,28 @@ def process_group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+class RunnerOutput:
+    """The runner's stdout lines with their arrival times, read on a thread so the pipe never fills."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, args=(stream,), name="runner-stdout", daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            with self._lock:
+                self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def snapshot(self) -> list[tuple[float, str]]:
+        with self._lock:
+            return list(self.lines)
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.snapshot())
+
+    def events(self, table: str, kind: str, after: int = 0) -> list[str]:
+        return [line for _, line in self.snapshot()[after:] if kind in line.split() and table in line.split()]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from live_support import (
     CATALOG,
+    RunnerOutput,
     actual_staleness,
     append_batch,
     current_snapshot_id,
@@ -32,31 +32,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 NS = "hl"
 FRESHNESS = timedelta(seconds=5)
 TOTALS, SLOW = f"{CATALOG}.{NS}.event_totals", f"{CATALOG}.{NS}.slow"
-
-
-class RunnerOutput:
-    """The runner's stdout lines with their arrival times, read on a thread so the pipe never fills."""
-
-    def __init__(self, stream) -> None:
-        self.lines: list[tuple[float, str]] = []
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._read, args=(stream,), name="runner-stdout", daemon=True)
-        self._thread.start()
-
-    def _read(self, stream) -> None:
-        for line in stream:
-            with self._lock:
-                self.lines.append((time.monotonic(), line.rstrip("\n")))
-
-    def snapshot(self) -> list[tuple[float, str]]:
-        with self._lock:
-            return list(self.lines)
-
-    def text(self) -> str:
-        return "\n".join(line for _, line in self.snapshot())
-
-    def events(self, table: str, kind: str, after: int = 0) -> list[str]:
-        return [line for _, line in self.snapshot()[after:] if kind in line.split() and table in line.split()]
 
 
 @pytest.fixture(scope="module")

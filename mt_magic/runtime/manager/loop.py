@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
+from mt_magic.runtime.manager.leasing import lease_pass
 from mt_magic.runtime.manager.state import Effects, SchedulerState
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.spark.jobs import job_group_prefix
@@ -85,6 +86,8 @@ class RefreshRunner:
         now = self.clock()
         if self.state.scheduling and self.discovery_due(now):
             self.discover(now)
+        if self.state.leases is not None and (self.state.lease_at is None or now >= self.state.lease_at):
+            self.apply(lease_pass(self.state, self.lock, now))
         self._poll_progress(now)
         self.recancel(now)
         if self.state.scheduling:

@@ -21,6 +21,8 @@ from datetime import datetime, timedelta
 
 from mt_magic.errors import NoSuchMaterializedTableError, RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
+from mt_magic.runtime.manager.lease import LeaseKeeper
+from mt_magic.runtime.manager.leasing import release
 from mt_magic.runtime.manager.loop import RefreshRunner, Subscriber
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.state import Effects, SchedulerState
@@ -65,6 +67,8 @@ class RefreshManager:
         rng: source of retry jitter; seeded in tests.
         executor: runs ``backend.refresh``; by default a ``ThreadPoolExecutor(max_concurrent_jobs)`` made on
             first use and shut down by :meth:`stop`.
+        leases: one refresher per table (:mod:`.lease`): runs start only for tables whose lease in the catalog
+            this manager holds; ``None`` refreshes every table it tracks. Only with ``scheduling``.
         scheduling: ``False`` makes an *inline* manager (no thread: scripts, tests, ``start_manager=False``):
             only requested refreshes and their cascades run, each within :meth:`step`, with no schedules,
             catch-ups or discovery of its own — the same refresh path without the background.
@@ -86,11 +90,15 @@ class RefreshManager:
         rng: random.Random | None = None,
         executor: Executor | None = None,
         scheduling: bool = True,
+        leases: LeaseKeeper | None = None,
     ) -> None:
         if max_concurrent_jobs < 1:
             raise ValueError(f"max_concurrent_jobs must be at least 1, got {max_concurrent_jobs}")
+        if leases is not None and not scheduling:
+            raise ValueError("leases need a scheduling manager (an inline manager refreshes only when asked)")
         self._state = SchedulerState(retry, rng if rng is not None else random.Random(), max_concurrent_jobs,
                                      scheduling=scheduling)
+        self._state.leases = leases
         self._lock = threading.RLock()
         self._runner = RefreshRunner(
             backend,
@@ -119,6 +127,11 @@ class RefreshManager:
     def paused(self) -> bool:
         """Whether work is paused because the catalog cannot be reached."""
         return self._state.pause_reason is not None
+
+    @property
+    def lease_holder(self) -> str | None:
+        """This manager's name in the catalog's lease map (``None``: leasing is off)."""
+        return self._state.leases.holder if self._state.leases is not None else None
 
     @property
     def pause_reason(self) -> str | None:
@@ -158,6 +171,7 @@ class RefreshManager:
             with self._lock:
                 thread, self._thread = self._thread, None
                 if thread is None and not self._state.jobs:
+                    release(self._state)
                     return True
                 self._runner.stopping.set()
                 effects = Effects()
@@ -170,6 +184,7 @@ class RefreshManager:
                 atexit.unregister(self._stop_at_exit)
             ended = self._wait_for_jobs(deadline)
             self._runner.shutdown_executor(wait=ended)
+            release(self._state)
             self._runner.dispatch_events()
             return ended and (thread is None or not thread.is_alive())
 
@@ -262,6 +277,8 @@ class RefreshManager:
             entry, now = self._entry(name), self._clock()
             entry.request(run)
             self._state.note_state(entry, now)
+            if not self._state.may_run(name, now):
+                self._state.lease_at = None  # ask whoever holds it to hand it over, now
         self._runner.wake.set()
         return run.groups[0].future if cascade else future
 

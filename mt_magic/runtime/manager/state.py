@@ -14,8 +14,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
+from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError, RefreshConflictError
 from mt_magic.runtime.graph import blocking_ancestors, cascaded_partition, dependents
+from mt_magic.runtime.manager.lease import LeaseKeeper
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.status import (
@@ -74,6 +75,10 @@ class SchedulerState:
         self.catalog_failures = 0
         self.discover_at: datetime | None = None
         """When to list the catalog next; ``None`` means at the next step."""
+        self.leases: LeaseKeeper | None = None
+        """One refresher per table: runs start only for tables whose lease this manager holds (``None``: all)."""
+        self.lease_at: datetime | None = None
+        """When to take this manager's turn at the lease map next; ``None`` means at the next step."""
 
     # -- tables ----------------------------------------------------------------------------------------
 
@@ -81,6 +86,7 @@ class SchedulerState:
         """Track a new table; one behind its schedule (or never refreshed) is caught up once, now."""
         entry = ScheduledTable(table, last_refresh, scheduling=self.scheduling)
         self.tables[table.name] = entry
+        self.lease_at = None  # its lease is wanted now
         self.removed.discard(table.name)
         entry.arm(now, RefreshTrigger.CATCH_UP)
         self.publish(EventKind.TABLE_ADDED, entry, now)
@@ -111,6 +117,7 @@ class SchedulerState:
             entry.options = options
             return
         entry.resume(options, now)
+        self.lease_at = None
         self.publish(EventKind.STATE_CHANGED, entry, now, "resumed")
 
     def redefine(self, entry: ScheduledTable, table: ManagedTable, now: datetime, *, local: bool) -> Effects:
@@ -154,7 +161,7 @@ class SchedulerState:
             return []
         candidates = []
         for entry in self.tables.values():
-            run = entry.due_run(now) if entry.name not in self.jobs else None
+            run = entry.due_run(now) if entry.name not in self.jobs and self.may_run(entry.name, now) else None
             if run is not None:
                 candidates.append((run.due_at, entry.name, entry, run))
         upstream = {name: entry.table.upstream for name, entry in self.tables.items()}
@@ -164,6 +171,10 @@ class SchedulerState:
             (entry, run) for _, name, entry, run in sorted(candidates) if not blocking_ancestors(name, upstream) & busy
         ]
         return ready[: max(self.max_jobs - len(self.jobs), 0)]
+
+    def may_run(self, name: str, now: datetime) -> bool:
+        """Whether this manager may start a refresh of ``name``: it holds the table's lease (or leasing is off)."""
+        return self.leases is None or self.leases.holds(name, now)
 
     def begin(self, entry: ScheduledTable, run: PendingRun, request: RefreshRequest, now: datetime) -> RunningJob:
         """Record that ``run`` starts now as ``request``."""
@@ -190,6 +201,12 @@ class SchedulerState:
             if self.pause_reason is None:
                 self.pause(str(error), now)
             return Effects()
+        if isinstance(error, RefreshConflictError):
+            delay = job.table.conflicted(job, now, self.rng)
+            if delay is not None:
+                self.publish(EventKind.STATE_CHANGED, job.table, now,
+                             f"another writer committed first ({error}); retrying in {delay}")
+                return Effects()
         if error is not None:
             return self._settle_failed(job, error, now)
         assert outcome is not None
@@ -300,7 +317,11 @@ class SchedulerState:
     # -- views -----------------------------------------------------------------------------------------
 
     def snapshot(self, entry: ScheduledTable, now: datetime) -> TableStatus:
-        return entry.snapshot(now, self.jobs.get(entry.name), self.policy)
+        status = replace(entry.snapshot(now, self.jobs.get(entry.name), self.policy), paused=self.pause_reason)
+        if self.leases is None:
+            return status
+        holder = self.leases.holder_of(entry.name, now)
+        return replace(status, refreshed_by=holder, refreshed_here=holder == self.leases.holder)
 
     def publish(self, kind: EventKind, entry: ScheduledTable, now: datetime, message: str = "") -> None:
         """Queue an event carrying the table's status right after it."""
@@ -315,7 +336,7 @@ class SchedulerState:
 
     def next_deadline(self, now: datetime) -> datetime | None:
         """The earliest future time a run, or discovery, becomes due (runs due already wait for a wake-up)."""
-        times: list[datetime | None] = [self.discover_at]
+        times: list[datetime | None] = [self.discover_at, self.lease_at]
         if self.pause_reason is None:
             times += [entry.next_due() for entry in self.tables.values() if entry.name not in self.jobs]
         return min((t for t in times if t is not None and t > now), default=None)

@@ -26,6 +26,12 @@ from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger
 
 Partition = tuple[tuple[str, str], ...]
 
+CONFLICT_RETRY = timedelta(seconds=1)
+"""Base delay before a refresh that lost an optimistic-concurrency race runs again (times the conflicts in a row,
+capped at 5, with jitter): the next attempt starts from the new state, so waiting longer gains nothing."""
+MAX_CONFLICTS_IN_A_ROW = 10
+"""Beyond this many conflicts in a row a conflict counts as a failure (backoff, then suspension): never a spin."""
+
 FAILURES_KEPT = 20
 """Failed attempts remembered per table for ``%mt history``."""
 
@@ -146,6 +152,8 @@ class ScheduledTable:
         """The time the next scheduled run is counted from (last run's fire time or start)."""
         self.not_before: datetime | None = None
         self.failures = 0
+        self.conflicts = 0
+        """Refreshes in a row that lost to another writer's commit (retried promptly, not counted as failures)."""
         self.last_error: str | None = None
         self.gave_up = False
         """Suspended itself after ``RetryPolicy.suspend_after`` failures in a row (in this process only)."""
@@ -210,6 +218,7 @@ class ScheduledTable:
     def succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> RefreshRecord:
         """Record a completed refresh and schedule the next one from it."""
         self.failures, self.last_error, self.not_before, self.gave_up = 0, None, None, False
+        self.conflicts = 0
         self.last_refresh = RefreshRecord(
             kind=outcome.kind,
             trigger=job.request.trigger,
@@ -245,6 +254,21 @@ class ScheduledTable:
         delay = policy.delay(self.failures, rng)
         self.not_before = now + delay
         self.requeue(job.run, self.not_before, keep_waiters=False)
+        return delay
+
+    def conflicted(self, job: RunningJob, now: datetime, rng: random.Random) -> timedelta | None:
+        """Another writer committed first: run again soon, with the same waiters, without counting a failure.
+
+        Returns:
+            The delay before the next attempt (none for an inline manager: again within the same call); ``None``
+            after too many conflicts in a row (then it is a failure).
+        """
+        self.conflicts += 1
+        if self.conflicts > MAX_CONFLICTS_IN_A_ROW:
+            self.conflicts = 0
+            return None
+        delay = CONFLICT_RETRY * min(self.conflicts, 5) * rng.uniform(0.5, 1.5) if self.scheduling else timedelta(0)
+        self.request(replace(job.run, due_at=now + delay))
         return delay
 
     def suspend(self) -> list[Future[RefreshOutcome]]:

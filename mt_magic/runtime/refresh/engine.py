@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import MtMagicError, RefreshError
+from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.jobs import SparkJobs
@@ -29,6 +29,18 @@ def first_line(exc: BaseException) -> str:
         if line and not line.startswith(("An error occurred while calling", "Traceback")):
             return line[:500]
     return type(exc).__name__
+
+
+CONFLICT_MARKERS = ("CommitFailedException", "Found conflicting files", "Found new conflicting",
+                    "Missing required files to delete", "found new delete for replaced data file")
+"""How Iceberg's optimistic concurrency failures read through Spark (CommitFailedException, and the
+ValidationExceptions of serializable and snapshot isolation)."""
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether a Spark failure is Iceberg refusing a commit because another writer committed first."""
+    text = str(exc)
+    return any(marker in text for marker in CONFLICT_MARKERS)
 
 
 def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
@@ -69,6 +81,8 @@ class Engine:
             raise
         except Exception as exc:  # Spark's (Java) client failed: ask ours whether the catalog is reachable
             self.workspace.catalog.ping()
+            if is_commit_conflict(exc):
+                raise RefreshConflictError(f"refresh of {request.table} lost a commit race: {first_line(exc)}") from exc
             raise RefreshError(f"refresh of {request.table} failed: {first_line(exc)}") from exc
         if outcome.kind is not RefreshKind.NOOP:
             self._expire_old_snapshots(request)

@@ -1,0 +1,205 @@
+"""Refresh leases in the catalog: which process refreshes which materialized table, changed by compare-and-set.
+
+Every lease of a catalog lives in one small Iceberg table, ``mt_magic.refresh_leases``: the summary of its
+current snapshot *is* the lease map (``mt.lease.<table>`` → holder, expiry, who asked for it). A change commits a
+new, empty snapshot carrying the whole new map, with the Iceberg REST requirement
+``assert-ref-snapshot-id(main, <the snapshot it read>)``. The catalog applies a commit only if that requirement
+still holds, atomically with the commit (the spec's optimistic concurrency; any REST catalog enforces it), and
+snapshot ids are never reused, so of two processes that read the same map and both write, exactly one wins; the
+other gets :class:`LeaseConflictError`, reads again and decides again. Plain table properties could not do this:
+no REST requirement asserts a property's value, so two property writes both "succeed".
+
+The lease table holds no rows; its snapshots are metadata (a manifest list with no manifests), and all but the
+latest :data:`KEPT_SNAPSHOTS` are expired as it goes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from mt_magic.catalog.tables import reaching
+from mt_magic.errors import CatalogError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.io import FileIO
+    from pyiceberg.table import Table
+
+log = logging.getLogger(__name__)
+
+LEASE_NAMESPACE = "mt_magic"
+LEASE_TABLE = "refresh_leases"
+LEASE_KEY = "mt.lease."
+"""Snapshot-summary key prefix; the rest of the key is the materialized table's qualified name."""
+KEPT_SNAPSHOTS = 8
+LEASE_TABLE_PROPERTIES = {
+    "comment": "mt_magic refresh leases: the current snapshot's summary holds them (no rows)",
+    "write.metadata.previous-versions-max": "10",
+    "gc.enabled": "false",
+}
+
+
+class LeaseConflictError(CatalogError):
+    """Another process changed the refresh leases since they were read; read them again and decide again."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who refreshes one materialized table, until when."""
+
+    table: str
+    holder: str
+    """The refreshing process: its role, pid, host and a random token (unique per manager)."""
+    expires_at: datetime
+    """The holder renews well before; after it, anyone may take the lease (the holder died or lost the catalog)."""
+    wanted_by: str = ""
+    """A process with a manual refresh waiting asked for the lease: the holder hands it over once idle."""
+
+    def live(self, now: datetime) -> bool:
+        return now < self.expires_at
+
+    def encode(self) -> str:
+        return json.dumps({"holder": self.holder, "expires-ms": int(self.expires_at.timestamp() * 1000),
+                           "wanted-by": self.wanted_by}, sort_keys=True)
+
+    @classmethod
+    def decode(cls, table: str, text: str) -> Lease | None:
+        try:
+            data = json.loads(text)
+            expires = datetime.fromtimestamp(int(data["expires-ms"]) / 1000, tz=timezone.utc)
+            return cls(table, str(data["holder"]), expires, str(data.get("wanted-by", "")))
+        except (ValueError, KeyError, TypeError):
+            log.warning("ignoring an unreadable lease of %s: %r", table, text)
+            return None
+
+
+@dataclass(frozen=True)
+class LeaseMap:
+    """The leases as read, with the version a write must still find (the lease table's current snapshot)."""
+
+    version: int | None
+    leases: Mapping[str, Lease]
+    table: Any = field(default=None, compare=False, repr=False)
+    """The loaded lease table (the store's own handle for the next write)."""
+
+
+class CatalogLeases:
+    """The lease map of one catalog, read and written over its REST API (pyiceberg; no Spark).
+
+    Args:
+        catalog: an open pyiceberg catalog.
+        spark_name: the catalog's name in Spark (for messages).
+    """
+
+    def __init__(self, catalog: Catalog, spark_name: str) -> None:
+        self.catalog = catalog
+        self.spark_name = spark_name
+        self.identifier = (LEASE_NAMESPACE, LEASE_TABLE)
+
+    def _table(self) -> Table:
+        from pyiceberg.exceptions import NoSuchTableError
+        from pyiceberg.schema import Schema
+        from pyiceberg.types import NestedField, StringType
+
+        with reaching(f"the refresh leases of catalog {self.spark_name}"):
+            try:
+                return self.catalog.load_table(self.identifier)
+            except NoSuchTableError:
+                self.catalog.create_namespace_if_not_exists(LEASE_NAMESPACE)
+                schema = Schema(NestedField(1, "note", StringType(), required=False))
+                return self.catalog.create_table_if_not_exists(self.identifier, schema,
+                                                               properties=LEASE_TABLE_PROPERTIES)
+
+    def read(self) -> LeaseMap:
+        """The current lease map (creating the empty lease table on first use).
+
+        Raises:
+            CatalogUnavailableError: the catalog cannot be reached.
+        """
+        table = self._table()
+        snapshot = table.current_snapshot()
+        if snapshot is None or snapshot.summary is None:
+            return LeaseMap(None, {}, table)
+        leases = {}
+        for key, value in snapshot.summary.additional_properties.items():
+            if key.startswith(LEASE_KEY):
+                lease = Lease.decode(key[len(LEASE_KEY):], str(value))
+                if lease is not None:
+                    leases[lease.table] = lease
+        return LeaseMap(snapshot.snapshot_id, leases, table)
+
+    def write(self, base: LeaseMap, leases: Mapping[str, Lease]) -> LeaseMap:
+        """Replace the lease map ``base`` with ``leases`` — only if nobody changed it since ``base`` was read.
+
+        Raises:
+            LeaseConflictError: the map changed since ``base`` (nothing was written).
+            CatalogUnavailableError: the catalog cannot be reached (the write may or may not have happened).
+        """
+        from pyiceberg.exceptions import CommitFailedException
+
+        table = base.table if base.table is not None else self._table()
+        if table.metadata.current_snapshot_id != base.version:
+            raise LeaseConflictError(f"the refresh leases of catalog {self.spark_name} changed since they were read")
+        logged = _logged(table.metadata_location, table.metadata.metadata_log)  # the commit updates ``table``
+        summary = {LEASE_KEY + name: lease.encode() for name, lease in sorted(leases.items())}
+        try:
+            with reaching(f"the refresh leases of catalog {self.spark_name}"):
+                tx = table.transaction()
+                with tx.update_snapshot(snapshot_properties=summary).fast_append():
+                    pass  # no files: the snapshot is the record; the commit asserts main's snapshot is base's
+                written = tx.commit_transaction()
+        except CommitFailedException as exc:
+            attempted = tx.table_metadata.current_snapshot()  # its manifest list was written: delete it
+            if attempted is not None:
+                _delete_unlogged_metadata(table.io, {attempted.manifest_list})
+            raise LeaseConflictError(
+                f"the refresh leases of catalog {self.spark_name} changed since they were read ({exc})"
+            ) from exc
+        now_logged = _logged(written.metadata_location, written.metadata.metadata_log)
+        _delete_unlogged_metadata(written.io, logged - now_logged)
+        self._expire(written)
+        return LeaseMap(written.metadata.current_snapshot_id, dict(leases), written)
+
+    def _expire(self, table: Table) -> None:
+        """Drop all but the latest snapshots of the lease table (best effort: a later write tries again).
+
+        A metadata-only commit of ``remove-snapshots`` (pyiceberg's ``ExpireSnapshots`` keeps its ids in a
+        class-level set shared by every instance, so it is not used), then the removed manifest lists.
+        """
+        from pyiceberg.table.update import AssertTableUUID, RemoveSnapshotsUpdate
+
+        snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
+        old = [s for s in snapshots[:-KEPT_SNAPSHOTS] if s.snapshot_id != table.metadata.current_snapshot_id]
+        if not old:
+            return
+        try:
+            with reaching("the refresh leases"):
+                response = self.catalog.commit_table(
+                    table, (AssertTableUUID(uuid=table.metadata.table_uuid),),
+                    (RemoveSnapshotsUpdate(snapshot_ids=[s.snapshot_id for s in old]),))  # type: ignore[call-arg]
+            before = _logged(table.metadata_location, table.metadata.metadata_log)
+            _delete_unlogged_metadata(table.io, before - _logged(response.metadata_location,
+                                                                  response.metadata.metadata_log))
+            for snapshot in old:
+                table.io.delete(snapshot.manifest_list)
+        except Exception as exc:  # a concurrent expiry, a file already gone: harmless
+            log.debug("expiring old lease snapshots skipped: %s", exc)
+
+
+def _logged(location: str, log_entries: list[Any]) -> set[str]:
+    return {location, *(entry.metadata_file for entry in log_entries)}
+
+
+def _delete_unlogged_metadata(io: FileIO, dropped: set[str]) -> None:
+    """Delete the lease table's metadata files that dropped out of its log (a write every few seconds would
+    otherwise leave one file each; ``write.metadata.previous-versions-max`` bounds the log, not the files)."""
+    for location in dropped:
+        try:
+            io.delete(location)
+        except Exception:  # deleted already (by the catalog, or another holder)
+            pass

@@ -1,0 +1,81 @@
+"""The scheduler's lease pass: what the manager wants from the lease map, its turn at it, and the consequences.
+
+Called by the runner's step every :func:`lease_every` (sooner when a manual refresh waits for a lease), with the
+manager's lock released during the catalog calls. A lease lost while its refresh runs (the catalog was out of reach
+longer than the lease, and another process took it over) cancels that refresh: the new holder repeats it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+
+from mt_magic.errors import CatalogUnavailableError
+from mt_magic.runtime.manager.lease import LeaseKeeper, LeaseWishes
+from mt_magic.runtime.manager.state import Effects, SchedulerState
+from mt_magic.runtime.status import EventKind
+
+log = logging.getLogger(__name__)
+
+MAX_LEASE_EVERY = timedelta(seconds=3)
+
+
+def lease_every(keeper: LeaseKeeper) -> timedelta:
+    """How often the map is read: a tenth of the lease's life, at most every few seconds (reads are cheap)."""
+    return min(keeper.ttl / 10, MAX_LEASE_EVERY)
+
+
+def wishes(state: SchedulerState) -> LeaseWishes:
+    """Every tracked table that is not suspended; the urgent ones have a manual refresh waiting."""
+    wanted = frozenset(name for name, entry in state.tables.items() if not entry.suspended)
+    urgent = frozenset(name for name, entry in state.tables.items()
+                       if any(run.immediate for run in entry.pending.values()))
+    return LeaseWishes(wanted, urgent, frozenset(state.jobs))
+
+
+def lease_pass(state: SchedulerState, lock: threading.RLock, now: datetime) -> Effects:
+    """Take this manager's turn at the lease map; an unreachable catalog pauses work like discovery does.
+
+    Returns:
+        The cancellations of refreshes whose lease another process now holds.
+    """
+    keeper = state.leases
+    assert keeper is not None
+    with lock:
+        wanted = wishes(state)
+        before = {name: keeper.holder_of(name, now) for name in state.tables}
+    try:
+        keeper.sync(wanted, now)
+    except CatalogUnavailableError as exc:
+        with lock:
+            state.lease_at = now + lease_every(keeper)
+            if state.pause_reason is None:
+                state.pause(str(exc), now)
+        return Effects()
+    effects = Effects()
+    with lock:
+        state.lease_at = now + lease_every(keeper)
+        for name in list(state.jobs):
+            holder = keeper.holder_of(name, now)
+            if holder is not None and holder != keeper.holder:
+                log.warning("the lease of %s was taken over by %s; cancelling this process's refresh", name, holder)
+                effects.cancel_group(state.cancel_job(name, f"its lease was taken over by {holder}", requeue=True))
+        for name, entry in state.tables.items():
+            holder = keeper.holder_of(name, now)
+            if holder != before.get(name):
+                mine = " (this process)" if holder == keeper.holder else ""
+                state.publish(EventKind.STATE_CHANGED, entry, now, f"refreshed by {holder or 'nobody'}{mine}")
+            else:
+                state.note_state(entry, now)
+    return effects
+
+
+def release(state: SchedulerState) -> None:
+    """Give every lease back (the manager stops); best effort: unreleased leases expire on their own."""
+    if state.leases is None:
+        return
+    try:
+        state.leases.release_all()
+    except Exception as exc:
+        log.warning("releasing the refresh leases failed (they expire in %s): %s", state.leases.ttl, exc)
