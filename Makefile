@@ -36,6 +36,7 @@ test-fast: setup-test
 # Style, the layer contracts of ARCHITECTURE.md (import-linter) and types (mypy); part of `make test`.
 lint: setup-test
 	.venv/bin/ruff check mt_magic tests benchmarks
+	.venv/bin/ruff format --check mt_magic tests benchmarks
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 

@@ -125,21 +125,27 @@ def refresh_activity(catalog: Any, names: list[str], since: datetime, until: dat
 
 
 def setup_cells(tables: int, rows: int, freshness: int) -> tuple[str, str, list[str]]:
-    source = (f"spark = get_ipython()._mt_magic_magics.connection.spark\n"
-              f"spark.sql('CREATE NAMESPACE IF NOT EXISTS mt.{NS}')\n"
-              f"spark.range({rows}).selectExpr('cast(id % 1000 as int) AS k', 'cast(id as int) AS v')"
-              f".writeTo('mt.{NS}.src').create()")
+    source = (
+        f"spark = get_ipython()._mt_magic_magics.connection.spark\n"
+        f"spark.sql('CREATE NAMESPACE IF NOT EXISTS mt.{NS}')\n"
+        f"spark.range({rows}).selectExpr('cast(id % 1000 as int) AS k', 'cast(id as int) AS v')"
+        f".writeTo('mt.{NS}.src').create()"
+    )
     names = [f"heavy_{i}" for i in range(tables)]
     create = "%%materialized --wait\n" + "\n".join(
         f"CREATE MATERIALIZED TABLE {NS}.{name} FRESHNESS = INTERVAL '{freshness}' SECOND REFRESH_MODE = FULL "
-        f"AS {heavy_query(i)};" for i, name in enumerate(names))
+        f"AS {heavy_query(i)};"
+        for i, name in enumerate(names)
+    )
     return source, create, names
 
 
 def heavy_query(i: int) -> str:
     """A self-join with an aggregate: a few seconds of Spark work per refresh on two cores."""
-    return (f"SELECT a.k, count(*) AS pairs, sum(b.v) AS total FROM mt.{NS}.src a JOIN mt.{NS}.src b ON a.k = b.k "
-            f"WHERE a.v % {i + 2} = 0 GROUP BY a.k")
+    return (
+        f"SELECT a.k, count(*) AS pairs, sum(b.v) AS total FROM mt.{NS}.src a JOIN mt.{NS}.src b ON a.k = b.k "
+        f"WHERE a.v % {i + 2} = 0 GROUP BY a.k"
+    )
 
 
 def alter_all(names: list[str], action: str) -> str:
@@ -148,8 +154,10 @@ def alter_all(names: list[str], action: str) -> str:
 
 def states_cell(names: list[str]) -> str:
     qualified = [f"mt.{NS}.{n}" for n in names]
-    return ("_m = get_ipython()._mt_magic_magics.connection.manager\n"
-            f"print(','.join(_m.status(n).state.value for n in {qualified!r}))")
+    return (
+        "_m = get_ipython()._mt_magic_magics.connection.manager\n"
+        f"print(','.join(_m.status(n).state.value for n in {qualified!r}))"
+    )
 
 
 THREAD_CPU_CELL = """
@@ -199,8 +207,12 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="mt_bench_"))
     home = workdir / "home"
     server = ensure_embedded_server(home)
-    env = {**os.environ, "MT_MAGIC_HOME": str(home), "MT_MAGIC_SPARK_MASTER": "local[2]",
-           "MT_MAGIC_DRIVER_MEMORY": "2g"}
+    env = {
+        **os.environ,
+        "MT_MAGIC_HOME": str(home),
+        "MT_MAGIC_SPARK_MASTER": "local[2]",
+        "MT_MAGIC_DRIVER_MEMORY": "2g",
+    }
     env = {k: v for k, v in env.items() if not k.startswith("PYICEBERG_CATALOG__MT__")}
     catalog = load_catalog("bench", type="rest", uri=server.uri, **({"token": server.token} if server.token else {}))
     kernel = appender = None
@@ -247,9 +259,11 @@ def main() -> None:
         for label, values in rows:
             ratios = "  ".join(f"{v / i:4.1f}x" for v, i in zip(values, idle_stats, strict=True))
             print(f"{label:48} " + " ".join(f"{v:8.1f}" for v in values) + f"   ({ratios} idle)")
-        print(f"\nduring the {window:.0f}s busy phase: {commits} refreshes committed, {spent:.0f}s of refresh work "
-              f"({spent / window:.0%} of wall time; up to 2 run at once); the manager's Python threads used "
-              f"{cpu:.1f}s CPU ({cpu / window:.0%} of one core)")
+        print(
+            f"\nduring the {window:.0f}s busy phase: {commits} refreshes committed, {spent:.0f}s of refresh work "
+            f"({spent / window:.0%} of wall time; up to 2 run at once); the manager's Python threads used "
+            f"{cpu:.1f}s CPU ({cpu / window:.0%} of one core)"
+        )
     finally:
         if appender is not None:
             appender.close()

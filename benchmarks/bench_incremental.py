@@ -34,8 +34,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the large source")
     parser.add_argument("--small", type=int, default=1_000_000, help="rows of the small source (same delta)")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure (median reported)")
-    parser.add_argument("--scale-rows", type=int, default=0,
-                        help="also time the GROUP BY table over a source this large (0: skip)")
+    parser.add_argument(
+        "--scale-rows", type=int, default=0, help="also time the GROUP BY table over a source this large (0: skip)"
+    )
     parser.add_argument("--master", default="local[*]")
     return parser.parse_args()
 
@@ -48,8 +49,14 @@ class Bench:
         from mt_magic.runtime.connection import ConnectionSettings, connect
         from mt_magic.runtime.spark.session import SparkSettings
 
-        self.conn = connect(ConnectionSettings(catalog_name="bench", namespace="b", start_manager=False,
-                                               spark=SparkSettings(master=master, driver_memory="8g")))
+        self.conn = connect(
+            ConnectionSettings(
+                catalog_name="bench",
+                namespace="b",
+                start_manager=False,
+                spark=SparkSettings(master=master, driver_memory="8g"),
+            )
+        )
         self.spark = self.conn.spark
         self.service = self.conn.service
         self._batch = 0
@@ -58,16 +65,21 @@ class Bench:
         return f"bench.b.{table}"
 
     def events(self, table: str, rows: int) -> None:
-        self.spark.sql(f"CREATE TABLE {table} (item_id INT, user_id BIGINT, price DECIMAL(10, 2), ts TIMESTAMP, "
-                       "ds STRING) USING iceberg PARTITIONED BY (ds)")
+        self.spark.sql(
+            f"CREATE TABLE {table} (item_id INT, user_id BIGINT, price DECIMAL(10, 2), ts TIMESTAMP, "
+            "ds STRING) USING iceberg PARTITIONED BY (ds)"
+        )
         self.append(table, rows, spread_days=True)
 
     def append(self, table: str, rows: int, spread_days: bool = False) -> None:
         """Rows of random-looking events; the delta batches land in the newest day."""
         self._batch += 1
         seed = self._batch * 7919
-        day = f"CAST(date_add(DATE '2024-12-01', CAST(id % {DAYS} AS INT)) AS STRING)" if spread_days else \
-            f"CAST(date_add(DATE '2024-12-01', {DAYS - 1}) AS STRING)"
+        day = (
+            f"CAST(date_add(DATE '2024-12-01', CAST(id % {DAYS} AS INT)) AS STRING)"
+            if spread_days
+            else f"CAST(date_add(DATE '2024-12-01', {DAYS - 1}) AS STRING)"
+        )
         self.spark.sql(f"""INSERT INTO {table}
             SELECT CAST((id * 31 + {seed}) % {ITEMS} AS INT), (id * 17 + {seed}) % {USERS},
                    CAST(((id * 13 + {seed}) % 10000) / 100 AS DECIMAL(10, 2)),
@@ -143,27 +155,48 @@ def main() -> None:
 
 def run(bench: Bench, args: argparse.Namespace) -> None:
     big, small, delta = args.rows, args.small, max(args.rows // 1000, 1)
-    print(f"mt_magic incremental refresh benchmark — Spark {bench.spark.version}, "
-          f"{bench.spark.sparkContext.master}, {os.cpu_count()} cores; median of {args.repeat}")
+    print(
+        f"mt_magic incremental refresh benchmark — Spark {bench.spark.version}, "
+        f"{bench.spark.sparkContext.master}, {os.cpu_count()} cores; median of {args.repeat}"
+    )
     timed(f"events_big ({big:,} rows)", lambda: bench.events("events_big", big))
     timed(f"events_small ({small:,} rows)", lambda: bench.events("events_small", small))
     bench.spark.sql("CREATE TABLE items (item_id INT, brand STRING, category STRING) USING iceberg")
-    bench.spark.sql(f"INSERT INTO items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) "
-                    f"FROM range({ITEMS})")
-    group_by = ("AS SELECT item_id, count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen "
-                "FROM {src} GROUP BY item_id")
-    timed("item_stats (GROUP BY over the big source)", lambda: bench.create(
-        "CREATE MATERIALIZED TABLE item_stats FRESHNESS = INTERVAL '1' MINUTE " + group_by.format(src="events_big")))
-    timed("item_stats_small", lambda: bench.create(
-        "CREATE MATERIALIZED TABLE item_stats_small FRESHNESS = INTERVAL '1' MINUTE "
-        + group_by.format(src="events_small")))
-    timed("enriched (join)", lambda: bench.create(
-        "CREATE MATERIALIZED TABLE enriched PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
-        "AS SELECT e.ds, e.item_id, e.user_id, e.price, i.brand, i.category "
-        "FROM events_big e JOIN items i ON e.item_id = i.item_id"))
-    timed("daily_uv (partitioned COUNT DISTINCT)", lambda: bench.create(
-        "CREATE MATERIALIZED TABLE daily_uv PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
-        "AS SELECT ds, item_id, count(*) AS pv, count(DISTINCT user_id) AS uv FROM events_big GROUP BY ds, item_id"))
+    bench.spark.sql(
+        f"INSERT INTO items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) FROM range({ITEMS})"
+    )
+    group_by = (
+        "AS SELECT item_id, count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen "
+        "FROM {src} GROUP BY item_id"
+    )
+    timed(
+        "item_stats (GROUP BY over the big source)",
+        lambda: bench.create(
+            "CREATE MATERIALIZED TABLE item_stats FRESHNESS = INTERVAL '1' MINUTE " + group_by.format(src="events_big")
+        ),
+    )
+    timed(
+        "item_stats_small",
+        lambda: bench.create(
+            "CREATE MATERIALIZED TABLE item_stats_small FRESHNESS = INTERVAL '1' MINUTE "
+            + group_by.format(src="events_small")
+        ),
+    )
+    timed(
+        "enriched (join)",
+        lambda: bench.create(
+            "CREATE MATERIALIZED TABLE enriched PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT e.ds, e.item_id, e.user_id, e.price, i.brand, i.category "
+            "FROM events_big e JOIN items i ON e.item_id = i.item_id"
+        ),
+    )
+    timed(
+        "daily_uv (partitioned COUNT DISTINCT)",
+        lambda: bench.create(
+            "CREATE MATERIALIZED TABLE daily_uv PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT ds, item_id, count(*) AS pv, count(DISTINCT user_id) AS uv FROM events_big GROUP BY ds, item_id"
+        ),
+    )
 
     print(f"\nGROUP BY table over {big:,} source rows, +{delta:,} rows (0.1%) per refresh")
     full, inc, strategy = bench.compare("item_stats", "events_big", delta, args.repeat)
@@ -171,14 +204,20 @@ def run(bench: Bench, args: argparse.Namespace) -> None:
     print(f"  ratio               {full / inc:7.1f}×   (target ≥ 20×)")
     small_inc = bench.incremental_only("item_stats_small", "events_small", delta, args.repeat)
     big_inc = bench.incremental_only("item_stats", "events_big", delta, args.repeat)
-    print(f"\nSame delta (+{delta:,} rows), incremental refresh: {small:,} rows {small_inc:.2f} s, "
-          f"{big:,} rows {big_inc:.2f} s → {big_inc / small_inc:.2f}× (target ≤ 1.5×)")
+    print(
+        f"\nSame delta (+{delta:,} rows), incremental refresh: {small:,} rows {small_inc:.2f} s, "
+        f"{big:,} rows {big_inc:.2f} s → {big_inc / small_inc:.2f}× (target ≤ 1.5×)"
+    )
     print(f"  (fixed cost of one Spark job + Iceberg commit here: {bench.commit_floor(args.repeat):.2f} s)")
-    for table, title in (("enriched", "Join table (events ⋈ items)"),
-                         ("daily_uv", "Partitioned table (per-day COUNT DISTINCT)")):
+    for table, title in (
+        ("enriched", "Join table (events ⋈ items)"),
+        ("daily_uv", "Partitioned table (per-day COUNT DISTINCT)"),
+    ):
         full, inc, strategy = bench.compare(table, "events_big", delta, args.repeat)
-        print(f"\n{title} over {big:,} rows, +{delta:,} rows per refresh\n  full refresh        {full:7.2f} s"
-              f"\n  incremental refresh {inc:7.2f} s   ({strategy})\n  ratio               {full / inc:7.1f}×")
+        print(
+            f"\n{title} over {big:,} rows, +{delta:,} rows per refresh\n  full refresh        {full:7.2f} s"
+            f"\n  incremental refresh {inc:7.2f} s   ({strategy})\n  ratio               {full / inc:7.1f}×"
+        )
     if args.scale_rows:
         scale(bench, args)
 
@@ -187,14 +226,20 @@ def scale(bench: Bench, args: argparse.Namespace) -> None:
     """The GROUP BY comparison over a larger source: the full refresh grows, the incremental one does not."""
     rows, delta = args.scale_rows, max(args.scale_rows // 1000, 1)
     timed(f"events_scale ({rows:,} rows)", lambda: bench.events("events_scale", rows))
-    timed("item_stats_scale", lambda: bench.create(
-        "CREATE MATERIALIZED TABLE item_stats_scale FRESHNESS = INTERVAL '1' MINUTE AS SELECT item_id, "
-        "count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen FROM events_scale "
-        "GROUP BY item_id"))
+    timed(
+        "item_stats_scale",
+        lambda: bench.create(
+            "CREATE MATERIALIZED TABLE item_stats_scale FRESHNESS = INTERVAL '1' MINUTE AS SELECT item_id, "
+            "count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen FROM events_scale "
+            "GROUP BY item_id"
+        ),
+    )
     full, inc, strategy = bench.compare("item_stats_scale", "events_scale", delta, args.repeat)
-    print(f"\nGROUP BY table over {rows:,} source rows, +{delta:,} rows (0.1%) per refresh\n"
-          f"  full refresh        {full:7.2f} s\n  incremental refresh {inc:7.2f} s   ({strategy})\n"
-          f"  ratio               {full / inc:7.1f}×")
+    print(
+        f"\nGROUP BY table over {rows:,} source rows, +{delta:,} rows (0.1%) per refresh\n"
+        f"  full refresh        {full:7.2f} s\n  incremental refresh {inc:7.2f} s   ({strategy})\n"
+        f"  ratio               {full / inc:7.1f}×"
+    )
 
 
 if __name__ == "__main__":

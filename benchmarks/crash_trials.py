@@ -35,9 +35,9 @@ NS = "crash"
 SOURCE = (NS, "events")
 TABLES = {
     "cont": f"CREATE MATERIALIZED TABLE {NS}.cont FRESHNESS = INTERVAL '3' SECOND "
-            f"AS SELECT batch, count(*) AS n, sum(v) AS s FROM {NS}.events GROUP BY batch",
+    f"AS SELECT batch, count(*) AS n, sum(v) AS s FROM {NS}.events GROUP BY batch",
     "full": f"CREATE MATERIALIZED TABLE {NS}.full FRESHNESS = INTERVAL '5' SECOND REFRESH_MODE = FULL "
-            f"AS SELECT batch, max(v) AS m, count(*) AS n FROM {NS}.events GROUP BY batch",
+    f"AS SELECT batch, max(v) AS m, count(*) AS n FROM {NS}.events GROUP BY batch",
 }
 
 
@@ -74,8 +74,14 @@ def check(catalog: Any, name: str) -> dict[str, Any]:
     expected = recompute(name, [(b, v) for b, v in scan(catalog, SOURCE, consumed)]) if consumed else []
     definition = MaterializedTableDefinition.from_properties(table.properties)
     at_last = table.metadata.current_snapshot_id == last[0]
-    return {"table": name, "exact": actual == expected, "at_last_commit": at_last,
-            "suspended": bool(definition and definition.suspended), "consumed": consumed, "rows": len(actual)}
+    return {
+        "table": name,
+        "exact": actual == expected,
+        "at_last_commit": at_last,
+        "suspended": bool(definition and definition.suspended),
+        "consumed": consumed,
+        "rows": len(actual),
+    }
 
 
 class Appender:
@@ -91,8 +97,11 @@ class Appender:
 
         ticks = 0
         while not self.stop.wait(0.5):
-            self.catalog.load_table(SOURCE).append(pa.table({
-                "batch": pa.array([self.batch] * 3, pa.int32()), "v": pa.array([1, 2, self.batch], pa.int32())}))
+            self.catalog.load_table(SOURCE).append(
+                pa.table(
+                    {"batch": pa.array([self.batch] * 3, pa.int32()), "v": pa.array([1, 2, self.batch], pa.int32())}
+                )
+            )
             self.batch, ticks = self.batch + 1, ticks + 1
             if ticks % 4 == 0:
                 try:
@@ -119,8 +128,9 @@ def _is_after(catalog: Any, consumed: int, wanted: int) -> bool:
     return consumed in ids and wanted in ids and ids.index(consumed) >= ids.index(wanted)
 
 
-def trial(number: int, rng: random.Random, catalog: Any, specs: Path, env: dict[str, str], cwd: Path,
-          batch: int) -> tuple[dict[str, Any], int]:
+def trial(
+    number: int, rng: random.Random, catalog: Any, specs: Path, env: dict[str, str], cwd: Path, batch: int
+) -> tuple[dict[str, Any], int]:
     started = time.monotonic()
     kernel = start_kernel(specs, env, cwd)
     loaded = time.monotonic()
@@ -141,8 +151,15 @@ def trial(number: int, rng: random.Random, catalog: Any, specs: Path, env: dict[
     wait_until(lambda: not process_group_alive(pgid), 60, "the killed kernel to be gone")
     results = [check(catalog, name) for name in TABLES]
     ok = all(r["exact"] and r["at_last_commit"] and not r["suspended"] for r in results)
-    record = {"trial": number, "ok": ok, "kill_after_s": round(delay, 1), "load_ext_s": round(loaded - started, 1),
-              "resume_s": round(resumed - loaded, 1), "batches": appender.batch - batch, "tables": results}
+    record = {
+        "trial": number,
+        "ok": ok,
+        "kill_after_s": round(delay, 1),
+        "load_ext_s": round(loaded - started, 1),
+        "resume_s": round(resumed - loaded, 1),
+        "batches": appender.batch - batch,
+        "tables": results,
+    }
     print(json.dumps(record), flush=True)
     return record, appender.batch
 
@@ -156,8 +173,9 @@ def prepare(catalog: Any) -> None:
     source.append(pa.table({"batch": pa.array([0], pa.int32()), "v": pa.array([1], pa.int32())}))
 
 
-def run_trials(catalog: Any, specs: Path, env: dict[str, str], cwd: Path, trials: int,
-               seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def run_trials(
+    catalog: Any, specs: Path, env: dict[str, str], cwd: Path, trials: int, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``trials`` crash trials, then a last kernel that catches every table up; (trial records, final checks)."""
     prepare(catalog)
     rng, batch, records = random.Random(seed), 1, []
@@ -194,8 +212,13 @@ def main() -> int:
     finally:
         stop_embedded_server(home)
     failed = [r["trial"] for r in records if not r["ok"]]
-    summary = {"trials": len(records), "failed": failed, "final": finals,
-               "kill_after_s": [r["kill_after_s"] for r in records], "resume_s": [r["resume_s"] for r in records]}
+    summary = {
+        "trials": len(records),
+        "failed": failed,
+        "final": finals,
+        "kill_after_s": [r["kill_after_s"] for r in records],
+        "resume_s": [r["resume_s"] for r in records],
+    }
     args.out.write_text(json.dumps({"summary": summary, "records": records}, indent=1))
     print(json.dumps(summary), flush=True)
     return 1 if failed or not all(f["exact"] for f in finals) else 0

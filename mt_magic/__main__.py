@@ -10,8 +10,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mt_magic", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run examples/01_quickstart.ipynb headless on the embedded defaults")
-    demo.add_argument("--keep-catalog", action="store_true",
-                      help="leave the embedded catalog running when the demo started it (default: stop it)")
+    demo.add_argument(
+        "--keep-catalog",
+        action="store_true",
+        help="leave the embedded catalog running when the demo started it (default: stop it)",
+    )
     run = sub.add_parser("run", help="keep every materialized table of a catalog fresh, outside any notebook")
     run.add_argument("--catalog", default="mt", help="catalog name (pyiceberg configuration); default: embedded")
     run.add_argument("--namespace", default="default")

@@ -23,8 +23,10 @@ from mt_magic.catalog.embedded import mt_home, read_state, running_server, state
 QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "01_quickstart.ipynb"
 SHOWN_LINES = 6
 """Lines of each cell's text output printed (a card's text form is longer)."""
-ENGINE_LOG = re.compile(r"^(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d(\.\d+)? (TRACE|DEBUG|INFO|WARN|ERROR) |^\s+at |^\[Stage "
-                        r"|^Setting default log level|^To adjust logging level")
+ENGINE_LOG = re.compile(
+    r"^(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d(\.\d+)? (TRACE|DEBUG|INFO|WARN|ERROR) |^\s+at |^\[Stage "
+    r"|^Setting default log level|^To adjust logging level"
+)
 """Lines Spark's JVM writes to the kernel's stderr, which ipykernel forwards into cell output."""
 
 
@@ -74,8 +76,9 @@ def run_notebook(path: Path, log: Path) -> float:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     started = time.monotonic()
     with open(log, "ab") as kernel_log, client.setup_kernel(env=_kernel_env(), stderr=kernel_log, stdout=kernel_log):
         for number, cell in enumerate(notebook.cells, start=1):

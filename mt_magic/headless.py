@@ -18,8 +18,13 @@ from mt_magic.runtime.connection import ConnectionSettings, connect
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.runtime.status import EventKind, RefreshEvent
 
-LOGGED = {EventKind.TABLE_ADDED, EventKind.TABLE_REMOVED, EventKind.REFRESH_STARTED, EventKind.REFRESH_SUCCEEDED,
-          EventKind.REFRESH_FAILED}
+LOGGED = {
+    EventKind.TABLE_ADDED,
+    EventKind.TABLE_REMOVED,
+    EventKind.REFRESH_STARTED,
+    EventKind.REFRESH_SUCCEEDED,
+    EventKind.REFRESH_FAILED,
+}
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_TIMEOUT_S = 20.0
 

@@ -35,32 +35,51 @@ def _wait_for_refreshes(results: Sequence[StatementResult]) -> None:
 class MaterializedMagics(Magics):
     """``%%materialized`` (the statements) and ``%mt`` (status, controls, lineage, history)."""
 
-    catalog_name = Unicode("mt", config=True, help="Spark/pyiceberg name of the Iceberg REST catalog to use "
-                                                   "(takes effect at the next %load_ext).")
+    catalog_name = Unicode(
+        "mt",
+        config=True,
+        help="Spark/pyiceberg name of the Iceberg REST catalog to use (takes effect at the next %load_ext).",
+    )
     namespace = Unicode("default", config=True, help="Namespace for unqualified table names (next %load_ext).")
-    spark_master = Unicode("", config=True, help="Spark master URL for a new session, e.g. spark://host:7077 "
-                                                 "(default local[*]; next %load_ext).")
-    max_concurrent_refreshes = Integer(2, config=True, help="Cap on refresh jobs running on Spark at once "
-                                                            "(next %load_ext).")
+    spark_master = Unicode(
+        "",
+        config=True,
+        help="Spark master URL for a new session, e.g. spark://host:7077 (default local[*]; next %load_ext).",
+    )
+    max_concurrent_refreshes = Integer(
+        2, config=True, help="Cap on refresh jobs running on Spark at once (next %load_ext)."
+    )
     preview_rows = Integer(100, config=True, help="Rows in a card's preview of the newest data.")
     failures_before_suspend = Integer(
-        5, config=True, help="Consecutive failed refreshes after which a table suspends itself until "
-                             "ALTER … RESUME; the tables reading it wait meanwhile (next %load_ext).")
+        5,
+        config=True,
+        help="Consecutive failed refreshes after which a table suspends itself until "
+        "ALTER … RESUME; the tables reading it wait meanwhile (next %load_ext).",
+    )
     refresh_lease_seconds = Integer(
-        30, config=True, help="How long this kernel's refresh leases outlive it: after a crash, another kernel or "
-                              "runner takes its tables over this many seconds later (renewed every third; next "
-                              "%load_ext).")
+        30,
+        config=True,
+        help="How long this kernel's refresh leases outlive it: after a crash, another kernel or "
+        "runner takes its tables over this many seconds later (renewed every third; next "
+        "%load_ext).",
+    )
     default_freshness_continuous = Unicode(
-        "INTERVAL '3' MINUTE", config=True,
-        help="FRESHNESS of a table that declares none (Flink's materialized-table.default-freshness.continuous).")
+        "INTERVAL '3' MINUTE",
+        config=True,
+        help="FRESHNESS of a table that declares none (Flink's materialized-table.default-freshness.continuous).",
+    )
     default_freshness_full = Unicode(
-        "INTERVAL '1' HOUR", config=True,
+        "INTERVAL '1' HOUR",
+        config=True,
         help="FRESHNESS of a REFRESH_MODE = FULL table that declares none; must be a FULL-mode schedule "
-             "(materialized-table.default-freshness.full).")
+        "(materialized-table.default-freshness.full).",
+    )
     freshness_threshold = Unicode(
-        "INTERVAL '30' MINUTE", config=True,
+        "INTERVAL '30' MINUTE",
+        config=True,
         help="Without REFRESH_MODE, a freshness below this is CONTINUOUS, else FULL "
-             "(materialized-table.refresh-mode.freshness-threshold).")
+        "(materialized-table.refresh-mode.freshness-threshold).",
+    )
 
     def __init__(self, shell=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         self._connection: Connection | None = None
@@ -95,9 +114,11 @@ class MaterializedMagics(Magics):
     @property
     def rules(self) -> FreshnessRules:
         """The FRESHNESS rules from the settings, used to parse cells and (via the service) to create tables."""
-        return FreshnessRules(parse_interval(self.default_freshness_continuous),
-                              parse_interval(self.default_freshness_full),
-                              parse_interval(self.freshness_threshold).to_timedelta())
+        return FreshnessRules(
+            parse_interval(self.default_freshness_continuous),
+            parse_interval(self.default_freshness_full),
+            parse_interval(self.freshness_threshold).to_timedelta(),
+        )
 
     @observe("default_freshness_continuous", "default_freshness_full", "freshness_threshold")
     def _rules_changed(self, change) -> None:  # type: ignore[no-untyped-def]
@@ -111,9 +132,15 @@ class MaterializedMagics(Magics):
         """The live connection; connects on first use."""
         if self._connection is None:
             spark = SparkSettings(master=self.spark_master) if self.spark_master else SparkSettings()
-            settings = ConnectionSettings(self.catalog_name, self.namespace, spark, self.max_concurrent_refreshes,
-                                          rules=self.rules, failures_before_suspend=self.failures_before_suspend,
-                                          lease_ttl=timedelta(seconds=self.refresh_lease_seconds))
+            settings = ConnectionSettings(
+                self.catalog_name,
+                self.namespace,
+                spark,
+                self.max_concurrent_refreshes,
+                rules=self.rules,
+                failures_before_suspend=self.failures_before_suspend,
+                lease_ttl=timedelta(seconds=self.refresh_lease_seconds),
+            )
             try:
                 self._connection = connect(settings)
             except MtMagicError as exc:
@@ -127,8 +154,9 @@ class MaterializedMagics(Magics):
             from mt_magic.widgets.actions import ServiceActions
             from mt_magic.widgets.live import LiveViews
 
-            self._live = LiveViews(connection.service, ServiceActions(connection.service),
-                                   preview_rows=lambda: self.preview_rows)
+            self._live = LiveViews(
+                connection.service, ServiceActions(connection.service), preview_rows=lambda: self.preview_rows
+            )
         return self._live
 
     def close(self) -> None:

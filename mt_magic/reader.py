@@ -40,8 +40,12 @@ def kernel_connection() -> Connection:
     return magics.connection
 
 
-def read(name: str, max_staleness: timedelta | float | None = None, when_stale: WhenStale | str = WhenStale.FAIL,
-         connection: Connection | None = None) -> DataFrame:
+def read(
+    name: str,
+    max_staleness: timedelta | float | None = None,
+    when_stale: WhenStale | str = WhenStale.FAIL,
+    connection: Connection | None = None,
+) -> DataFrame:
     """Read a materialized table if it is fresh enough; otherwise fail, refresh first, or read anyway.
 
     Args:

@@ -61,8 +61,7 @@ def connection(spark, catalog_server):
     os.environ[prefix + "TYPE"] = "rest"
     if catalog_server.token:
         os.environ[prefix + "TOKEN"] = catalog_server.token
-    conn = connect(ConnectionSettings(catalog_name=CATALOG, namespace="default",
-                                      start_manager=False))
+    conn = connect(ConnectionSettings(catalog_name=CATALOG, namespace="default", start_manager=False))
     yield conn
     conn.close()
 

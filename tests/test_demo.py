@@ -22,17 +22,30 @@ def test_the_demo_runs_the_quickstart_of_this_checkout() -> None:
 def test_cell_text_keeps_what_the_cell_showed_and_drops_spark_log_lines() -> None:
     shown = cell(
         "x",
-        {"output_type": "stream", "name": "stderr", "text": "10:59:33 WARN BlockManager: Block rdd_1 exists\n"
-                                                             "\tat org.apache.spark.Foo\n"
-                                                             "Setting default log level to \"WARN\".\n"
-                                                             "UsageError: bad option\n"},
+        {
+            "output_type": "stream",
+            "name": "stderr",
+            "text": "10:59:33 WARN BlockManager: Block rdd_1 exists\n"
+            "\tat org.apache.spark.Foo\n"
+            'Setting default log level to "WARN".\n'
+            "UsageError: bad option\n",
+        },
         {"output_type": "stream", "name": "stdout", "text": "{'ZhongTong': 1}\n"},
-        {"output_type": "execute_result", "execution_count": 1, "metadata": {},
-         "data": {"text/plain": "Created t\n  [fresh]", "application/vnd.jupyter.widget-view+json": {}}},
+        {
+            "output_type": "execute_result",
+            "execution_count": 1,
+            "metadata": {},
+            "data": {"text/plain": "Created t\n  [fresh]", "application/vnd.jupyter.widget-view+json": {}},
+        },
         {"output_type": "error", "ename": "AssertionError", "evalue": "counts differ\nmore", "traceback": []},
     )
-    assert _cell_text(shown) == ["UsageError: bad option", "{'ZhongTong': 1}", "Created t", "  [fresh]",
-                                 "AssertionError: counts differ"]
+    assert _cell_text(shown) == [
+        "UsageError: bad option",
+        "{'ZhongTong': 1}",
+        "Created t",
+        "  [fresh]",
+        "AssertionError: counts differ",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -45,8 +58,9 @@ def test_cell_text_keeps_what_the_cell_showed_and_drops_spark_log_lines() -> Non
         ("# NBVAL_CHECK_OUTPUT\nassert counts() == {}\nprint(counts())", "assert counts() == {} …"),
     ],
 )
-def test_report_names_the_cell_by_its_first_statement(capsys: pytest.CaptureFixture[str], source: str,
-                                                       head: str) -> None:
+def test_report_names_the_cell_by_its_first_statement(
+    capsys: pytest.CaptureFixture[str], source: str, head: str
+) -> None:
     _report(cell(source), 7, 1.25)
     first = capsys.readouterr().out.splitlines()[0]
     assert first == f"[ 7]   1.2s  {head}"

@@ -64,8 +64,10 @@ class Lease:
         return now < self.expires_at
 
     def encode(self) -> str:
-        return json.dumps({"holder": self.holder, "expires-ms": int(self.expires_at.timestamp() * 1000),
-                           "wanted-by": self.wanted_by}, sort_keys=True)
+        return json.dumps(
+            {"holder": self.holder, "expires-ms": int(self.expires_at.timestamp() * 1000), "wanted-by": self.wanted_by},
+            sort_keys=True,
+        )
 
     @classmethod
     def decode(cls, table: str, text: str) -> Lease | None:
@@ -112,8 +114,9 @@ class CatalogLeases:
             except NoSuchTableError:
                 self.catalog.create_namespace_if_not_exists(LEASE_NAMESPACE)
                 schema = Schema(NestedField(1, "note", StringType(), required=False))
-                return self.catalog.create_table_if_not_exists(self.identifier, schema,
-                                                               properties=LEASE_TABLE_PROPERTIES)
+                return self.catalog.create_table_if_not_exists(
+                    self.identifier, schema, properties=LEASE_TABLE_PROPERTIES
+                )
 
     def read(self) -> LeaseMap:
         """The current lease map (creating the empty lease table on first use).
@@ -128,7 +131,7 @@ class CatalogLeases:
         leases = {}
         for key, value in snapshot.summary.additional_properties.items():
             if key.startswith(LEASE_KEY):
-                lease = Lease.decode(key[len(LEASE_KEY):], str(value))
+                lease = Lease.decode(key[len(LEASE_KEY) :], str(value))
                 if lease is not None:
                     leases[lease.table] = lease
         return LeaseMap(snapshot.snapshot_id, leases, table)
@@ -180,11 +183,14 @@ class CatalogLeases:
         try:
             with reaching("the refresh leases"):
                 response = self.catalog.commit_table(
-                    table, (AssertTableUUID(uuid=table.metadata.table_uuid),),
-                    (RemoveSnapshotsUpdate(snapshot_ids=[s.snapshot_id for s in old]),))  # type: ignore[call-arg]
+                    table,
+                    (AssertTableUUID(uuid=table.metadata.table_uuid),),
+                    (RemoveSnapshotsUpdate(snapshot_ids=[s.snapshot_id for s in old]),),
+                )  # type: ignore[call-arg]
             before = _logged(table.metadata_location, table.metadata.metadata_log)
-            _delete_unlogged_metadata(table.io, before - _logged(response.metadata_location,
-                                                                  response.metadata.metadata_log))
+            _delete_unlogged_metadata(
+                table.io, before - _logged(response.metadata_location, response.metadata.metadata_log)
+            )
             for snapshot in old:
                 table.io.delete(snapshot.manifest_list)
         except Exception as exc:  # a concurrent expiry, a file already gone: harmless

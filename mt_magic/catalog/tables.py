@@ -114,8 +114,16 @@ def _ancestry(table: Table) -> tuple[SnapshotInfo, ...]:
         summary = snap.summary
         items = {} if summary is None else {k: str(v) for k, v in summary.additional_properties.items()}
         operation = "append" if summary is None else summary.operation.value
-        chain.append(SnapshotInfo(snap.snapshot_id, snap.parent_snapshot_id, _ms_to_dt(snap.timestamp_ms), operation,
-                                  items, snap.schema_id))
+        chain.append(
+            SnapshotInfo(
+                snap.snapshot_id,
+                snap.parent_snapshot_id,
+                _ms_to_dt(snap.timestamp_ms),
+                operation,
+                items,
+                snap.schema_id,
+            )
+        )
         current = snap.parent_snapshot_id
     return tuple(reversed(chain))
 

@@ -126,10 +126,12 @@ def connect(
         for callback in subscribers:
             service.subscribe(callback)
         return Connection(catalog_config, spark, service, None)
-    leases = LeaseKeeper(CatalogLeases(pyiceberg_catalog, catalog_config.name), holder_id(settings.refresher),
-                         settings.lease_ttl)
-    manager = RefreshManager(engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes, retry=retry,
-                             leases=leases)
+    leases = LeaseKeeper(
+        CatalogLeases(pyiceberg_catalog, catalog_config.name), holder_id(settings.refresher), settings.lease_ttl
+    )
+    manager = RefreshManager(
+        engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes, retry=retry, leases=leases
+    )
     for callback in subscribers:
         manager.subscribe(callback)
     manager.start()

@@ -133,8 +133,9 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
     buckets = stmt.distribution
-    schema_rules.check_keys(label, schema, stmt.primary_key, stmt.partitioned_by, formatters,
-                            buckets.columns if buckets else ())
+    schema_rules.check_keys(
+        label, schema, stmt.primary_key, stmt.partitioned_by, formatters, buckets.columns if buckets else ()
+    )
     definition = MaterializedTableDefinition(
         query=stmt.query,
         expanded_query=expanded,
@@ -184,8 +185,14 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
-    updated = replace(current, query=query, expanded_query=expanded, upstream=upstream, mode_reason=reason,
-                      definition_version=current.definition_version + 1)
+    updated = replace(
+        current,
+        query=query,
+        expanded_query=expanded,
+        upstream=upstream,
+        mode_reason=reason,
+        definition_version=current.definition_version + 1,
+    )
     try:  # one commit: the appended columns and the definition that produces them, or neither
         ws.catalog.update_properties(name, updated.to_properties(), schema_rules.arrow_columns(added))
     except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
@@ -196,8 +203,9 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     return updated
 
 
-def update_definition(ws: Workspace, name: str, extra: Mapping[str, str] | None = None,
-                      **changes: object) -> MaterializedTableDefinition:
+def update_definition(
+    ws: Workspace, name: str, extra: Mapping[str, str] | None = None, **changes: object
+) -> MaterializedTableDefinition:
     """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
     properties, in one commit."""
     _, current = ws.catalog.load_materialized(name)
@@ -214,8 +222,14 @@ def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> Material
     _, current = ws.catalog.load_materialized(name)
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
     retention = retention_properties(freshness.to_timedelta(), current.options)
-    return update_definition(ws, name, retention, freshness=schedule.freshness.sql(), cron=schedule.cron or "",
-                             interval=freshness.to_timedelta())
+    return update_definition(
+        ws,
+        name,
+        retention,
+        freshness=schedule.freshness.sql(),
+        cron=schedule.cron or "",
+        interval=freshness.to_timedelta(),
+    )
 
 
 def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], ...]) -> None:
@@ -258,8 +272,9 @@ def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> Material
         raise DefinitionError(f"{label}: {exc}") from exc
     _check_incremental_option(label, dict(current.options), mode, current.expanded_query)
     reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
-    return update_definition(ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "",
-                             mode_reason=reason)
+    return update_definition(
+        ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "", mode_reason=reason
+    )
 
 
 def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:

@@ -33,8 +33,9 @@ def like_matches(pattern: str, name: str) -> bool:
     return re.fullmatch("".join(parts), name, re.IGNORECASE | re.DOTALL) is not None
 
 
-def tables_listing(infos: list[TableInfo], statuses: Mapping[str, TableStatus], namespace: str | None,
-                like: str | None) -> Listing:
+def tables_listing(
+    infos: list[TableInfo], statuses: Mapping[str, TableStatus], namespace: str | None, like: str | None
+) -> Listing:
     """One row per materialized table, sorted by name; in ``namespace`` and matching ``like`` if given."""
     rows = []
     for info in sorted(infos, key=lambda i: i.name):
@@ -45,8 +46,16 @@ def tables_listing(infos: list[TableInfo], statuses: Mapping[str, TableStatus], 
         if like is not None and not like_matches(like, info.table_name):
             continue
         status = statuses.get(info.name)
-        rows.append((info.name, definition.refresh_mode.value, definition.freshness,
-                     _state(definition, status), _staleness(status), _last_refresh(info)))
+        rows.append(
+            (
+                info.name,
+                definition.refresh_mode.value,
+                definition.freshness,
+                _state(definition, status),
+                _staleness(status),
+                _last_refresh(info),
+            )
+        )
     return Listing(TABLE_COLUMNS, tuple(rows))
 
 
@@ -90,8 +99,11 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
         "# refresh mode": f"{definition.refresh_mode.value} ({definition.mode_reason})",
         "# freshness": definition.freshness + (f" (cron {definition.cron})" if definition.cron else ""),
         "# partitioned by": ", ".join(definition.partitioned_by) or "—",
-        "# distributed by": (f"HASH({', '.join(definition.bucket_columns)}) INTO {definition.buckets} BUCKETS"
-                             if definition.bucket_columns else "—"),
+        "# distributed by": (
+            f"HASH({', '.join(definition.bucket_columns)}) INTO {definition.buckets} BUCKETS"
+            if definition.bucket_columns
+            else "—"
+        ),
         "# sources": ", ".join(definition.upstream) or "—",
         "# state": _state(definition, status),
         "# staleness": _staleness(status),
@@ -131,4 +143,3 @@ def _last_refresh(info: TableInfo) -> str:
 
 def _when(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S UTC")
-

@@ -94,5 +94,10 @@ class Lineage:
 
 def lineage(workspace: Workspace) -> Lineage:
     """Read every materialized table's sources from the catalog."""
-    return Lineage({info.name: tuple(info.definition.upstream) for info in workspace.catalog.list_materialized()
-                    if info.definition is not None})
+    return Lineage(
+        {
+            info.name: tuple(info.definition.upstream)
+            for info in workspace.catalog.list_materialized()
+            if info.definition is not None
+        }
+    )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mt_magic.catalog.tables import TableInfo
     from mt_magic.runtime.refresh.engine import Engine
 
+
 def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshRecord]:
     """The table's refreshes, newest first, each with ``staleness_before`` where it can be known.
 
@@ -36,12 +37,17 @@ def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshR
     before: dict[int, timedelta | None] = {}
     for (_, previous), (snapshot_id, state) in zip(states, states[1:], strict=False):
         before[snapshot_id] = _staleness_before(sources, previous, state)
-    return [replace(r, staleness_before=before[r.snapshot_id]) if r.snapshot_id in before else r
-            for r in engine.history(name, limit)]
+    return [
+        replace(r, staleness_before=before[r.snapshot_id]) if r.snapshot_id in before else r
+        for r in engine.history(name, limit)
+    ]
 
 
-def _staleness_before(sources: dict[str, TableInfo], previous: RefreshState, current: RefreshState,
-                      ) -> timedelta | None:
+def _staleness_before(
+    sources: dict[str, TableInfo],
+    previous: RefreshState,
+    current: RefreshState,
+) -> timedelta | None:
     oldest = None
     for name, source in sources.items():
         changes = source.snapshots_after(previous.snapshot_of(name))

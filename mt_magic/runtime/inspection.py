@@ -42,19 +42,28 @@ class Inspection:
         statuses = {s.name: s for s in self.manager.statuses()}
         listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
         where = f" in {namespace}" if namespace else ""
-        return StatementResult(StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.",
-                               listing=listing)
+        return StatementResult(
+            StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.", listing=listing
+        )
 
     def show_create(self, name: str) -> StatementResult:
         info, definition = self.workspace.catalog.load_materialized(name)
-        return StatementResult(StatementAction.SHOWN, (), f"SHOW CREATE MATERIALIZED TABLE {name}",
-                               listing=create_statement(info, definition))
+        return StatementResult(
+            StatementAction.SHOWN,
+            (),
+            f"SHOW CREATE MATERIALIZED TABLE {name}",
+            listing=create_statement(info, definition),
+        )
 
     def describe(self, name: str) -> StatementResult:
         info, definition = self.workspace.catalog.load_materialized(name)
         status = self.manager.status(name) if self.manager.knows(name) else None
-        return StatementResult(StatementAction.SHOWN, (), f"DESCRIBE MATERIALIZED TABLE {name}",
-                               listing=table_description(info, definition, status))
+        return StatementResult(
+            StatementAction.SHOWN,
+            (),
+            f"DESCRIBE MATERIALIZED TABLE {name}",
+            listing=table_description(info, definition, status),
+        )
 
     # --- what the views read ----------------------------------------------------------------------------
 

@@ -75,8 +75,13 @@ def judge(service: MaterializedTables, name: str, max_staleness: timedelta | Non
     return Staleness(table, pending, service.workspace.clock(), allowed)
 
 
-def read(service: MaterializedTables, name: str, max_staleness: timedelta | None = None,
-         when_stale: WhenStale | str = WhenStale.FAIL, refresh_timeout: float = 600.0) -> DataFrame:
+def read(
+    service: MaterializedTables,
+    name: str,
+    max_staleness: timedelta | None = None,
+    when_stale: WhenStale | str = WhenStale.FAIL,
+    refresh_timeout: float = 600.0,
+) -> DataFrame:
     """The table's rows as a DataFrame, if they are fresh enough or ``when_stale`` says what to do.
 
     Args:

@@ -33,7 +33,6 @@ class TableHistory:
     freshness: timedelta | None
 
 
-
 def first_error(results: list[StatementResult]) -> MtMagicError | None:
     """The first failed refresh among finished ``results``, as the error to show (``--wait``)."""
     for result in results:

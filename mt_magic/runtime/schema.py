@@ -61,15 +61,21 @@ def check_typed(label: str, schema: StructType) -> None:
         )
 
 
-def check_keys(label: str, schema: StructType, primary_key: PrimaryKey | None, partitioned_by: Sequence[str],
-               formatters: Mapping[str, str], bucket_columns: Sequence[str] = ()) -> None:
+def check_keys(
+    label: str,
+    schema: StructType,
+    primary_key: PrimaryKey | None,
+    partitioned_by: Sequence[str],
+    formatters: Mapping[str, str],
+    bucket_columns: Sequence[str] = (),
+) -> None:
     """Primary key, partition, bucket and formatter columns must exist; formatter columns must be strings."""
     types = {f.name.lower(): f.dataType for f in schema.fields}
     names = ", ".join(f.name for f in schema.fields)
     for col in bucket_columns:
         if col.lower() not in types:
             raise DefinitionError(f"{label}: DISTRIBUTED BY column {col} is not a column of the query ({names}).")
-    for col in (primary_key.columns if primary_key else ()):
+    for col in primary_key.columns if primary_key else ():
         if col.lower() not in types:
             raise DefinitionError(f"{label}: PRIMARY KEY column {col} is not a column of the query ({names}).")
     for col in partitioned_by:
@@ -92,12 +98,16 @@ def table_properties(options: Mapping[str, str]) -> dict[str, str]:
     """The WITH options that are Iceberg table properties (``write.*``, ``format-version``, ``commit.*``, the
     user's own): every option but mt_magic's own (``incremental*``, date formatters), which live in ``mt.*``.
     Options of other systems never get here: the grammar refuses them."""
-    return {key: value for key, value in options.items()
-            if formatter_column(key) is None and key != INCREMENTAL_OPTION and not key.startswith("incremental.")}
+    return {
+        key: value
+        for key, value in options.items()
+        if formatter_column(key) is None and key != INCREMENTAL_OPTION and not key.startswith("incremental.")
+    }
 
 
-def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
-                         definition: MaterializedTableDefinition, comment: str | None) -> None:
+def create_iceberg_table(
+    spark: SparkSession, name: str, schema: StructType, definition: MaterializedTableDefinition, comment: str | None
+) -> None:
     """Create the empty Iceberg table (partition spec, properties, identifier fields); undone on failure.
 
     Plain DDL rather than CTAS: CTAS makes every column optional, and identifier fields must be required.
@@ -107,8 +117,12 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
         f"{identifier(f.name)} {f.dataType.simpleString()}" + (" NOT NULL" if f.name.lower() in key else "")
         for f in schema.fields
     )
-    properties = {"format-version": "2", **table_properties(definition.options),
-                  **retention_properties(definition.interval, definition.options), **definition.to_properties()}
+    properties = {
+        "format-version": "2",
+        **table_properties(definition.options),
+        **retention_properties(definition.interval, definition.options),
+        **definition.to_properties(),
+    }
     ddl = [f"CREATE TABLE {qualified(name)} ({columns}) USING iceberg"]
     fields = [identifier(c) for c in definition.partitioned_by]
     fields += [f"bucket({definition.buckets}, {identifier(c)})" for c in definition.bucket_columns]
@@ -116,13 +130,16 @@ def create_iceberg_table(spark: SparkSession, name: str, schema: StructType,
         ddl.append("PARTITIONED BY (" + ", ".join(fields) + ")")
     if comment:
         ddl.append(f"COMMENT {string_literal(comment)}")
-    ddl.append("TBLPROPERTIES (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}"
-                                            for k, v in properties.items()) + ")")
+    ddl.append(
+        "TBLPROPERTIES (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items()) + ")"
+    )
     spark.sql("\n".join(ddl))
     if definition.primary_key:
         try:
-            spark.sql(f"ALTER TABLE {qualified(name)} SET IDENTIFIER FIELDS "
-                      + ", ".join(identifier(c) for c in definition.primary_key))
+            spark.sql(
+                f"ALTER TABLE {qualified(name)} SET IDENTIFIER FIELDS "
+                + ", ".join(identifier(c) for c in definition.primary_key)
+            )
         except Exception:
             spark.sql(f"DROP TABLE IF EXISTS {qualified(name)} PURGE")
             raise
@@ -144,10 +161,11 @@ def appended_columns(label: str, current: StructType, new: StructType) -> list[S
             )
     if problems:
         raise DefinitionError(
-            f"{label}: only appending nullable columns at the end is allowed, but " + "; ".join(problems)
+            f"{label}: only appending nullable columns at the end is allowed, but "
+            + "; ".join(problems)
             + ". Keep the existing columns as they are and add new ones last, or drop and recreate the table."
         )
-    return list(new.fields[len(current.fields):])
+    return list(new.fields[len(current.fields) :])
 
 
 def arrow_columns(fields: Sequence[StructField]) -> pa.Schema:

@@ -70,8 +70,13 @@ class MaterializedTables(Inspection):
         from mt_magic.runtime.manager.loop import InlineExecutor
         from mt_magic.runtime.manager.refresh_manager import RefreshManager
 
-        manager = RefreshManager(engine, clock=engine.workspace.clock, retry=retry or RetryPolicy(),
-                                 executor=InlineExecutor(), scheduling=False)
+        manager = RefreshManager(
+            engine,
+            clock=engine.workspace.clock,
+            retry=retry or RetryPolicy(),
+            executor=InlineExecutor(),
+            scheduling=False,
+        )
         return cls(engine, manager, background=False)
 
     def set_rules(self, rules: FreshnessRules) -> None:
@@ -115,8 +120,9 @@ class MaterializedTables(Inspection):
         if stmt.or_alter and self.workspace.catalog.exists(name):
             ddl.alter_query(self.workspace, name, stmt.query, stmt.columns)
             self._retrack(name)
-            return StatementResult(StatementAction.ALTERED, (name,),
-                                   f"{name} exists: its query was replaced (CREATE OR ALTER).")
+            return StatementResult(
+                StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
+            )
         name, definition = ddl.create_table(self.workspace, stmt)
         try:
             future = self.manager.add(self._managed(name), initial=True)
@@ -133,14 +139,21 @@ class MaterializedTables(Inspection):
             self.workspace.catalog.drop(name, purge=True)
             raise future.exception()  # type: ignore[misc]
         mode = definition.refresh_mode.value
-        return StatementResult(StatementAction.CREATED, (name,), f"Created {name} ({mode}, {definition.freshness}); "
-                               "populating it as its first refresh.", future)
+        return StatementResult(
+            StatementAction.CREATED,
+            (name,),
+            f"Created {name} ({mode}, {definition.freshness}); populating it as its first refresh.",
+            future,
+        )
 
     def alter_query(self, name: str, query: str) -> StatementResult:
         definition = ddl.alter_query(self.workspace, name, query)
         self._retrack(name)
-        return StatementResult(StatementAction.ALTERED, (name,), f"{name}: new query (definition version "
-                               f"{definition.definition_version}); the next refresh uses it.")
+        return StatementResult(
+            StatementAction.ALTERED,
+            (name,),
+            f"{name}: new query (definition version {definition.definition_version}); the next refresh uses it.",
+        )
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
@@ -153,8 +166,9 @@ class MaterializedTables(Inspection):
         definition = ddl.change_refresh_mode(self.workspace, name, mode)
         self._retrack(name)
         schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
-        return StatementResult(StatementAction.ALTERED, (name,),
-                               f"{name}: refresh mode is now {mode.value} ({schedule}).")
+        return StatementResult(
+            StatementAction.ALTERED, (name,), f"{name}: refresh mode is now {mode.value} ({schedule})."
+        )
 
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
@@ -228,8 +242,9 @@ class MaterializedTables(Inspection):
         if with_downstream:
             from mt_magic.runtime.graph import descendants
 
-            upstream = {i.name: i.definition.upstream for i in self.workspace.catalog.list_materialized()
-                        if i.definition}
+            upstream = {
+                i.name: i.definition.upstream for i in self.workspace.catalog.list_materialized() if i.definition
+            }
             wanted += descendants(name, upstream)
         for table in wanted:
             if not self.manager.knows(table):

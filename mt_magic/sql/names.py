@@ -68,6 +68,8 @@ def name_part_problem(part: str) -> str | None:
         if why is None and char != " " and not char.isprintable():
             why = "a control or unprintable character (a tab, a line break, …) cannot be shown or typed in a cell"
         if why is not None:
-            return (f"the name part {part!r} contains {char!r}, which mt_magic does not support: {why}. "
-                    "Rename it without that character (e.g. use '_')")
+            return (
+                f"the name part {part!r} contains {char!r}, which mt_magic does not support: {why}. "
+                "Rename it without that character (e.g. use '_')"
+            )
     return None

@@ -109,8 +109,10 @@ def human_time(at: datetime | None, now: datetime | None = None) -> str:
 
 def badge_html(label: str, colour: str, css_class: str, data: str = "") -> str:
     """A rounded coloured label; ``css_class`` and ``data`` (``data-*`` attributes) let tests find it."""
-    return (f'<span class="mt-badge {css_class}" {data} style="background:{colour};color:white;'
-            f'border-radius:9px;padding:1px 9px;font-size:85%;white-space:nowrap">{html.escape(label)}</span>')
+    return (
+        f'<span class="mt-badge {css_class}" {data} style="background:{colour};color:white;'
+        f'border-radius:9px;padding:1px 9px;font-size:85%;white-space:nowrap">{html.escape(label)}</span>'
+    )
 
 
 def freshness_badge_html(status: TableStatus) -> str:

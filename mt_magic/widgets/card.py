@@ -49,28 +49,41 @@ class TableCard(LiveView):
         self.preview: Preview | None = None
         self.title = widgets.HTML()
         self.details = widgets.HTML()
-        self.progress = widgets.FloatProgress(min=0.0, max=1.0, description="Spark",
-                                              layout=widgets.Layout(display="none", width="60%"))
+        self.progress = widgets.FloatProgress(
+            min=0.0, max=1.0, description="Spark", layout=widgets.Layout(display="none", width="60%")
+        )
         self.preview_area = widgets.HTML(preview_html(None))
         self.message = widgets.HTML()
         self.message.add_class("mt-action-message")
         value, unit = _split_freshness(self.status)
-        self.freshness_value = widgets.BoundedIntText(value=value, min=1, max=1_000_000,
-                                                      layout=widgets.Layout(width="80px"))
+        self.freshness_value = widgets.BoundedIntText(
+            value=value, min=1, max=1_000_000, layout=widgets.Layout(width="80px")
+        )
         self.freshness_unit = widgets.Dropdown(options=UNITS, value=unit, layout=widgets.Layout(width="100px"))
-        self.partition = widgets.Text(placeholder="ds = '20250101' (empty: whole table)",
-                                      layout=widgets.Layout(width="240px"))
-        self.cascade = widgets.Checkbox(value=False, description="cascade downstream", indent=False,
-                                        layout=widgets.Layout(width="auto"))
+        self.partition = widgets.Text(
+            placeholder="ds = '20250101' (empty: whole table)", layout=widgets.Layout(width="240px")
+        )
+        self.cascade = widgets.Checkbox(
+            value=False, description="cascade downstream", indent=False, layout=widgets.Layout(width="auto")
+        )
         self.refresh_button = _button("Refresh now", "refresh", "mt-refresh", self.refresh_now)
         self.suspend_button = _button("Suspend", "pause", "mt-suspend", self.toggle_suspend)
         self.freshness_button = _button("Set freshness", "clock-o", "mt-set-freshness", self.set_freshness)
         self.backfill_button = _button("Backfill", "history", "mt-backfill", self.backfill)
-        controls = widgets.HBox([self.refresh_button, self.suspend_button, widgets.HTML("&nbsp;freshness"),
-                                 self.freshness_value, self.freshness_unit, self.freshness_button])
+        controls = widgets.HBox(
+            [
+                self.refresh_button,
+                self.suspend_button,
+                widgets.HTML("&nbsp;freshness"),
+                self.freshness_value,
+                self.freshness_unit,
+                self.freshness_button,
+            ]
+        )
         backfill = widgets.HBox([widgets.HTML("partition"), self.partition, self.cascade, self.backfill_button])
-        super().__init__(live, name, [self.title, self.details, self.progress, self.preview_area, controls,
-                                      backfill, self.message])
+        super().__init__(
+            live, name, [self.title, self.details, self.progress, self.preview_area, controls, backfill, self.message]
+        )
         self.add_class("mt-card")
         self.layout.border, self.layout.padding, self.layout.margin = "1px solid #d1d5db", "4px 10px", "4px 0"
         self.tick()
@@ -86,8 +99,12 @@ class TableCard(LiveView):
             return
         self.apply(event.status)
         last = event.status.last_refresh
-        if event.kind is EventKind.REFRESH_SUCCEEDED and last is not None and last.kind is not RefreshKind.NOOP and (
-                last.snapshot_id is None or self.preview is None or self.preview.snapshot_id != last.snapshot_id):
+        if (
+            event.kind is EventKind.REFRESH_SUCCEEDED
+            and last is not None
+            and last.kind is not RefreshKind.NOOP
+            and (last.snapshot_id is None or self.preview is None or self.preview.snapshot_id != last.snapshot_id)
+        ):
             self.request_preview()
 
     def tick(self) -> None:
@@ -120,8 +137,9 @@ class TableCard(LiveView):
         with self.lock:
             if self.closed:
                 return
-            self.details.value = f'<div class="mt-removed" style="color:#dc2626">{html.escape(self.name)}: ' \
-                                 f"{html.escape(reason)}</div>"
+            self.details.value = (
+                f'<div class="mt-removed" style="color:#dc2626">{html.escape(self.name)}: {html.escape(reason)}</div>'
+            )
             for button in (self.refresh_button, self.suspend_button, self.freshness_button, self.backfill_button):
                 button.disabled = True
 
@@ -182,4 +200,3 @@ class TableCard(LiveView):
 
     def fallback_text(self) -> str:
         return card_text(self.status, self.preview, self.live.clock())
-

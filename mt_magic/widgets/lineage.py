@@ -48,6 +48,7 @@ def layout(graph: Lineage) -> dict[str, Placed]:
         columns.setdefault(depth_of(name), []).append(name)
     rows: dict[str, int] = {}
     for column in sorted(columns):
+
         def centre(name: str) -> tuple[float, str]:
             parents = [rows[s] for s in graph.upstream.get(name, ()) if s in rows]
             return (sum(parents) / len(parents) if parents else 0.0, name)
@@ -75,22 +76,26 @@ def _node(p: Placed, graph: Lineage, status: TableStatus | None, focus: str | No
         detail = f"{status.state.value} · {level} · {behind} / {target}"
     stroke, width = ("#111827", 3) if p.name == focus else ("#6b7280", 1)
     label, tip = _short(p.name, graph), f"{p.name}: {detail}"
-    return (f'<g class="mt-node" data-table="{html.escape(p.name)}" data-level="{level}">'
-            f"<title>{html.escape(tip)}</title>"
-            f'<rect x="{p.x}" y="{p.y}" width="{NODE_W}" height="{NODE_H}" rx="7" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width="{width}"/>'
-            f'<text x="{p.x + 9}" y="{p.y + 19}" font-size="13" font-weight="bold" fill="{ink}" '
-            f'font-family="sans-serif">{html.escape(label[:30])}</text>'
-            f'<text x="{p.x + 9}" y="{p.y + 37}" font-size="10.5" fill="{ink}" '
-            f'font-family="sans-serif">{html.escape(detail[:38])}</text></g>')
+    return (
+        f'<g class="mt-node" data-table="{html.escape(p.name)}" data-level="{level}">'
+        f"<title>{html.escape(tip)}</title>"
+        f'<rect x="{p.x}" y="{p.y}" width="{NODE_W}" height="{NODE_H}" rx="7" fill="{fill}" '
+        f'stroke="{stroke}" stroke-width="{width}"/>'
+        f'<text x="{p.x + 9}" y="{p.y + 19}" font-size="13" font-weight="bold" fill="{ink}" '
+        f'font-family="sans-serif">{html.escape(label[:30])}</text>'
+        f'<text x="{p.x + 9}" y="{p.y + 37}" font-size="10.5" fill="{ink}" '
+        f'font-family="sans-serif">{html.escape(detail[:38])}</text></g>'
+    )
 
 
 def _edge(src: Placed, dst: Placed) -> str:
     x1, y1 = src.x + NODE_W, src.y + NODE_H / 2
     x2, y2 = dst.x - 2, dst.y + NODE_H / 2
     bend = (x2 - x1) / 2
-    return (f'<path class="mt-edge" d="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}" fill="none" '
-            'stroke="#9ca3af" stroke-width="1.6" marker-end="url(#mt-arrow)"/>')
+    return (
+        f'<path class="mt-edge" d="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}" fill="none" '
+        'stroke="#9ca3af" stroke-width="1.6" marker-end="url(#mt-arrow)"/>'
+    )
 
 
 def lineage_svg(graph: Lineage, statuses: Mapping[str, TableStatus], focus: str | None = None) -> str:
@@ -102,10 +107,14 @@ def lineage_svg(graph: Lineage, statuses: Mapping[str, TableStatus], focus: str 
     height = MARGIN * 2 + (max(p.row for p in placed.values()) + 1) * (NODE_H + ROW_GAP) - ROW_GAP
     edges = [_edge(placed[s], placed[m]) for m, sources in graph.upstream.items() for s in sources if s in placed]
     nodes = [_node(placed[n], graph, statuses.get(n), focus) for n in graph.nodes]
-    arrow = ('<defs><marker id="mt-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-             'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#9ca3af"/></marker></defs>')
-    return (f'<svg class="mt-lineage" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}">{arrow}{"".join(edges)}{"".join(nodes)}</svg>')
+    arrow = (
+        '<defs><marker id="mt-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#9ca3af"/></marker></defs>'
+    )
+    return (
+        f'<svg class="mt-lineage" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">{arrow}{"".join(edges)}{"".join(nodes)}</svg>'
+    )
 
 
 def lineage_text(graph: Lineage, statuses: Mapping[str, TableStatus]) -> str:

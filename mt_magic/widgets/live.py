@@ -35,7 +35,6 @@ V = TypeVar("V", bound=LiveView)
 THREAD_NAME = "mt-live-views"
 
 
-
 class LiveViews:
     """Registry and updater of the live views of one kernel.
 
@@ -48,9 +47,15 @@ class LiveViews:
             :meth:`run_pending` and :meth:`tick` themselves).
     """
 
-    def __init__(self, feed: StatusFeed, actions: TableActions, *,
-                 clock: Callable[[], datetime] = utc_now, preview_rows: Callable[[], int] = lambda: 100,
-                 tick_every: float | None = 1.0) -> None:
+    def __init__(
+        self,
+        feed: StatusFeed,
+        actions: TableActions,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        preview_rows: Callable[[], int] = lambda: 100,
+        tick_every: float | None = 1.0,
+    ) -> None:
         self.feed = feed
         self.actions = actions
         self.clock = clock

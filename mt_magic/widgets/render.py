@@ -34,8 +34,13 @@ def last_refresh_text(status: TableStatus, now: datetime | None = None) -> str:
     last = status.last_refresh
     if last is None:
         return "never"
-    parts = [last.kind.value, last.trigger.value, human_duration(last.duration), f"{last.rows_written} rows",
-             human_time(last.started_at, now)]
+    parts = [
+        last.kind.value,
+        last.trigger.value,
+        human_duration(last.duration),
+        f"{last.rows_written} rows",
+        human_time(last.started_at, now),
+    ]
     return " · ".join(parts)
 
 
@@ -58,8 +63,10 @@ def progress_text(status: TableStatus) -> str:
 def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[str, str]]:
     """(label, text) lines of a card below its title."""
     rows = [
-        ("freshness", f"target {human_duration(status.freshness)} · measured staleness "
-                      f"{human_duration(status.staleness)}"),
+        (
+            "freshness",
+            f"target {human_duration(status.freshness)} · measured staleness {human_duration(status.staleness)}",
+        ),
         ("job", status.state.value + (f" · {progress_text(status)}" if progress_text(status) else "")),
         ("last refresh", last_refresh_text(status, now)),
         ("next refresh", next_refresh_text(status, now)),
@@ -74,8 +81,13 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
         rows.append(("error", status.last_error + failures))
     if status.state is JobState.FAILED:
-        rows.append(("suspended", "after repeated failures; the tables reading it wait. Fix the cause, then "
-                                  "ALTER MATERIALIZED TABLE … RESUME (or refresh it by hand)."))
+        rows.append(
+            (
+                "suspended",
+                "after repeated failures; the tables reading it wait. Fix the cause, then "
+                "ALTER MATERIALIZED TABLE … RESUME (or refresh it by hand).",
+            )
+        )
     return rows
 
 
@@ -87,16 +99,19 @@ def refreshed_by_text(status: TableStatus) -> str:
 
 
 def title_html(status: TableStatus) -> str:
-    return (f'<div class="mt-title"><b style="font-size:110%">{html.escape(status.name)}</b> '
-            f"{state_badge_html(status)} {freshness_badge_html(status)}</div>"
-            f'<div class="mt-mode" style="color:#4b5563">{html.escape(mode_text(status))}</div>')
+    return (
+        f'<div class="mt-title"><b style="font-size:110%">{html.escape(status.name)}</b> '
+        f"{state_badge_html(status)} {freshness_badge_html(status)}</div>"
+        f'<div class="mt-mode" style="color:#4b5563">{html.escape(mode_text(status))}</div>'
+    )
 
 
 def details_html(status: TableStatus, now: datetime | None = None) -> str:
     rows = "".join(
         f'<tr class="mt-detail-{label.replace(" ", "-")}"><td style="{CELL};color:#6b7280">{html.escape(label)}</td>'
         f'<td style="{CELL}">{html.escape(text)}</td></tr>'
-        for label, text in detail_rows(status, now))
+        for label, text in detail_rows(status, now)
+    )
     return f'<table class="mt-details" style="border-collapse:collapse">{rows}</table>'
 
 
@@ -109,11 +124,15 @@ def preview_html(preview: Preview | None) -> str:
     order = f", newest {', '.join(preview.ordered_by)} first" if preview.ordered_by else ""
     caption = f"preview: {len(preview.rows)} row(s) of snapshot {preview.snapshot_id}{order}"
     head = "".join(f'<th style="{CELL}">{html.escape(c)}</th>' for c in preview.columns)
-    body = "".join("<tr>" + "".join(f'<td style="{CELL}">{html.escape(_cell(v))}</td>' for v in row) + "</tr>"
-                   for row in preview.rows)
-    return (f'<div class="mt-preview"><div style="color:#6b7280">{html.escape(caption)}</div>'
-            f'<div style="max-height:220px;overflow:auto"><table style="border-collapse:collapse;font-size:90%">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>")
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{CELL}">{html.escape(_cell(v))}</td>' for v in row) + "</tr>"
+        for row in preview.rows
+    )
+    return (
+        f'<div class="mt-preview"><div style="color:#6b7280">{html.escape(caption)}</div>'
+        f'<div style="max-height:220px;overflow:auto"><table style="border-collapse:collapse;font-size:90%">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>"
+    )
 
 
 def _cell(value: object) -> str:
@@ -122,8 +141,10 @@ def _cell(value: object) -> str:
 
 def card_html(status: TableStatus, preview: Preview | None, now: datetime | None = None) -> str:
     """The whole card as static HTML (the fallback of the live card)."""
-    return (f'<div class="mt-card-static" style="{CARD_STYLE}">{title_html(status)}{details_html(status, now)}'
-            f"{preview_html(preview)}</div>")
+    return (
+        f'<div class="mt-card-static" style="{CARD_STYLE}">{title_html(status)}{details_html(status, now)}'
+        f"{preview_html(preview)}</div>"
+    )
 
 
 def card_text(status: TableStatus, preview: Preview | None, now: datetime | None = None) -> str:
@@ -141,8 +162,15 @@ STATUS_HEADERS = ("table", "mode", "state", "freshness", "last refresh", "next r
 
 
 def _status_cells(s: TableStatus, now: datetime | None) -> tuple[str, ...]:
-    return (s.name, mode_text(s), s.state.value, freshness_badge(s).label, last_refresh_text(s, now),
-            next_refresh_text(s, now), s.last_error or (f"paused: {s.paused}" if s.paused else ""))
+    return (
+        s.name,
+        mode_text(s),
+        s.state.value,
+        freshness_badge(s).label,
+        last_refresh_text(s, now),
+        next_refresh_text(s, now),
+        s.last_error or (f"paused: {s.paused}" if s.paused else ""),
+    )
 
 
 def dashboard_html(statuses: Sequence[TableStatus], now: datetime | None = None) -> str:
@@ -154,10 +182,15 @@ def dashboard_html(statuses: Sequence[TableStatus], now: datetime | None = None)
     for s in statuses:
         cells = [html.escape(c) for c in _status_cells(s, now)]
         cells[2], cells[3] = state_badge_html(s), freshness_badge_html(s)
-        rows.append(f'<tr class="mt-row" data-table="{html.escape(s.name)}">'
-                    + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
-    return (f'<table class="mt-dashboard-table" style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        rows.append(
+            f'<tr class="mt-row" data-table="{html.escape(s.name)}">'
+            + "".join(f'<td style="{CELL}">{c}</td>' for c in cells)
+            + "</tr>"
+        )
+    return (
+        f'<table class="mt-dashboard-table" style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def dashboard_text(statuses: Sequence[TableStatus], now: datetime | None = None) -> str:
@@ -220,8 +253,9 @@ def listing_text(listing: Listing) -> str:
     if listing.columns:
         table = [listing.columns, *listing.rows]
         widths = [max(len(row[i]) for row in table) for i in range(len(listing.columns))]
-        lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-                  for row in table]
+        lines += [
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in table
+        ]
     return "\n".join(lines)
 
 

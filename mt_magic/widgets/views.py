@@ -29,9 +29,18 @@ class HistoryView:
     freshness: timedelta | None = None
 
     def rows(self) -> list[tuple[str, ...]]:
-        return [(human_time(r.started_at), r.kind.value, r.trigger.value, human_duration(r.duration),
-                 str(r.rows_written), human_duration(r.staleness_before), str(r.snapshot_id))
-                for r in self.records]
+        return [
+            (
+                human_time(r.started_at),
+                r.kind.value,
+                r.trigger.value,
+                human_duration(r.duration),
+                str(r.rows_written),
+                human_duration(r.staleness_before),
+                str(r.snapshot_id),
+            )
+            for r in self.records
+        ]
 
     def _repr_html_(self) -> str:
         target = f" · freshness target {human_duration(self.freshness)}" if self.freshness else ""
@@ -39,10 +48,13 @@ class HistoryView:
         if not self.records:
             return f'<div class="mt-history">{title}: no refresh committed yet.</div>'
         head = "".join(f'<th style="{CELL}">{h}</th>' for h in HISTORY_HEADERS)
-        body = "".join("<tr>" + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row) + "</tr>"
-                       for row in self.rows())
-        return (f'<div class="mt-history">{title}<br>{history_svg(self.records, self.freshness)}'
-                f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>')
+        body = "".join(
+            "<tr>" + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row) + "</tr>" for row in self.rows()
+        )
+        return (
+            f'<div class="mt-history">{title}<br>{history_svg(self.records, self.freshness)}'
+            f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>'
+        )
 
     def __repr__(self) -> str:
         lines = [f"{self.table}: {len(self.records)} refresh(es), newest first", " | ".join(HISTORY_HEADERS)]
@@ -60,8 +72,10 @@ class LineageView:
     def _repr_html_(self) -> str:
         if not self.graph.nodes:
             return "<i>No materialized tables yet.</i>"
-        legend = ('<div style="color:#6b7280;font-size:90%">green: within freshness · amber: up to 2× late · '
-                  "red: more than 2× late · grey: unknown · white: plain Iceberg source</div>")
+        legend = (
+            '<div style="color:#6b7280;font-size:90%">green: within freshness · amber: up to 2× late · '
+            "red: more than 2× late · grey: unknown · white: plain Iceberg source</div>"
+        )
         return f'<div class="mt-lineage-view">{lineage_svg(self.graph, self.statuses, self.focus)}{legend}</div>'
 
     def __repr__(self) -> str:
@@ -88,8 +102,10 @@ class ConfigView:
     settings: Mapping[str, str]
 
     def _repr_html_(self) -> str:
-        rows = "".join(f'<tr><td style="{CELL}">{html.escape(k)}</td><td style="{CELL}"><code>{html.escape(v)}'
-                       "</code></td></tr>" for k, v in self.settings.items())
+        rows = "".join(
+            f'<tr><td style="{CELL}">{html.escape(k)}</td><td style="{CELL}"><code>{html.escape(v)}</code></td></tr>'
+            for k, v in self.settings.items()
+        )
         return f'<table class="mt-config">{rows}</table>'
 
     def __repr__(self) -> str:

@@ -31,8 +31,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOK = "live_tables.ipynb"
 SCREENSHOT_ENV = "MT_MAGIC_SCREENSHOT"
 """When set, a path where the test also saves the card after its refresh click (the README's screenshot)."""
@@ -98,20 +105,38 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     (settings / "apputils-extension").mkdir(parents=True)
     (settings / "notebook-extension").mkdir(parents=True)
     (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}')
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
     (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "MT_MAGIC_HOME": str(home), "JUPYTER_CONFIG_DIR": str(config),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "MT_MAGIC_HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
     log = tmp_path / "jupyterlab.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-             f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-             f"--LabApp.user_settings_dir={config / 'lab-settings'}",
-             f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                f"--LabApp.user_settings_dir={config / 'lab-settings'}",
+                f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     lab = Lab(f"http://127.0.0.1:{port}", token, home)
     try:
         _wait_until_up(f"{lab.url}/api/status?token={token}", process, log)
@@ -160,8 +185,12 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1100})
+            str(tmp_path / "chromium-profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1100},
+        )
         try:
             page = context.new_page()
             page.set_default_timeout(30_000)
@@ -181,10 +210,15 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             card.screenshot(path=str(ARTIFACTS / "01-card-rendered.png"))
 
             page.locator(".mt-dashboard").wait_for(state="attached", timeout=60_000)  # the last cell ran
-            _wait_for(page, lambda: page.locator(f"{CARD} .mt-state").get_attribute("data-state") == "suspended",
-                      "the card shows the suspension", 30)
-            _wait_for(page, lambda: _level(page) in ("late", "stale"), "the badge turns amber or red after the "
-                      "append", 60)
+            _wait_for(
+                page,
+                lambda: page.locator(f"{CARD} .mt-state").get_attribute("data-state") == "suspended",
+                "the card shows the suspension",
+                30,
+            )
+            _wait_for(
+                page, lambda: _level(page) in ("late", "stale"), "the badge turns amber or red after the append", 60
+            )
             assert "behind" in page.locator(BADGE).inner_text()
             card.scroll_into_view_if_needed()
             card.screenshot(path=str(ARTIFACTS / "02-badge-after-append.png"))
@@ -195,8 +229,12 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             _wait_for(page, lambda: "manual" in _last_refresh(page), "Refresh now commits a manual refresh", 60)
             _wait_for(page, lambda: _level(page) == "fresh", "the badge turns green after the refresh", 30)
             assert "Refreshing mt.default.live_page_views" in page.locator(f"{CARD} .mt-action-message").inner_text()
-            _wait_for(page, lambda: "checkout" in page.locator(f"{CARD} .mt-preview").inner_text(),
-                      "the preview shows the appended rows", 30)
+            _wait_for(
+                page,
+                lambda: "checkout" in page.locator(f"{CARD} .mt-preview").inner_text(),
+                "the preview shows the appended rows",
+                30,
+            )
             card.screenshot(path=str(ARTIFACTS / "03-after-refresh-click.png"))
             if os.environ.get(SCREENSHOT_ENV):  # the README's picture: `MT_MAGIC_SCREENSHOT=docs/live_card.png`
                 card.screenshot(path=os.environ[SCREENSHOT_ENV])

@@ -29,8 +29,14 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    settings = ClusterSettings(workers=1, worker_cores=1, worker_memory="1g", port=_free_port(), ui_port=_free_port(),
-                               state_dir=tmp_path_factory.mktemp("cluster"))
+    settings = ClusterSettings(
+        workers=1,
+        worker_cores=1,
+        worker_memory="1g",
+        port=_free_port(),
+        ui_port=_free_port(),
+        state_dir=tmp_path_factory.mktemp("cluster"),
+    )
     standalone = StandaloneCluster(settings)
     standalone.start()
     yield standalone
@@ -43,10 +49,15 @@ def test_cluster_registers_its_worker(cluster: StandaloneCluster) -> None:
 
 
 def test_refresh_runs_on_the_workers_executor(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    env = {**os.environ, "MT_MAGIC_HOME": str(tmp_path / "home"), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, str(DRIVER), cluster.master_url], capture_output=True, text=True,
-                          env=env, timeout=900)
+    env = {
+        **os.environ,
+        "MT_MAGIC_HOME": str(tmp_path / "home"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), cluster.master_url], capture_output=True, text=True, env=env, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -15,10 +15,14 @@ from shared_catalog import CATALOG
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshTrigger
 
-COW = ("TBLPROPERTIES ('write.delete.mode' = 'copy-on-write', 'write.update.mode' = 'copy-on-write', "
-       "'write.merge.mode' = 'copy-on-write')")
-MOR = ("TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read', "
-       "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')")
+COW = (
+    "TBLPROPERTIES ('write.delete.mode' = 'copy-on-write', 'write.update.mode' = 'copy-on-write', "
+    "'write.merge.mode' = 'copy-on-write')"
+)
+MOR = (
+    "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read', "
+    "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')"
+)
 
 
 def run(service, cell: str) -> list:
@@ -76,8 +80,10 @@ class SourceWriter:
     def __init__(self, spark, name: str, rng: random.Random, not_null: bool = False) -> None:
         self.spark, self.name, self.rng, self.not_null = spark, name, rng, not_null
         null = " NOT NULL" if not_null else ""
-        spark.sql(f"CREATE TABLE {name} (k INT{null}, g STRING{null}, v INT, ds STRING) USING iceberg "
-                  f"PARTITIONED BY (ds) {COW}")
+        spark.sql(
+            f"CREATE TABLE {name} (k INT{null}, g STRING{null}, v INT, ds STRING) USING iceberg "
+            f"PARTITIONED BY (ds) {COW}"
+        )
 
     def _value(self, text: str, nullable: bool = True) -> str:
         return "NULL" if nullable and not self.not_null and self.rng.random() < 0.08 else text
@@ -94,9 +100,14 @@ class SourceWriter:
 
     def delete(self) -> None:
         rng = self.rng
-        predicate = rng.choice([
-            f"k = {rng.randint(0, 6)}", f"v % 5 = {rng.randint(0, 4)}", f"g = 'g{rng.randint(0, 3)}'",
-            f"ds = 'd{rng.randint(1, 3)}' AND v > {rng.randint(0, 15)}"])
+        predicate = rng.choice(
+            [
+                f"k = {rng.randint(0, 6)}",
+                f"v % 5 = {rng.randint(0, 4)}",
+                f"g = 'g{rng.randint(0, 3)}'",
+                f"ds = 'd{rng.randint(1, 3)}' AND v > {rng.randint(0, 15)}",
+            ]
+        )
         self.spark.sql(f"DELETE FROM {self.name} WHERE {predicate}")
 
     def update(self) -> None:

@@ -42,12 +42,15 @@ def test_a_large_change_recomputes_and_says_why_a_small_one_merges(mt, spark, bi
 
 
 def test_the_option_pins_either_choice(mt, spark, big) -> None:
-    run(mt, f"""
+    run(
+        mt,
+        f"""
         CREATE MATERIALIZED TABLE pinned_inc WITH ('incremental' = 'always') FRESHNESS = INTERVAL '1' MINUTE {QUERY};
         CREATE MATERIALIZED TABLE pinned_full WITH ('incremental' = 'never') FRESHNESS = INTERVAL '1' MINUTE {QUERY};
         CREATE MATERIALIZED TABLE loose WITH ('incremental.max-change-fraction' = '0.5')
         FRESHNESS = INTERVAL '1' MINUTE {QUERY}
-    """)
+    """,
+    )
     append(spark, 150_000, 100_000)
     assert refresh(mt, "pinned_inc").kind is RefreshKind.INCREMENTAL
     never = refresh(mt, "pinned_full")
@@ -57,11 +60,14 @@ def test_the_option_pins_either_choice(mt, spark, big) -> None:
         assert_matches_oracle(mt, table)
 
 
-@pytest.mark.parametrize(("option", "message"), [
-    ("'incremental' = 'sometimes'", r"'sometimes'\) is not a known value.*'auto'.*'always'.*'strict'.*'never'"),
-    ("'incremental.max-change-fraction' = '1.5'", r"must be a fraction in \(0, 1\]"),
-    ("'incremental.max-change-fraction' = 'lots'", r"must be a fraction in \(0, 1\]"),
-])
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("'incremental' = 'sometimes'", r"'sometimes'\) is not a known value.*'auto'.*'always'.*'strict'.*'never'"),
+        ("'incremental.max-change-fraction' = '1.5'", r"must be a fraction in \(0, 1\]"),
+        ("'incremental.max-change-fraction' = 'lots'", r"must be a fraction in \(0, 1\]"),
+    ],
+)
 def test_bad_option_values_are_refused_at_create(mt, spark, big, option: str, message: str) -> None:
     with pytest.raises(DefinitionError, match=message):
         run(mt, f"CREATE MATERIALIZED TABLE bad WITH ({option}) FRESHNESS = INTERVAL '1' MINUTE {QUERY}")

@@ -22,9 +22,17 @@ def snap(snapshot_id: int, operation: str = "append", schema_id: int = 0, **summ
 
 def table(*snapshots: SnapshotInfo, known: tuple[int, ...] = (), uuid: str = UUID) -> TableInfo:
     return TableInfo(
-        name="c.db.src", uuid=uuid, current_snapshot_id=snapshots[-1].snapshot_id if snapshots else None,
-        snapshots=snapshots, properties={}, columns=(), partition_columns=(), identifier_columns=(), schema_id=0,
-        known_snapshot_ids=frozenset(known or tuple(s.snapshot_id for s in snapshots)))
+        name="c.db.src",
+        uuid=uuid,
+        current_snapshot_id=snapshots[-1].snapshot_id if snapshots else None,
+        snapshots=snapshots,
+        properties={},
+        columns=(),
+        partition_columns=(),
+        identifier_columns=(),
+        schema_id=0,
+        known_snapshot_ids=frozenset(known or tuple(s.snapshot_id for s in snapshots)),
+    )
 
 
 def recorded(snapshot_id: int | None, uuid: str = UUID) -> SourceState:
@@ -51,8 +59,9 @@ def test_copy_on_write_overwrites_and_deletes_are_row_level() -> None:
     assert classify(history, recorded(1)).kind is ChangeKind.ROW_LEVEL
 
 
-@pytest.mark.parametrize("key", ["added_delete_files", "added_position_delete_files", "added_equality_delete_files",
-                                 "added_dvs"])
+@pytest.mark.parametrize(
+    "key", ["added_delete_files", "added_position_delete_files", "added_equality_delete_files", "added_dvs"]
+)
 def test_merge_on_read_delete_files_rule_out(key: str) -> None:
     change = classify(table(snap(1), snap(2, "overwrite", **{key: 1})), recorded(1))
     assert (change.kind, change.reason) == (ChangeKind.RULES_OUT, FallbackReason.MERGE_ON_READ_DELETES)
@@ -80,8 +89,15 @@ def test_expired_rolled_back_recreated_and_unrecorded_sources_rule_out() -> None
 
 
 def test_the_delta_size_is_read_from_the_summaries() -> None:
-    appends = classify(table(snap(1, added_records=5), snap(2, added_records=7), snap(3, "replace", added_records=99),
-                             snap(4, added_records=3)), recorded(1))
+    appends = classify(
+        table(
+            snap(1, added_records=5),
+            snap(2, added_records=7),
+            snap(3, "replace", added_records=99),
+            snap(4, added_records=3),
+        ),
+        recorded(1),
+    )
     assert appends.rows == 10  # the compaction's rewritten rows are no change
     updates = classify(table(snap(1), snap(2, "overwrite", added_records=4, deleted_records=4)), recorded(1))
     assert (updates.kind, updates.rows) == (ChangeKind.ROW_LEVEL, 8)
@@ -103,6 +119,7 @@ def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None
     assert sized_options(plan, table(snap(1, total_records=10**12)), {}, 8) == {"spark.sql.shuffle.partitions": "8"}
     # an explicit setting wins; joins and affected-group recomputes read more than the delta and the table
     assert sized_options(plan, target, {"spark.sql.shuffle.partitions": "3"}, 8) == {
-        "spark.sql.shuffle.partitions": "3"}
+        "spark.sql.shuffle.partitions": "3"
+    }
     assert sized_options(replace(plan, query=QueryPlan(shape=None, joins=1)), target, {}, 8) == {}
     assert sized_options(replace(plan, strategy=Strategy.AFFECTED_GROUPS), target, {}, 8) == {}

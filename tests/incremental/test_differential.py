@@ -37,32 +37,77 @@ class Case:
 
 
 def case(table: str, head: str, query: str, appends: set, changes: set) -> Case:
-    return Case(table, f"CREATE MATERIALIZED TABLE {table} {head} FRESHNESS = INTERVAL '1' MINUTE AS {query}",
-                frozenset(appends), frozenset(changes))
+    return Case(
+        table,
+        f"CREATE MATERIALIZED TABLE {table} {head} FRESHNESS = INTERVAL '1' MINUTE AS {query}",
+        frozenset(appends),
+        frozenset(changes),
+    )
 
 
 NULLABLE_CASES = [
-    case("proj", "", "SELECT k, g, v * 2 AS v2, ds FROM src WHERE v IS NULL OR v % 3 <> 0",
-         {Strategy.APPEND_DELTA}, {Strategy.APPLY_CHANGES}),
-    case("proj_part", "PARTITIONED BY (ds)", "SELECT ds, k, v FROM src WHERE k IS NULL OR k < 5",
-         {Strategy.APPEND_DELTA}, {Strategy.APPLY_CHANGES}),
-    case("agg", "", "SELECT g, k, count(*) AS n, count(v) AS nv, sum(v) AS s, min(v) AS lo, max(v) AS hi "
-         "FROM src GROUP BY g, k", {Strategy.AGGREGATE_MERGE}, {Strategy.AFFECTED_GROUPS}),
-    case("agg_part", "PARTITIONED BY (ds)", "SELECT ds, g, count(*) AS n, sum(v) FILTER (WHERE v > 0) AS pos, "
-         "max(v) AS hi FROM src GROUP BY ds, g", {Strategy.AGGREGATE_MERGE}, {Strategy.AFFECTED_PARTITIONS}),
-    case("groups", "", "SELECT g, count(DISTINCT v) AS dv, avg(v) AS av, min(k) AS lo FROM src GROUP BY g "
-         "HAVING count(*) > 1", {Strategy.AFFECTED_GROUPS}, {Strategy.AFFECTED_GROUPS}),
-    case("sets", "", "SELECT g, k, count(*) AS n, sum(v) AS s FROM src GROUP BY GROUPING SETS ((g), (g, k))",
-         {Strategy.AFFECTED_GROUPS}, {Strategy.AFFECTED_GROUPS}),
-    case("total", "", "SELECT count(*) AS n, sum(v) AS s, max(v) AS hi FROM src",
-         {Strategy.AGGREGATE_MERGE}, {FALLBACK}),
+    case(
+        "proj",
+        "",
+        "SELECT k, g, v * 2 AS v2, ds FROM src WHERE v IS NULL OR v % 3 <> 0",
+        {Strategy.APPEND_DELTA},
+        {Strategy.APPLY_CHANGES},
+    ),
+    case(
+        "proj_part",
+        "PARTITIONED BY (ds)",
+        "SELECT ds, k, v FROM src WHERE k IS NULL OR k < 5",
+        {Strategy.APPEND_DELTA},
+        {Strategy.APPLY_CHANGES},
+    ),
+    case(
+        "agg",
+        "",
+        "SELECT g, k, count(*) AS n, count(v) AS nv, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM src GROUP BY g, k",
+        {Strategy.AGGREGATE_MERGE},
+        {Strategy.AFFECTED_GROUPS},
+    ),
+    case(
+        "agg_part",
+        "PARTITIONED BY (ds)",
+        "SELECT ds, g, count(*) AS n, sum(v) FILTER (WHERE v > 0) AS pos, max(v) AS hi FROM src GROUP BY ds, g",
+        {Strategy.AGGREGATE_MERGE},
+        {Strategy.AFFECTED_PARTITIONS},
+    ),
+    case(
+        "groups",
+        "",
+        "SELECT g, count(DISTINCT v) AS dv, avg(v) AS av, min(k) AS lo FROM src GROUP BY g HAVING count(*) > 1",
+        {Strategy.AFFECTED_GROUPS},
+        {Strategy.AFFECTED_GROUPS},
+    ),
+    case(
+        "sets",
+        "",
+        "SELECT g, k, count(*) AS n, sum(v) AS s FROM src GROUP BY GROUPING SETS ((g), (g, k))",
+        {Strategy.AFFECTED_GROUPS},
+        {Strategy.AFFECTED_GROUPS},
+    ),
+    case(
+        "total", "", "SELECT count(*) AS n, sum(v) AS s, max(v) AS hi FROM src", {Strategy.AGGREGATE_MERGE}, {FALLBACK}
+    ),
     case("dist", "", "SELECT DISTINCT g, ds FROM src", {Strategy.AGGREGATE_MERGE}, {Strategy.AFFECTED_GROUPS}),
 ]
 NON_NULL_CASES = [
-    case("sets_nn", "", "SELECT g, k, count(*) AS n, sum(v) AS s, min(v) AS lo FROM src "
-         "GROUP BY GROUPING SETS ((g), (g, k))", {Strategy.AGGREGATE_MERGE}, {Strategy.AFFECTED_GROUPS}),
-    case("rollup_nn", "", "SELECT g, k, count(*) AS n, max(v) AS hi FROM src GROUP BY ROLLUP (g, k)",
-         {Strategy.AGGREGATE_MERGE}, {FALLBACK}),
+    case(
+        "sets_nn",
+        "",
+        "SELECT g, k, count(*) AS n, sum(v) AS s, min(v) AS lo FROM src GROUP BY GROUPING SETS ((g), (g, k))",
+        {Strategy.AGGREGATE_MERGE},
+        {Strategy.AFFECTED_GROUPS},
+    ),
+    case(
+        "rollup_nn",
+        "",
+        "SELECT g, k, count(*) AS n, max(v) AS hi FROM src GROUP BY ROLLUP (g, k)",
+        {Strategy.AGGREGATE_MERGE},
+        {FALLBACK},
+    ),
 ]
 
 
@@ -85,8 +130,10 @@ def _check(mt, source: str, c: Case) -> None:
         return
     if FALLBACK in expected:
         assert outcome.kind is RefreshKind.FULL, (c.table, outcome)
-        assert outcome.strategy == f"full: fallback — {FallbackReason.GROUPS_NOT_LOCATABLE.sentence} " \
-                                   f"({'row-level' if row_level else 'appends'} changes)", outcome.strategy
+        assert (
+            outcome.strategy == f"full: fallback — {FallbackReason.GROUPS_NOT_LOCATABLE.sentence} "
+            f"({'row-level' if row_level else 'appends'} changes)"
+        ), outcome.strategy
     else:
         assert outcome.kind is RefreshKind.INCREMENTAL, (c.table, outcome)
         assert any(outcome.strategy.startswith(f"incremental: {s.label}") for s in expected), (c.table, outcome)

@@ -16,8 +16,11 @@ def test_a_source_empty_at_the_last_refresh_contributes_its_whole_table(mt, spar
     spark.sql(f"CREATE TABLE facts (k INT, v INT) USING iceberg {COW}")
     spark.sql(f"CREATE TABLE dims (k INT, name STRING) USING iceberg {COW}")
     spark.sql("INSERT INTO facts VALUES (1, 10), (2, 20), (2, 5)")
-    run(mt, "CREATE MATERIALIZED TABLE named FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT f.k, d.name, f.v FROM facts f JOIN dims d ON f.k = d.k")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE named FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT f.k, d.name, f.v FROM facts f JOIN dims d ON f.k = d.k",
+    )
     _, state = mt.workspace.catalog.load(qualified(mt, "named")).last_refresh()
     assert state.snapshot_of(qualified(mt, "dims")) is None
     spark.sql("INSERT INTO dims VALUES (1, 'one'), (2, 'two')")
@@ -33,8 +36,11 @@ def test_a_source_empty_at_the_last_refresh_contributes_its_whole_table(mt, spar
 def test_a_column_list_wrapper_keeps_groups_locatable(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
-    run(mt, "CREATE MATERIALIZED TABLE listed (k, total BIGINT, n) FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT k, sum(v) AS total, count(*) AS n FROM src GROUP BY k")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE listed (k, total BIGINT, n) FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT k, sum(v) AS total, count(*) AS n FROM src GROUP BY k",
+    )
     spark.sql("INSERT INTO src VALUES (1, 5), (3, 30)")
     # the cast makes `total` an expression of an aggregate: not mergeable, but k still locates groups
     assert refresh(mt, "listed").strategy.startswith(f"incremental: {Strategy.AFFECTED_GROUPS.label}")
@@ -51,13 +57,18 @@ def test_date_timestamp_and_decimal_keys_slice_exactly(mt, spark) -> None:
         (DATE '2024-12-16', TIMESTAMP '2024-12-16 10:00:00.000001', 2.25, 2),
         (DATE '2024-12-17', TIMESTAMP '2024-12-17 23:59:59.999999', 1.50, 1),
         (NULL, NULL, NULL, 3)""")
-    run(mt, "CREATE MATERIALIZED TABLE uv FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT day, at, price, count(DISTINCT u) AS users FROM events GROUP BY day, at, price")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE uv FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT day, at, price, count(DISTINCT u) AS users FROM events GROUP BY day, at, price",
+    )
     spark.sql("""INSERT INTO events VALUES (DATE '2024-12-16', TIMESTAMP '2024-12-16 10:00:00.000001', 1.50, 9),
                                            (NULL, NULL, NULL, 4)""")
     outcome = refresh(mt, "uv")
     assert (outcome.kind, outcome.strategy.split(" · ")[0]) == (
-        RefreshKind.INCREMENTAL, f"incremental: {Strategy.AFFECTED_GROUPS.label}")
+        RefreshKind.INCREMENTAL,
+        f"incremental: {Strategy.AFFECTED_GROUPS.label}",
+    )
     assert_matches_oracle(mt, "uv")
     spark.sql("DELETE FROM events WHERE u = 2")
     assert refresh(mt, "uv").kind is RefreshKind.INCREMENTAL

@@ -27,8 +27,11 @@ def sums(mt, spark) -> str:
     """A merge-strategy table (re-applying its delta would double-count) with one pending append."""
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
-    run(mt, "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k",
+    )
     spark.sql("INSERT INTO src VALUES (1, 5), (3, 30)")
     return "sums"
 

@@ -28,27 +28,34 @@ def test_explain_a_create_statement_before_it_runs(mt, spark) -> None:
     assert text.startswith(f"{qualified(mt, 'dws')}: CONTINUOUS\n  query:")
     assert "groups located by:  ds, hh (input filtered by ds)" in text
     assert "writes:             only the partitions the change touches (ds)" in text
-    assert ("write.delete.mode, write.update.mode, write.merge.mode = merge-on-read: such writes add delete "
-            "files and force a full refresh") in text
+    assert (
+        "write.delete.mode, write.update.mode, write.merge.mode = merge-on-read: such writes add delete "
+        "files and force a full refresh"
+    ) in text
     assert not mt.workspace.catalog.exists(qualified(mt, "dws"))
 
 
 def test_explain_an_existing_table_lists_fallbacks_and_the_next_refresh(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10)")
-    run(mt, """
+    run(
+        mt,
+        """
         CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, sum(v) AS s FROM src GROUP BY k;
         CREATE MATERIALIZED TABLE firsts FRESHNESS = INTERVAL '1' MINUTE
-          AS SELECT k, v FROM src ORDER BY v LIMIT 1""")
+          AS SELECT k, v FROM src ORDER BY v LIMIT 1""",
+    )
     spark.sql("INSERT INTO src VALUES (2, 20)")
 
     sums = explain(mt.workspace, qualified(mt, "sums"))
-    assert sums.next_refresh == (f"incremental: {Strategy.AGGREGATE_MERGE.label} "
-                                 f"({qualified(mt, 'src')}: appends (1 snapshot(s)))")
+    assert sums.next_refresh == (
+        f"incremental: {Strategy.AGGREGATE_MERGE.label} ({qualified(mt, 'src')}: appends (1 snapshot(s)))"
+    )
     firsts = str(explain(mt.workspace, qualified(mt, "firsts")))
     assert f"    - {FallbackReason.LIMIT.sentence} [LIMIT]" in firsts
     assert f"    - {FallbackReason.ORDER_BY.sentence} [ORDER_BY]" in firsts
     _, definition = mt.workspace.catalog.load_materialized(qualified(mt, "sums"))
     assert definition.mode_reason.endswith(
         "CONTINUOUS · incremental (merge the aggregated delta on appends; "
-        "recompute the affected groups on updates/deletes)")
+        "recompute the affected groups on updates/deletes)"
+    )

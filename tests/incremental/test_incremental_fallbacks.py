@@ -29,12 +29,15 @@ def assert_fell_back(mt, table: str, outcome, reason: FallbackReason) -> None:
 def test_query_shapes_that_need_the_whole_input_fall_back_with_their_reason(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10), (2, 20), (1, 30)")
-    run(mt, """
+    run(
+        mt,
+        """
         CREATE MATERIALIZED TABLE ranked FRESHNESS = INTERVAL '1' MINUTE
           AS SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v) AS rn FROM src;
         CREATE MATERIALIZED TABLE top2 FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, v FROM src ORDER BY v DESC LIMIT 2;
         CREATE MATERIALIZED TABLE stamped FRESHNESS = INTERVAL '1' MINUTE
-          AS SELECT k, v, rand(7) < 2 AS always FROM src""")
+          AS SELECT k, v, rand(7) < 2 AS always FROM src""",
+    )
     spark.sql("INSERT INTO src VALUES (2, 5), (3, 40)")
 
     assert_fell_back(mt, "ranked", refresh(mt, "ranked"), FallbackReason.WINDOW_FUNCTION)
@@ -67,13 +70,17 @@ def test_merge_on_read_deletes_fall_back_and_appends_after_them_do_not(mt, spark
 def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10)")
-    run(mt, "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT k, sum(v) AS s FROM src GROUP BY k")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, sum(v) AS s FROM src GROUP BY k",
+    )
     consumed = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
     spark.sql("INSERT INTO src VALUES (2, 20)")
     spark.sql("INSERT INTO src VALUES (3, 30)")
-    spark.sql(f"CALL {CATALOG}.system.expire_snapshots(table => '{mt.workspace.default_namespace}.src', "
-              "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    spark.sql(
+        f"CALL {CATALOG}.system.expire_snapshots(table => '{mt.workspace.default_namespace}.src', "
+        "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+    )
     assert consumed not in mt.workspace.catalog.load(qualified(mt, "src")).known_snapshot_ids
 
     assert_fell_back(mt, "sums", refresh(mt, "sums"), FallbackReason.SNAPSHOT_EXPIRED)
@@ -88,8 +95,10 @@ def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
 def test_table_history_rules_out_incremental_after_alter_backfill_or_outside_writes(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT, ds STRING) USING iceberg PARTITIONED BY (ds) {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10, 'a'), (2, 20, 'b')")
-    run(mt, "CREATE MATERIALIZED TABLE m PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT ds, k, v FROM src")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE m PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE AS SELECT ds, k, v FROM src",
+    )
     run(mt, "ALTER MATERIALIZED TABLE m AS SELECT ds, k, v + 1 AS v FROM src")
     spark.sql("INSERT INTO src VALUES (3, 30, 'a')")
     assert_fell_back(mt, "m", refresh(mt, "m"), FallbackReason.DEFINITION_CHANGED)
@@ -110,20 +119,35 @@ def test_table_history_rules_out_incremental_after_alter_backfill_or_outside_wri
 
 def test_strict_is_refused_at_create_when_no_refresh_could_honour_it(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
-    with pytest.raises(DefinitionError, match=r"ranked: WITH \('incremental' = 'strict'\) can never be honoured: "
-                                              r"window functions need the whole input.*`%mt explain`"):
-        run(mt, "CREATE MATERIALIZED TABLE ranked WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE "
-                "AS SELECT k, v, rank() OVER (ORDER BY v) AS r FROM src")
+    with pytest.raises(
+        DefinitionError,
+        match=r"ranked: WITH \('incremental' = 'strict'\) can never be honoured: "
+        r"window functions need the whole input.*`%mt explain`",
+    ):
+        run(
+            mt,
+            "CREATE MATERIALIZED TABLE ranked WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT k, v, rank() OVER (ORDER BY v) AS r FROM src",
+        )
     with pytest.raises(DefinitionError, match=r"hourly: .*can never be honoured: the table refreshes in FULL mode"):
-        run(mt, "CREATE MATERIALIZED TABLE hourly WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' HOUR "
-                "AS SELECT k, v FROM src")
+        run(
+            mt,
+            "CREATE MATERIALIZED TABLE hourly WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' HOUR "
+            "AS SELECT k, v FROM src",
+        )
     with pytest.raises(DefinitionError, match=r"\('incremental' = 'sometimes'\) is not a known value. Use 'auto'"):
-        run(mt, "CREATE MATERIALIZED TABLE odd WITH ('incremental' = 'sometimes') FRESHNESS = INTERVAL '1' MINUTE "
-                "AS SELECT k, v FROM src")
+        run(
+            mt,
+            "CREATE MATERIALIZED TABLE odd WITH ('incremental' = 'sometimes') FRESHNESS = INTERVAL '1' MINUTE "
+            "AS SELECT k, v FROM src",
+        )
     assert not any(mt.workspace.catalog.exists(qualified(mt, t)) for t in ("ranked", "hourly", "odd"))
 
-    run(mt, "CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT k, v FROM src WHERE v > 10")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT k, v FROM src WHERE v > 10",
+    )
     with pytest.raises(DefinitionError, match=r"ALTER MATERIALIZED TABLE .*kept AS: .*can never be honoured: LIMIT"):
         run(mt, "ALTER MATERIALIZED TABLE kept AS SELECT k, v FROM src ORDER BY v LIMIT 3")
 
@@ -131,18 +155,24 @@ def test_strict_is_refused_at_create_when_no_refresh_could_honour_it(mt, spark) 
 def test_strict_fails_at_refresh_instead_of_falling_back_and_writes_nothing(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {MOR}")
     spark.sql("INSERT INTO src VALUES (1, 10), (2, 20), (3, 30)")
-    run(mt, """
+    run(
+        mt,
+        """
         CREATE MATERIALIZED TABLE kept WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
           AS SELECT k, v FROM src WHERE v > 10;
         CREATE MATERIALIZED TABLE everything WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' MINUTE
-          AS SELECT k, v FROM src""")
+          AS SELECT k, v FROM src""",
+    )
     spark.sql("INSERT INTO src VALUES (4, 40)")
     assert refresh(mt, "everything").kind is RefreshKind.INCREMENTAL
     before = mt.workspace.catalog.load(qualified(mt, "kept")).current_snapshot_id
     spark.sql("DELETE FROM src WHERE k = 2")
 
-    with pytest.raises(RefreshError, match=r"kept: 'incremental' = 'strict' forbids a full refresh, but .*"
-                                           r"\[MERGE_ON_READ_DELETES\]"):
+    with pytest.raises(
+        RefreshError,
+        match=r"kept: 'incremental' = 'strict' forbids a full refresh, but .*"
+        r"\[MERGE_ON_READ_DELETES\]",
+    ):
         refresh(mt, "kept")
     assert mt.workspace.catalog.load(qualified(mt, "kept")).current_snapshot_id == before
 
@@ -150,8 +180,11 @@ def test_strict_fails_at_refresh_instead_of_falling_back_and_writes_nothing(mt, 
 def test_the_first_refresh_and_full_mode_recompute_without_a_fallback_reason(mt, spark) -> None:
     spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {COW}")
     spark.sql("INSERT INTO src VALUES (1, 10)")
-    run(mt, "CREATE MATERIALIZED TABLE hourly FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = FULL "
-            "AS SELECT k, sum(v) AS s FROM src GROUP BY k")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE hourly FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = FULL "
+        "AS SELECT k, sum(v) AS s FROM src GROUP BY k",
+    )
     assert last_strategy(mt, "hourly") == "full recompute"
     spark.sql("INSERT INTO src VALUES (2, 20)")
     outcome = refresh(mt, "hourly")

@@ -11,18 +11,25 @@ from mt_magic.runtime.refresh.incremental.shape import QueryShape, plan_query
 from mt_magic.sql.query.analysis import analyze_query
 from mt_magic.sql.query.facts import OutputKind, TableName
 
-DWS = ("SELECT ds, COALESCE(hh, 'day') AS hh, count(*) AS pv, count(DISTINCT user_id) AS uv FROM (SELECT ds, "
-       "date_format(vtime, 'HH') AS hh, user_id FROM c.db.dwd) tmp GROUP BY GROUPING SETS ((ds), (ds, hh))")
-DWD = ("SELECT l.ds, l.item_id, l.user_id, l.vtime, r.brand_id, r.seller_id FROM c.db.ods_user_log l "
-       "INNER JOIN c.db.ods_dim_product r ON l.item_id = r.item_id")
+DWS = (
+    "SELECT ds, COALESCE(hh, 'day') AS hh, count(*) AS pv, count(DISTINCT user_id) AS uv FROM (SELECT ds, "
+    "date_format(vtime, 'HH') AS hh, user_id FROM c.db.dwd) tmp GROUP BY GROUPING SETS ((ds), (ds, hh))"
+)
+DWD = (
+    "SELECT l.ds, l.item_id, l.user_id, l.vtime, r.brand_id, r.seller_id FROM c.db.ods_user_log l "
+    "INNER JOIN c.db.ods_dim_product r ON l.item_id = r.item_id"
+)
 
 
 def test_result_facts_of_the_tutorial_grouping_sets() -> None:
     result = analyze_query(DWS).result
     assert result is not None and result.aggregated and result.grouping_set_count == 2
     assert [(o.name, o.kind) for o in result.outputs] == [
-        ("ds", OutputKind.GROUP_KEY), ("hh", OutputKind.KEY_EXPRESSION),
-        ("pv", OutputKind.AGGREGATE), ("uv", OutputKind.AGGREGATE)]
+        ("ds", OutputKind.GROUP_KEY),
+        ("hh", OutputKind.KEY_EXPRESSION),
+        ("pv", OutputKind.AGGREGATE),
+        ("uv", OutputKind.AGGREGATE),
+    ]
     assert result.group_keys == ("ds", "hh") and result.common_group_keys == ("ds",)
     assert not result.nested_aggregation and not result.having
 
@@ -38,35 +45,47 @@ def test_result_facts_resolve_ordinals_rollups_and_a_renaming_wrapper() -> None:
     wrapped = analyze_query("SELECT k AS key, CAST(n AS INT) AS n FROM (SELECT k, count(*) AS n FROM t GROUP BY k) w")
     result = wrapped.result
     assert result.wrapped and [(o.name, o.kind) for o in result.outputs] == [
-        ("key", OutputKind.GROUP_KEY), ("n", OutputKind.AGGREGATE_EXPRESSION)]
+        ("key", OutputKind.GROUP_KEY),
+        ("n", OutputKind.AGGREGATE_EXPRESSION),
+    ]
 
 
 def test_repeated_sources_count_cte_references() -> None:
     assert analyze_query("SELECT * FROM t a JOIN t b ON a.k = b.k").repeated_sources == (TableName("t"),)
     assert analyze_query("WITH x AS (SELECT * FROM s) SELECT * FROM x JOIN x y ON x.k = y.k").repeated_sources == (
-        TableName("s"),)
+        TableName("s"),
+    )
     assert analyze_query("WITH x AS (SELECT * FROM s) SELECT * FROM x JOIN t ON x.k = t.k").repeated_sources == ()
 
 
-@pytest.mark.parametrize(("query", "on_appends", "on_changes"), [
-    ("SELECT k, v * 2 AS v2 FROM t WHERE v > 0", S.APPEND_DELTA, S.APPLY_CHANGES),
-    (DWD, S.APPEND_DELTA, S.APPLY_CHANGES),
-    ("SELECT * FROM a, b WHERE a.k = b.k", S.APPEND_DELTA, S.APPLY_CHANGES),
-    ("SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM t GROUP BY k",
-     S.AGGREGATE_MERGE, S.AFFECTED_GROUPS),
-    ("SELECT k, count(v) FILTER (WHERE v > 0) AS n FROM t GROUP BY k", S.AGGREGATE_MERGE, S.AFFECTED_GROUPS),
-    ("SELECT count(*) AS n FROM t", S.AGGREGATE_MERGE, None),
-    ("SELECT DISTINCT a, b FROM t", S.AGGREGATE_MERGE, S.AFFECTED_GROUPS),
-    ("SELECT k, avg(v) AS a FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
-    ("SELECT k, count(DISTINCT v) AS d FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
-    ("SELECT k, sum(v) AS s FROM t GROUP BY k HAVING sum(v) > 3", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
-    ("SELECT upper(k) AS uk, count(*) AS n FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
-    ("SELECT k, sum(v) / count(*) AS r FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
-    (DWS, S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
-    ("SELECT a, b, count(*) AS n FROM t GROUP BY GROUPING SETS ((a), (a, b))", S.AGGREGATE_MERGE,
-     S.AFFECTED_GROUPS),
-    ("SELECT a, b, count(*) AS n FROM t GROUP BY CUBE (a, b)", S.AGGREGATE_MERGE, None),
-])
+@pytest.mark.parametrize(
+    ("query", "on_appends", "on_changes"),
+    [
+        ("SELECT k, v * 2 AS v2 FROM t WHERE v > 0", S.APPEND_DELTA, S.APPLY_CHANGES),
+        (DWD, S.APPEND_DELTA, S.APPLY_CHANGES),
+        ("SELECT * FROM a, b WHERE a.k = b.k", S.APPEND_DELTA, S.APPLY_CHANGES),
+        (
+            "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM t GROUP BY k",
+            S.AGGREGATE_MERGE,
+            S.AFFECTED_GROUPS,
+        ),
+        ("SELECT k, count(v) FILTER (WHERE v > 0) AS n FROM t GROUP BY k", S.AGGREGATE_MERGE, S.AFFECTED_GROUPS),
+        ("SELECT count(*) AS n FROM t", S.AGGREGATE_MERGE, None),
+        ("SELECT DISTINCT a, b FROM t", S.AGGREGATE_MERGE, S.AFFECTED_GROUPS),
+        ("SELECT k, avg(v) AS a FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
+        ("SELECT k, count(DISTINCT v) AS d FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
+        ("SELECT k, sum(v) AS s FROM t GROUP BY k HAVING sum(v) > 3", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
+        ("SELECT upper(k) AS uk, count(*) AS n FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
+        ("SELECT k, sum(v) / count(*) AS r FROM t GROUP BY k", S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
+        (DWS, S.AFFECTED_GROUPS, S.AFFECTED_GROUPS),
+        (
+            "SELECT a, b, count(*) AS n FROM t GROUP BY GROUPING SETS ((a), (a, b))",
+            S.AGGREGATE_MERGE,
+            S.AFFECTED_GROUPS,
+        ),
+        ("SELECT a, b, count(*) AS n FROM t GROUP BY CUBE (a, b)", S.AGGREGATE_MERGE, None),
+    ],
+)
 def test_strategy_by_shape_and_change(query: str, on_appends: S | None, on_changes: S | None) -> None:
     plan = plan_query(analyze_query(query))
     assert plan.fallback is None
@@ -75,30 +94,37 @@ def test_strategy_by_shape_and_change(query: str, on_appends: S | None, on_chang
 
 
 def test_merge_plan_names_keys_and_combine_functions() -> None:
-    plan = plan_query(analyze_query("SELECT g, k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM t "
-                                    "GROUP BY GROUPING SETS ((g), (g, k))"))
+    plan = plan_query(
+        analyze_query(
+            "SELECT g, k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM t "
+            "GROUP BY GROUPING SETS ((g), (g, k))"
+        )
+    )
     assert plan.shape is QueryShape.AGGREGATE
     assert plan.merge == (("n", "sum"), ("s", "sum"), ("lo", "min"), ("hi", "max"))
     assert plan.merge_keys == ("g", "k") and plan.rollup_keys == ("k",)
     assert plan.slice_columns == ("g", "k") and plan.pushdown == (("g", "g"),)
 
 
-@pytest.mark.parametrize(("query", "reasons"), [
-    ("SELECT k, row_number() OVER (PARTITION BY k ORDER BY v) AS rn FROM t", [R.WINDOW_FUNCTION]),
-    ("SELECT k FROM t ORDER BY k LIMIT 3", [R.LIMIT, R.ORDER_BY]),
-    ("SELECT k, rand() AS r FROM t", [R.NONDETERMINISTIC]),
-    ("SELECT k, current_date() AS d FROM t", [R.NONDETERMINISTIC]),
-    ("SELECT k FROM a UNION ALL SELECT k FROM b", [R.SET_OPERATION]),
-    ("SELECT a.k, b.v FROM a LEFT JOIN b ON a.k = b.k", [R.OUTER_JOIN]),
-    ("SELECT a.k FROM a LEFT SEMI JOIN b ON a.k = b.k", [R.SEMI_ANTI_JOIN]),
-    ("SELECT k FROM a WHERE k IN (SELECT k FROM b)", [R.SUBQUERY_EXPRESSION]),
-    ("SELECT a.k FROM t a JOIN t b ON a.k = b.k", [R.SELF_JOIN]),
-    ("SELECT k, n FROM (SELECT k, count(*) AS n FROM t GROUP BY k) x WHERE n > 1", [R.NESTED_AGGREGATION]),
-    ("SELECT count(DISTINCT v) AS d FROM t", [R.GROUPS_NOT_LOCATABLE]),
-    ("SELECT avg(v) AS a FROM t", [R.GROUPS_NOT_LOCATABLE]),
-    ("SELECT a, b, count(DISTINCT v) AS d FROM t GROUP BY ROLLUP (a, b)", [R.GROUPS_NOT_LOCATABLE]),
-    ("SELECT id FROM range(10)", [R.TABLE_FUNCTION]),
-])
+@pytest.mark.parametrize(
+    ("query", "reasons"),
+    [
+        ("SELECT k, row_number() OVER (PARTITION BY k ORDER BY v) AS rn FROM t", [R.WINDOW_FUNCTION]),
+        ("SELECT k FROM t ORDER BY k LIMIT 3", [R.LIMIT, R.ORDER_BY]),
+        ("SELECT k, rand() AS r FROM t", [R.NONDETERMINISTIC]),
+        ("SELECT k, current_date() AS d FROM t", [R.NONDETERMINISTIC]),
+        ("SELECT k FROM a UNION ALL SELECT k FROM b", [R.SET_OPERATION]),
+        ("SELECT a.k, b.v FROM a LEFT JOIN b ON a.k = b.k", [R.OUTER_JOIN]),
+        ("SELECT a.k FROM a LEFT SEMI JOIN b ON a.k = b.k", [R.SEMI_ANTI_JOIN]),
+        ("SELECT k FROM a WHERE k IN (SELECT k FROM b)", [R.SUBQUERY_EXPRESSION]),
+        ("SELECT a.k FROM t a JOIN t b ON a.k = b.k", [R.SELF_JOIN]),
+        ("SELECT k, n FROM (SELECT k, count(*) AS n FROM t GROUP BY k) x WHERE n > 1", [R.NESTED_AGGREGATION]),
+        ("SELECT count(DISTINCT v) AS d FROM t", [R.GROUPS_NOT_LOCATABLE]),
+        ("SELECT avg(v) AS a FROM t", [R.GROUPS_NOT_LOCATABLE]),
+        ("SELECT a, b, count(DISTINCT v) AS d FROM t GROUP BY ROLLUP (a, b)", [R.GROUPS_NOT_LOCATABLE]),
+        ("SELECT id FROM range(10)", [R.TABLE_FUNCTION]),
+    ],
+)
 def test_shapes_that_always_recompute_say_why(query: str, reasons: list[R]) -> None:
     plan = plan_query(analyze_query(query))
     assert plan.fallback is not None and list(plan.fallback.reasons) == reasons

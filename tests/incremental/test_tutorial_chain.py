@@ -38,12 +38,16 @@ class Tutorial:
 
     def __init__(self, spark, rng: random.Random) -> None:
         self.spark, self.rng = spark, rng
-        spark.sql("CREATE TABLE ods_user_log (item_id INT, user_id INT, vtime TIMESTAMP, ds STRING) USING iceberg "
-                  f"PARTITIONED BY (ds) {COW}")
-        spark.sql(f"CREATE TABLE ods_dim_product (item_id INT, title STRING, brand_id INT, seller_id INT) "
-                  f"USING iceberg {COW}")
-        spark.sql("INSERT INTO ods_dim_product SELECT CAST(id AS INT), concat('p', id), CAST(id % 3 AS INT), 7 "
-                  "FROM range(8)")  # items 8..11 have no product: the inner join drops them
+        spark.sql(
+            "CREATE TABLE ods_user_log (item_id INT, user_id INT, vtime TIMESTAMP, ds STRING) USING iceberg "
+            f"PARTITIONED BY (ds) {COW}"
+        )
+        spark.sql(
+            f"CREATE TABLE ods_dim_product (item_id INT, title STRING, brand_id INT, seller_id INT) USING iceberg {COW}"
+        )
+        spark.sql(
+            "INSERT INTO ods_dim_product SELECT CAST(id AS INT), concat('p', id), CAST(id % 3 AS INT), 7 FROM range(8)"
+        )  # items 8..11 have no product: the inner join drops them
         self.log(30)
 
     def log(self, rows: int) -> None:
@@ -61,16 +65,19 @@ class Tutorial:
         statements = {
             "log": lambda: self.log(rng.randint(3, 15)),
             "delete log": lambda: self.spark.sql(f"DELETE FROM ods_user_log WHERE user_id = {rng.randint(0, 8)}"),
-            "update dim": lambda: self.spark.sql(f"UPDATE ods_dim_product SET brand_id = brand_id + 1 "
-                                                 f"WHERE item_id = {item}"),
+            "update dim": lambda: self.spark.sql(
+                f"UPDATE ods_dim_product SET brand_id = brand_id + 1 WHERE item_id = {item}"
+            ),
             "add product": lambda: self.spark.sql(f"INSERT INTO ods_dim_product VALUES ({item}, 'new', 5, 8)"),
             "drop product": lambda: self.spark.sql(f"DELETE FROM ods_dim_product WHERE item_id = {item}"),
         }
         statements[kind]()
 
 
-INCREMENTAL = {"dwd_user_log_product": {Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.NO_LOGICAL_CHANGE},
-               "dws_overall": {Strategy.AFFECTED_PARTITIONS, Strategy.NO_LOGICAL_CHANGE}}
+INCREMENTAL = {
+    "dwd_user_log_product": {Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.NO_LOGICAL_CHANGE},
+    "dws_overall": {Strategy.AFFECTED_PARTITIONS, Strategy.NO_LOGICAL_CHANGE},
+}
 
 
 def test_tutorial_chain_stays_equal_to_a_full_recompute(mt, spark) -> None:
@@ -90,5 +97,8 @@ def test_tutorial_chain_stays_equal_to_a_full_recompute(mt, spark) -> None:
             used.add(f"{table}: {strategy.name}")
             assert_matches_oracle(mt, table)
     # the seed exercises the delta join both ways and the grouping-sets recompute
-    assert {"dwd_user_log_product: APPEND_DELTA", "dwd_user_log_product: APPLY_CHANGES",
-            "dws_overall: AFFECTED_PARTITIONS"} <= used, used
+    assert {
+        "dwd_user_log_product: APPEND_DELTA",
+        "dwd_user_log_product: APPLY_CHANGES",
+        "dws_overall: AFFECTED_PARTITIONS",
+    } <= used, used

@@ -38,16 +38,26 @@ class FlakyLoads:
 
 @pytest.fixture
 def catalog(catalog_server) -> Any:
-    config = CatalogConfig("reach", {"type": "rest", "uri": catalog_server.uri,
-                                     **({"token": catalog_server.token} if catalog_server.token else {})})
+    config = CatalogConfig(
+        "reach",
+        {
+            "type": "rest",
+            "uri": catalog_server.uri,
+            **({"token": catalog_server.token} if catalog_server.token else {}),
+        },
+    )
     return open_catalog(config)
 
 
 def test_a_table_that_fails_to_load_is_unavailable_not_dropped(catalog) -> None:
     namespace = f"reach{uuid.uuid4().hex[:8]}"
     catalog.create_namespace(namespace)
-    definition = MaterializedTableDefinition(query="SELECT 1 AS x", expanded_query="SELECT 1 AS x",
-                                             freshness="INTERVAL '1' MINUTE", refresh_mode=RefreshMode.CONTINUOUS)
+    definition = MaterializedTableDefinition(
+        query="SELECT 1 AS x",
+        expanded_query="SELECT 1 AS x",
+        freshness="INTERVAL '1' MINUTE",
+        refresh_mode=RefreshMode.CONTINUOUS,
+    )
     schema = Schema(NestedField(1, "x", LongType(), required=False))
     for table in ("a", "b"):
         catalog.create_table((namespace, table), schema, properties=definition.to_properties())
@@ -66,8 +76,9 @@ def test_a_stopped_server_is_unavailable(tmp_path) -> None:
     from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
 
     server = ensure_embedded_server(tmp_path)
-    config = CatalogConfig("gone", {"type": "rest", "uri": server.uri,
-                                    **({"token": server.token} if server.token else {})})
+    config = CatalogConfig(
+        "gone", {"type": "rest", "uri": server.uri, **({"token": server.token} if server.token else {})}
+    )
     tables = MaterializedCatalog(open_catalog(config), "mt")
     tables.ping()
     stop_embedded_server(tmp_path)

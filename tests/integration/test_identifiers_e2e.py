@@ -31,8 +31,11 @@ def _lifecycle(mt, spark, name: str) -> None:
     full = f"mtit.{ns}.{q}"
     spark.sql(f"CREATE TABLE mtit.{ns}.src (ds STRING, v INT) USING iceberg")
     spark.sql(f"INSERT INTO mtit.{ns}.src VALUES ('d1', 1)")
-    run(mt, f"CREATE MATERIALIZED TABLE {q} PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
-            f"AS SELECT ds, v AS {q} FROM src")
+    run(
+        mt,
+        f"CREATE MATERIALIZED TABLE {q} PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
+        f"AS SELECT ds, v AS {q} FROM src",
+    )
     spark.sql(f"INSERT INTO mtit.{ns}.src VALUES ('d2', 2)")
     run(mt, f"ALTER MATERIALIZED TABLE {q} REFRESH")  # incremental (append)
     assert sorted(r[1] for r in spark.table(full).collect()) == [1, 2]

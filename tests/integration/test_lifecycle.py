@@ -40,16 +40,21 @@ GROUP BY GROUPING SETS ((ds), (ds, hh))
 
 
 def load_ods(spark, day: str, rows: int = 300, users: int = 20) -> None:
-    spark.sql("CREATE TABLE IF NOT EXISTS ods_user_log (item_id INT, user_id INT, vtime TIMESTAMP, ds STRING) "
-              "USING iceberg PARTITIONED BY (ds)")
-    spark.sql("CREATE TABLE IF NOT EXISTS ods_dim_product (item_id INT, title STRING, brand_id INT, seller_id INT) "
-              "USING iceberg")
+    spark.sql(
+        "CREATE TABLE IF NOT EXISTS ods_user_log (item_id INT, user_id INT, vtime TIMESTAMP, ds STRING) "
+        "USING iceberg PARTITIONED BY (ds)"
+    )
+    spark.sql(
+        "CREATE TABLE IF NOT EXISTS ods_dim_product (item_id INT, title STRING, brand_id INT, seller_id INT) "
+        "USING iceberg"
+    )
     spark.sql(f"""INSERT INTO ods_user_log SELECT CAST(id % 12 AS INT), CAST(id % {users} AS INT),
                   to_timestamp('{day[:4]}-{day[4:6]}-{day[6:]}') + make_interval(0,0,0,0,0,0, id * 97 % 86400),
                   '{day}' FROM range({rows})""")
     if spark.table("ods_dim_product").count() == 0:
-        spark.sql("INSERT INTO ods_dim_product SELECT CAST(id AS INT), concat('p', id), CAST(id % 3 AS INT), 7 "
-                  "FROM range(10)")  # items 10 and 11 have no product: the inner join drops them
+        spark.sql(
+            "INSERT INTO ods_dim_product SELECT CAST(id AS INT), concat('p', id), CAST(id % 3 AS INT), 7 FROM range(10)"
+        )  # items 10 and 11 have no product: the inner join drops them
 
 
 def rows(spark, sql: str) -> list[tuple]:
@@ -140,23 +145,34 @@ def test_alter_as_appends_a_nullable_column(mt, spark) -> None:
     spark.sql("INSERT INTO orders VALUES (1, 2.0), (2, 4.0)")
     run(mt, "CREATE MATERIALIZED TABLE order_stats AS SELECT count(*) AS n, sum(amount) AS total FROM orders")
 
-    run(mt, "ALTER MATERIALIZED TABLE order_stats AS "
-            "SELECT count(*) AS n, sum(amount) AS total, avg(amount) AS mean FROM orders;"
-            "ALTER MATERIALIZED TABLE order_stats REFRESH")
+    run(
+        mt,
+        "ALTER MATERIALIZED TABLE order_stats AS "
+        "SELECT count(*) AS n, sum(amount) AS total, avg(amount) AS mean FROM orders;"
+        "ALTER MATERIALIZED TABLE order_stats REFRESH",
+    )
 
     assert rows(spark, "SELECT * FROM order_stats") == [(2, 6.0, 3.0)]
     with pytest.raises(DefinitionError, match=r"only appending nullable columns.*total changes type double → bigint"):
-        run(mt, "ALTER MATERIALIZED TABLE order_stats AS "
-                "SELECT count(*) AS n, CAST(sum(amount) AS BIGINT) AS total, avg(amount) AS mean FROM orders")
+        run(
+            mt,
+            "ALTER MATERIALIZED TABLE order_stats AS "
+            "SELECT count(*) AS n, CAST(sum(amount) AS BIGINT) AS total, avg(amount) AS mean FROM orders",
+        )
     with pytest.raises(DefinitionError, match=r"column mean \(double\) would be removed"):
-        run(mt, "CREATE OR ALTER MATERIALIZED TABLE order_stats AS "
-                "SELECT count(*) AS n, sum(amount) AS total FROM orders")
+        run(
+            mt,
+            "CREATE OR ALTER MATERIALIZED TABLE order_stats AS SELECT count(*) AS n, sum(amount) AS total FROM orders",
+        )
 
 
 def test_drop_refuses_with_dependents_and_cascades_on_request(mt, spark) -> None:
     spark.sql("CREATE TABLE base (v INT) USING iceberg")
-    run(mt, "CREATE MATERIALIZED TABLE up AS SELECT v FROM base;"
-            "CREATE MATERIALIZED TABLE down AS SELECT count(*) AS n FROM up")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE up AS SELECT v FROM base;"
+        "CREATE MATERIALIZED TABLE down AS SELECT count(*) AS n FROM up",
+    )
     with pytest.raises(DependencyError, match=r"DROP MATERIALIZED TABLE .*up: .*down read\(s\) it.*--cascade"):
         run(mt, "DROP MATERIALIZED TABLE up")
 
@@ -171,8 +187,11 @@ def test_drop_refuses_with_dependents_and_cascades_on_request(mt, spark) -> None
 def test_failed_refresh_leaves_previous_snapshot_and_catalog_consistent(mt, spark) -> None:
     spark.sql("CREATE TABLE readings (v INT) USING iceberg")
     spark.sql("INSERT INTO readings VALUES (1), (2)")
-    run(mt, "CREATE MATERIALIZED TABLE checked AS "
-            "SELECT CASE WHEN v > 100 THEN raise_error('sensor overflow') ELSE v END AS v FROM readings")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE checked AS "
+        "SELECT CASE WHEN v > 100 THEN raise_error('sensor overflow') ELSE v END AS v FROM readings",
+    )
     name = f"{CATALOG}.{mt.workspace.default_namespace}.checked"
     before = mt.workspace.catalog.load(name)
     spark.sql("INSERT INTO readings VALUES (500)")  # the refresh fails in the middle of its Spark job
@@ -191,15 +210,19 @@ def test_pyiceberg_reads_the_table_and_its_definition(mt, spark, catalog_server)
 
     spark.sql("CREATE TABLE pts (k STRING, v INT) USING iceberg")
     spark.sql("INSERT INTO pts VALUES ('a', 1), ('a', 2), ('b', 5)")
-    run(mt, "CREATE MATERIALIZED TABLE pts_sum (PRIMARY KEY (k) NOT ENFORCED) FRESHNESS = INTERVAL '2' MINUTE "
-            "AS SELECT k, sum(v) AS total FROM pts GROUP BY k")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE pts_sum (PRIMARY KEY (k) NOT ENFORCED) FRESHNESS = INTERVAL '2' MINUTE "
+        "AS SELECT k, sum(v) AS total FROM pts GROUP BY k",
+    )
 
     reader = load_catalog("reader", type="rest", uri=catalog_server.uri, token=catalog_server.token or "")
-    table = reader.load_table(
-        (mt.workspace.default_namespace, "pts_sum"))
+    table = reader.load_table((mt.workspace.default_namespace, "pts_sum"))
 
     assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["k"]) == [
-        {"k": "a", "total": 3}, {"k": "b", "total": 5}]
+        {"k": "a", "total": 3},
+        {"k": "b", "total": 5},
+    ]
     assert table.properties["mt.refresh-mode"] == "CONTINUOUS"
     assert table.properties["mt.freshness"] == "INTERVAL '2' MINUTE"
     assert table.schema().identifier_field_ids == [table.schema().find_field("k").field_id]
@@ -211,10 +234,15 @@ def test_pyiceberg_reads_the_table_and_its_definition(mt, spark, catalog_server)
         ("CREATE MATERIALIZED TABLE e1 AS SELECT v FROM no_such_table", r"source table .*no_such_table does not exist"),
         ("CREATE MATERIALIZED TABLE e2 (nope) AS SELECT v FROM err_src", r"nope are not produced by the query"),
         ("CREATE MATERIALIZED TABLE e3 (v ARRAY<INT>) AS SELECT v FROM err_src", r"Spark cannot analyse the query"),
-        ("CREATE MATERIALIZED TABLE e4 (PRIMARY KEY (k) NOT ENFORCED) AS SELECT v FROM err_src",
-         r"PRIMARY KEY column k is not a column of the query"),
-        ("CREATE MATERIALIZED TABLE e5 PARTITIONED BY (v) WITH ('partition.fields.v.date-formatter' = 'yyyyMMdd') "
-         "REFRESH_MODE = FULL AS SELECT v FROM err_src", r"date-formatter column v must be a STRING"),
+        (
+            "CREATE MATERIALIZED TABLE e4 (PRIMARY KEY (k) NOT ENFORCED) AS SELECT v FROM err_src",
+            r"PRIMARY KEY column k is not a column of the query",
+        ),
+        (
+            "CREATE MATERIALIZED TABLE e5 PARTITIONED BY (v) WITH ('partition.fields.v.date-formatter' = 'yyyyMMdd') "
+            "REFRESH_MODE = FULL AS SELECT v FROM err_src",
+            r"date-formatter column v must be a STRING",
+        ),
         ("CREATE MATERIALIZED TABLE e6 AS SELECT v FROM tmp_view", r"tmp_view is a temporary view"),
         ("CREATE MATERIALIZED TABLE e7 AS SELECT w FROM err_src", r"Spark cannot analyse the query.*w"),
     ],
@@ -238,7 +266,10 @@ def test_create_twice_is_an_error_and_create_or_alter_alters(mt, spark) -> None:
     run(mt, first)
     with pytest.raises(MaterializedTableExistsError, match="already exists.*CREATE OR ALTER"):
         run(mt, first.replace("OR ALTER ", ""))
-    run(mt, "CREATE OR ALTER MATERIALIZED TABLE per_user AS "
-            "SELECT user_id, count(*) AS n, avg(amount) AS mean FROM ev GROUP BY user_id;"
-            "ALTER MATERIALIZED TABLE per_user REFRESH")
+    run(
+        mt,
+        "CREATE OR ALTER MATERIALIZED TABLE per_user AS "
+        "SELECT user_id, count(*) AS n, avg(amount) AS mean FROM ev GROUP BY user_id;"
+        "ALTER MATERIALIZED TABLE per_user REFRESH",
+    )
     assert rows(spark, "SELECT * FROM per_user") == [(1, 2, 2.0)]

@@ -41,13 +41,16 @@ def tables(connection, spark):
     spark.sql(f"CREATE TABLE mtit.{ns}.orders (day STRING, amount INT) USING iceberg")
     spark.sql(f"INSERT INTO mtit.{ns}.orders VALUES ('d1', 1), ('d2', 5)")
     spark.sql(f"CREATE TABLE mtit.{ns}.plain (x INT) USING iceberg")
-    run(mt, """
+    run(
+        mt,
+        """
         CREATE MATERIALIZED TABLE daily FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT day, sum(amount) AS total FROM orders GROUP BY day;
         CREATE MATERIALIZED TABLE top FRESHNESS = INTERVAL '1' MINUTE AS SELECT max(total) AS top FROM daily;
         CREATE MATERIALIZED TABLE monthly PARTITIONED BY (day) FRESHNESS = INTERVAL '1' DAY REFRESH_MODE = FULL
         AS SELECT day, sum(amount) AS total FROM orders GROUP BY day
-    """)
+    """,
+    )
     return mt
 
 
@@ -55,35 +58,54 @@ REFUSED = {
     "create, name taken": ("CREATE MATERIALIZED TABLE daily AS SELECT 1 AS x", "already exists"),
     "create, name taken by a plain table": ("CREATE MATERIALIZED TABLE plain AS SELECT 1 AS x", "already exists"),
     "create, query Spark cannot analyse": (
-        "CREATE MATERIALIZED TABLE bad AS SELECT nope FROM orders", "cannot analyse"),
+        "CREATE MATERIALIZED TABLE bad AS SELECT nope FROM orders",
+        "cannot analyse",
+    ),
     "create, missing source": ("CREATE MATERIALIZED TABLE bad AS SELECT * FROM missing", "does not exist"),
     "create, unknown key column": (
-        "CREATE MATERIALIZED TABLE bad (PRIMARY KEY (nope) NOT ENFORCED) AS SELECT day FROM orders", "nope"),
+        "CREATE MATERIALIZED TABLE bad (PRIMARY KEY (nope) NOT ENFORCED) AS SELECT day FROM orders",
+        "nope",
+    ),
     "create, first refresh fails": (
-        "CREATE MATERIALIZED TABLE bad AS SELECT CAST(raise_error('boom') AS INT) AS x FROM orders", "boom"),
+        "CREATE MATERIALIZED TABLE bad AS SELECT CAST(raise_error('boom') AS INT) AS x FROM orders",
+        "boom",
+    ),
     "create or alter, column removed": (
-        "CREATE OR ALTER MATERIALIZED TABLE daily AS SELECT day FROM orders", "would be removed"),
+        "CREATE OR ALTER MATERIALIZED TABLE daily AS SELECT day FROM orders",
+        "would be removed",
+    ),
     "create or alter, type changed": (
-        "CREATE OR ALTER MATERIALIZED TABLE daily AS SELECT day, 'x' AS total FROM orders", "changes type"),
+        "CREATE OR ALTER MATERIALIZED TABLE daily AS SELECT day, 'x' AS total FROM orders",
+        "changes type",
+    ),
     "alter as, unknown table": ("ALTER MATERIALIZED TABLE nope AS SELECT 1 AS x", "does not exist"),
     "alter as, plain table": ("ALTER MATERIALIZED TABLE plain AS SELECT 1 AS x", "plain Iceberg table"),
     "alter as, column renamed": (
-        "ALTER MATERIALIZED TABLE daily AS SELECT day, sum(amount) AS sum FROM orders GROUP BY day", "instead of"),
+        "ALTER MATERIALIZED TABLE daily AS SELECT day, sum(amount) AS sum FROM orders GROUP BY day",
+        "instead of",
+    ),
     "alter as, appended column Iceberg cannot store": (
         "ALTER MATERIALIZED TABLE daily AS SELECT day, sum(amount) AS total, NULL AS x FROM orders GROUP BY day",
-        "have no type"),
+        "have no type",
+    ),
     "create, column without a type": ("CREATE MATERIALIZED TABLE bad AS SELECT NULL AS x", "have no type"),
     "alter as, bad query": ("ALTER MATERIALIZED TABLE daily AS SELECT nope FROM orders", "cannot analyse"),
     "set freshness, not allowed in FULL mode": (
-        "ALTER MATERIALIZED TABLE monthly SET FRESHNESS = INTERVAL '7' MINUTE", "FULL"),
+        "ALTER MATERIALIZED TABLE monthly SET FRESHNESS = INTERVAL '7' MINUTE",
+        "FULL",
+    ),
     "set freshness, unknown table": ("ALTER MATERIALIZED TABLE nope SET FRESHNESS = INTERVAL '1' HOUR", "not exist"),
     "suspend, unknown table": ("ALTER MATERIALIZED TABLE nope SUSPEND", "does not exist"),
     "resume, plain table": ("ALTER MATERIALIZED TABLE plain RESUME", "plain Iceberg table"),
     "refresh, unknown table": ("ALTER MATERIALIZED TABLE nope REFRESH", "does not exist"),
     "refresh, partition of an unpartitioned table": (
-        "ALTER MATERIALIZED TABLE daily REFRESH PARTITION (day = 'd1')", "not partitioned by day"),
+        "ALTER MATERIALIZED TABLE daily REFRESH PARTITION (day = 'd1')",
+        "not partitioned by day",
+    ),
     "refresh, unknown partition column": (
-        "ALTER MATERIALIZED TABLE monthly REFRESH PARTITION (nope = 'd1')", "not partitioned by nope"),
+        "ALTER MATERIALIZED TABLE monthly REFRESH PARTITION (nope = 'd1')",
+        "not partitioned by nope",
+    ),
     "set refresh mode, unknown table": ("ALTER MATERIALIZED TABLE nope SET REFRESH_MODE = FULL", "does not exist"),
     "rename, new name taken": ("ALTER MATERIALIZED TABLE daily RENAME TO top", "already exists"),
     "rename, to the same name": ("ALTER MATERIALIZED TABLE daily RENAME TO daily", "nothing to rename"),
@@ -114,8 +136,9 @@ def test_a_refused_statement_changes_nothing(tables, cell: tuple[str, str | None
     if "first refresh fails" in statement or "raise_error" in statement:
         # Not atomic for subscribers: the inline first refresh runs through the manager, so a live view sees
         # the table appear, fail and be removed (service.create says so); it ends as it began.
-        assert {e.table for e in events} == {f"{tables.workspace.catalog.spark_name}."
-                                             f"{tables.workspace.default_namespace}.bad"}
+        assert {e.table for e in events} == {
+            f"{tables.workspace.catalog.spark_name}.{tables.workspace.default_namespace}.bad"
+        }
         assert events[-1].kind.value == "table-removed"
     else:
         assert events == []
@@ -131,8 +154,10 @@ def test_alter_as_commits_its_new_columns_and_definition_together(tables, spark)
         return len(catalog.catalog.load_table(catalog.identifier(name)).metadata.metadata_log)
 
     before = metadata_versions()
-    run(tables, "ALTER MATERIALIZED TABLE daily AS "
-                "SELECT day, sum(amount) AS total, count(*) AS n FROM orders GROUP BY day")
+    run(
+        tables,
+        "ALTER MATERIALIZED TABLE daily AS SELECT day, sum(amount) AS total, count(*) AS n FROM orders GROUP BY day",
+    )
     assert metadata_versions() == before + 1
     assert [c for c, _, _ in catalog.load(name).columns] == ["day", "total", "n"]
     run(tables, "ALTER MATERIALIZED TABLE daily REFRESH")

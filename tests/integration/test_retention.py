@@ -24,10 +24,13 @@ def data_files_on_disk(spark, table: str) -> int:
 
 def test_create_sets_the_iceberg_retention_policy_from_freshness_or_with(mt, spark) -> None:
     spark.sql("CREATE TABLE src (v INT) USING iceberg")
-    run(mt, "CREATE MATERIALIZED TABLE fast FRESHNESS = INTERVAL '10' SECOND AS SELECT v FROM src;"
-            "CREATE MATERIALIZED TABLE daily FRESHNESS = INTERVAL '1' DAY AS SELECT v FROM src;"
-            "CREATE MATERIALIZED TABLE mine WITH ('history.expire.min-snapshots-to-keep' = '7') "
-            "FRESHNESS = INTERVAL '10' SECOND AS SELECT v FROM src")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE fast FRESHNESS = INTERVAL '10' SECOND AS SELECT v FROM src;"
+        "CREATE MATERIALIZED TABLE daily FRESHNESS = INTERVAL '1' DAY AS SELECT v FROM src;"
+        "CREATE MATERIALIZED TABLE mine WITH ('history.expire.min-snapshots-to-keep' = '7') "
+        "FRESHNESS = INTERVAL '10' SECOND AS SELECT v FROM src",
+    )
     ns = mt.workspace.default_namespace
 
     def policy(table: str) -> tuple[str, str]:
@@ -43,9 +46,12 @@ def test_refreshes_expire_old_snapshots_and_their_files(mt, spark, monkeypatch) 
     monkeypatch.setattr(retention, "EXPIRE_BATCH", 3)
     spark.sql("CREATE TABLE src (v INT) USING iceberg")
     spark.sql("INSERT INTO src VALUES (0)")
-    run(mt, "CREATE MATERIALIZED TABLE totals WITH ('history.expire.max-snapshot-age-ms' = '1', "
-            "'history.expire.min-snapshots-to-keep' = '2') FRESHNESS = INTERVAL '1' HOUR "
-            "AS SELECT count(*) AS n, sum(v) AS s FROM src")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE totals WITH ('history.expire.max-snapshot-age-ms' = '1', "
+        "'history.expire.min-snapshots-to-keep' = '2') FRESHNESS = INTERVAL '1' HOUR "
+        "AS SELECT count(*) AS n, sum(v) AS s FROM src",
+    )
     name = f"{CATALOG}.{mt.workspace.default_namespace}.totals"
     counts = []
     for i in range(1, 7):

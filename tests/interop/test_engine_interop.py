@@ -52,8 +52,11 @@ def duck(connection) -> Iterator[Any]:  # type: ignore[no-untyped-def]
     import duckdb
 
     db = duckdb.connect()
-    for package, name in (("duckdb_extension_avro", "avro"), ("duckdb_extension_httpfs", "httpfs"),
-                          ("duckdb_extension_iceberg", "iceberg")):
+    for package, name in (
+        ("duckdb_extension_avro", "avro"),
+        ("duckdb_extension_httpfs", "httpfs"),
+        ("duckdb_extension_iceberg", "iceberg"),
+    ):
         db.execute(f"LOAD '{_extension(package, name)}'")
     props = connection.catalog_config.properties
     auth = f", TOKEN '{props['token']}'" if props.get("token") else ", AUTHORIZATION_TYPE 'none'"
@@ -63,8 +66,9 @@ def duck(connection) -> Iterator[Any]:  # type: ignore[no-untyped-def]
 
 
 def _duckdb_rows(duck, namespace: str, table: str) -> list[Row]:  # type: ignore[no-untyped-def]
-    return sorted(tuple(r) for r in duck.execute(f'SELECT {", ".join(COLUMNS)} FROM lake."{namespace}"."{table}"')
-                  .fetchall())
+    return sorted(
+        tuple(r) for r in duck.execute(f'SELECT {", ".join(COLUMNS)} FROM lake."{namespace}"."{table}"').fetchall()
+    )
 
 
 def _check_readers_follow_refreshes(mt, connection, duck, freshness: str) -> None:  # type: ignore[no-untyped-def]
@@ -72,8 +76,11 @@ def _check_readers_follow_refreshes(mt, connection, duck, freshness: str) -> Non
     namespace = mt.workspace.default_namespace
     spark.sql("CREATE TABLE orders (id BIGINT, customer STRING, amount DOUBLE) USING iceberg")
     spark.sql("INSERT INTO orders VALUES (1, 'ann', 10.0), (2, 'bob', 5.5), (3, 'ann', 2.5), (4, 'cy', 1.0)")
-    _execute(mt, f"""CREATE MATERIALIZED TABLE revenue FRESHNESS = {freshness}
-        AS SELECT customer, count(*) AS orders, sum(amount) AS total FROM orders GROUP BY customer""")
+    _execute(
+        mt,
+        f"""CREATE MATERIALIZED TABLE revenue FRESHNESS = {freshness}
+        AS SELECT customer, count(*) AS orders, sum(amount) AS total FROM orders GROUP BY customer""",
+    )
     qualified = f"{CATALOG}.{namespace}.revenue"
     first = _spark_rows(spark, qualified)
     assert first == [("ann", 2, 12.5), ("bob", 1, 5.5), ("cy", 1, 1.0)]
@@ -101,8 +108,11 @@ def test_readers_see_the_definition_as_plain_table_properties(mt, connection) ->
     namespace = mt.workspace.default_namespace
     spark.sql("CREATE TABLE clicks (id BIGINT, page STRING) USING iceberg")
     spark.sql("INSERT INTO clicks VALUES (1, 'home'), (2, 'home'), (3, 'cart')")
-    _execute(mt, """CREATE MATERIALIZED TABLE page_hits FRESHNESS = INTERVAL '1' HOUR
-        AS SELECT page, count(*) AS hits FROM clicks GROUP BY page""")
+    _execute(
+        mt,
+        """CREATE MATERIALIZED TABLE page_hits FRESHNESS = INTERVAL '1' HOUR
+        AS SELECT page, count(*) AS hits FROM clicks GROUP BY page""",
+    )
     table = open_catalog(connection.catalog_config).load_table(f"{namespace}.page_hits")
     assert "GROUP BY page" in table.properties["mt.query"]
     assert table.properties["mt.refresh-mode"] == "FULL"

@@ -52,10 +52,12 @@ def append_batch(catalog: Any, ident: tuple[str, str], batch: int, rows: int = 3
     import pyarrow as pa
 
     table = catalog.load_table(ident)
-    data = pa.table({
-        "batch": pa.array([batch] * rows, pa.int32()),
-        "v": pa.array(range(1, rows + 1), pa.int32()),
-    })
+    data = pa.table(
+        {
+            "batch": pa.array([batch] * rows, pa.int32()),
+            "v": pa.array(range(1, rows + 1), pa.int32()),
+        }
+    )
     table.append(data)
     snapshot = table.current_snapshot()
     assert snapshot is not None
@@ -153,8 +155,12 @@ class Kernel:
         reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
         content = reply["content"]
         if content["status"] != "ok":
-            raise KernelError(f"cell failed: {content.get('ename')}: {content.get('evalue')}\n"
-                              + "\n".join(content.get("traceback", [])) + "\n--- cell ---\n" + code)
+            raise KernelError(
+                f"cell failed: {content.get('ename')}: {content.get('evalue')}\n"
+                + "\n".join(content.get("traceback", []))
+                + "\n--- cell ---\n"
+                + code
+            )
         return "".join(out)
 
     def run_json(self, expression: str, timeout: float = 60) -> Any:

@@ -43,8 +43,18 @@ class CatalogProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "mt_magic.catalog", "serve", "--port", str(self.port),
-               "--warehouse", str(self.home / "warehouse"), "--uri", f"sqlite:///{self.home / 'catalog.db'}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mt_magic.catalog",
+            "serve",
+            "--port",
+            str(self.port),
+            "--warehouse",
+            str(self.home / "warehouse"),
+            "--uri",
+            f"sqlite:///{self.home / 'catalog.db'}",
+        ]
         env = {**os.environ, "MT_MAGIC_CATALOG_TOKEN": ""}
         with open(self.home / "server.log", "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -93,8 +103,10 @@ def test_an_outage_pauses_the_manager_visibly_and_every_table_catches_up_after(s
     try:
         spark.sql(f"CREATE TABLE {CATALOG}.{NS}.events (batch INT, v INT) USING iceberg")
         append_batch(iceberg, (NS, "events"), 0)
-        for statement in parse_cell("CREATE MATERIALIZED TABLE totals FRESHNESS = INTERVAL '3' SECOND "
-                                    "AS SELECT batch, count(*) AS n FROM events GROUP BY batch"):
+        for statement in parse_cell(
+            "CREATE MATERIALIZED TABLE totals FRESHNESS = INTERVAL '3' SECOND "
+            "AS SELECT batch, count(*) AS n FROM events GROUP BY batch"
+        ):
             conn.service.execute(statement).refresh.result(timeout=180)
         append_batch(iceberg, (NS, "events"), 1)
         wait_until(lambda: {r[0] for r in rows_of(iceberg, (NS, "totals"))} == {0, 1}, 60, "a scheduled refresh")
@@ -112,8 +124,11 @@ def test_an_outage_pauses_the_manager_visibly_and_every_table_catches_up_after(s
 
         catalog.start()
         append_batch(iceberg, (NS, "events"), 2)
-        wait_until(lambda: {r[0] for r in rows_of(iceberg, (NS, "totals"))} == {0, 1, 2}, 120,
-                   "the table to catch up after the outage")
+        wait_until(
+            lambda: {r[0] for r in rows_of(iceberg, (NS, "totals"))} == {0, 1, 2},
+            120,
+            "the table to catch up after the outage",
+        )
         wait_until(lambda: not conn.manager.paused, 30, "the pause to end")
         after = conn.service.status(TOTALS)
         assert after.paused is None and after.consecutive_failures == 0 and after.state.value != "failed"

@@ -19,8 +19,9 @@ import crash_trials  # noqa: E402
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
-def test_a_kernel_killed_mid_refresh_loses_and_repeats_nothing(iceberg, kernel_specs, subprocess_env,
-                                                               tmp_path: Path) -> None:
+def test_a_kernel_killed_mid_refresh_loses_and_repeats_nothing(
+    iceberg, kernel_specs, subprocess_env, tmp_path: Path
+) -> None:
     try:
         records, finals = crash_trials.run_trials(iceberg, kernel_specs, subprocess_env, tmp_path, trials=1, seed=7)
     finally:

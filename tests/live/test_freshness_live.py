@@ -49,8 +49,11 @@ class EventLog:
     def of(self, table: str, *kinds: EventKind, since: datetime | None = None) -> list[RefreshEvent]:
         """The events of ``table`` (of ``kinds``, if given; at or after ``since``, if given), in order."""
         with self._lock:
-            return [e for e in self._events if e.table == table and (not kinds or e.kind in kinds)
-                    and (since is None or e.at >= since)]
+            return [
+                e
+                for e in self._events
+                if e.table == table and (not kinds or e.kind in kinds) and (since is None or e.at >= since)
+            ]
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +94,12 @@ def test_continuous_table_stays_within_twice_its_freshness_while_appends_arrive(
     source = make_source(spark, "clicks")
     appended = {0: append_batch(iceberg, source, 0)}
     name, ident = f"{CATALOG}.{NS}.clicks_per_batch", (NS, "clicks_per_batch")
-    [created] = execute(conn, """
+    [created] = execute(
+        conn,
+        """
         CREATE MATERIALIZED TABLE clicks_per_batch FRESHNESS = INTERVAL '5' SECOND
-        AS SELECT batch, count(*) AS n, sum(v) AS total FROM clicks GROUP BY batch""")
+        AS SELECT batch, count(*) AS n, sum(v) AS total FROM clicks GROUP BY batch""",
+    )
     created.refresh.result(timeout=120)
     manager = conn.manager
 
@@ -120,13 +126,20 @@ def test_continuous_table_stays_within_twice_its_freshness_while_appends_arrive(
     assert len(succeeded) >= 5, f"only {len(succeeded)} refreshes in 30s with a 5s freshness"
     assert succeeded[-1].status.staleness < FRESHNESS, "the success event carries the staleness after its commit"
 
-    expected = sorted(map(tuple, spark.sql(
-        f"SELECT batch, count(*), sum(v) FROM {CATALOG}.{NS}.clicks GROUP BY batch").collect()))
+    expected = sorted(
+        map(tuple, spark.sql(f"SELECT batch, count(*), sum(v) FROM {CATALOG}.{NS}.clicks GROUP BY batch").collect())
+    )
     assert len(expected) == next_batch
-    wait_until(lambda: rows_of(iceberg, ident) == expected, 3 * FRESHNESS.total_seconds(),
-               "the table to converge to the full recomputation")
-    wait_until(lambda: manager.status(name).staleness == timedelta(0), 2 * FRESHNESS.total_seconds(),
-               "reported staleness to drop to zero once caught up")
+    wait_until(
+        lambda: rows_of(iceberg, ident) == expected,
+        3 * FRESHNESS.total_seconds(),
+        "the table to converge to the full recomputation",
+    )
+    wait_until(
+        lambda: manager.status(name).staleness == timedelta(0),
+        2 * FRESHNESS.total_seconds(),
+        "reported staleness to drop to zero once caught up",
+    )
     assert not events.of(name, EventKind.REFRESH_FAILED)
     execute(conn, "DROP MATERIALIZED TABLE clicks_per_batch")
 
@@ -135,9 +148,12 @@ def test_full_table_refreshes_on_its_seconds_cron(conn, spark, iceberg, events):
     source = make_source(spark, "orders")
     append_batch(iceberg, source, 0)
     name, ident = f"{CATALOG}.{NS}.order_totals", (NS, "order_totals")
-    [created] = execute(conn, """
+    [created] = execute(
+        conn,
+        """
         CREATE MATERIALIZED TABLE order_totals FRESHNESS = INTERVAL '10' SECOND REFRESH_MODE = FULL
-        AS SELECT count(*) AS n, sum(v) AS total FROM orders""")
+        AS SELECT count(*) AS n, sum(v) AS total FROM orders""",
+    )
     created.refresh.result(timeout=120)
     status = conn.manager.status(name)
     assert status.state is JobState.SCHEDULED
@@ -145,8 +161,11 @@ def test_full_table_refreshes_on_its_seconds_cron(conn, spark, iceberg, events):
 
     for batch in (1, 2):  # a change before each of the next two fires, so each scheduled run commits
         append_batch(iceberg, source, batch)
-        wait_until(lambda b=batch: rows_of(iceberg, ident) == [(3 * (b + 1), 6 * (b + 1))], 25,
-                   f"the scheduled refresh after batch {batch}")
+        wait_until(
+            lambda b=batch: rows_of(iceberg, ident) == [(3 * (b + 1), 6 * (b + 1))],
+            25,
+            f"the scheduled refresh after batch {batch}",
+        )
 
     scheduled = [e for e in events.of(name, EventKind.REFRESH_STARTED) if e.message == RefreshTrigger.SCHEDULED.value]
     assert len(scheduled) >= 2
@@ -172,15 +191,19 @@ def start_slow_refresh(conn, spark, iceberg, table: str, source: str) -> tuple[s
     make_source(spark, source, "k INT, ms BIGINT")
     spark.sql(f"INSERT INTO {CATALOG}.{NS}.{source} VALUES (1, 0)")
     name, ident = f"{CATALOG}.{NS}.{table}", (NS, table)
-    [created] = execute(conn, f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '3' SECOND"
-                              + SLOW_QUERY.format(source=source))
+    [created] = execute(
+        conn, f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '3' SECOND" + SLOW_QUERY.format(source=source)
+    )
     created.refresh.result(timeout=120)
     before = current_snapshot_id(iceberg, ident)
     assert before is not None
     spark.sql(f"INSERT INTO {CATALOG}.{NS}.{source} VALUES (2, 600000)")
     tracker = spark.sparkContext.statusTracker()
-    wait_until(lambda: conn.manager.status(name).progress is not None and tracker.getActiveJobsIds(), 30,
-               f"a Spark job of the slow refresh of {name}")
+    wait_until(
+        lambda: conn.manager.status(name).progress is not None and tracker.getActiveJobsIds(),
+        30,
+        f"a Spark job of the slow refresh of {name}",
+    )
     return name, ident, before
 
 

@@ -40,8 +40,9 @@ def tables(spark, iceberg) -> Iterator[None]:
     from mt_magic.runtime.connection import ConnectionSettings, connect
     from mt_magic.sql import parse_cell
 
-    service = connect(ConnectionSettings(catalog_name=CATALOG, namespace=NS, start_manager=False,
-                                         use_namespace=False)).service
+    service = connect(
+        ConnectionSettings(catalog_name=CATALOG, namespace=NS, start_manager=False, use_namespace=False)
+    ).service
     spark.sql(f"CREATE TABLE {CATALOG}.{NS}.events (batch INT, v INT) USING iceberg")
     spark.sql(f"CREATE TABLE {CATALOG}.{NS}.ctrl (k INT, ms BIGINT) USING iceberg")
     spark.sql(f"INSERT INTO {CATALOG}.{NS}.ctrl VALUES (1, 0)")
@@ -62,8 +63,15 @@ def tables(spark, iceberg) -> Iterator[None]:
 def runner(tables, subprocess_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[subprocess.Popen, RunnerOutput]]:
     cmd = [sys.executable, "-m", "mt_magic", "run", "--catalog", CATALOG, "--namespace", NS, "--master", "local[2]"]
     with open(tmp_path / "runner.stderr", "w") as stderr:
-        proc = subprocess.Popen(cmd, env=subprocess_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=stderr,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=subprocess_env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
     output = RunnerOutput(proc.stdout)
     try:
         yield proc, output
@@ -90,8 +98,11 @@ def test_the_runner_keeps_a_table_fresh_and_stops_cleanly_on_sigterm(runner, ice
             present = {row[0] for row in rows_of(iceberg, ident)}
             worst = max(worst, actual_staleness(appended, present, utc_now()))
             time.sleep(0.5)
-    wait_until(lambda: {row[0] for row in rows_of(iceberg, ident)} == set(range(12)), 3 * FRESHNESS.total_seconds(),
-               "the table to catch up with every batch")
+    wait_until(
+        lambda: {row[0] for row in rows_of(iceberg, ident)} == set(range(12)),
+        3 * FRESHNESS.total_seconds(),
+        "the table to catch up with every batch",
+    )
     assert worst <= 2 * FRESHNESS, f"table lagged {worst} behind its source with only the runner:\n{output.text()}"
     assert rows_of(iceberg, ident) == [(b, 3, 6) for b in range(12)]
     assert len(output.events(TOTALS, "refresh-succeeded")) >= 4

@@ -91,8 +91,7 @@ def test_a_killed_kernel_is_replaced_and_the_new_one_catches_up_and_keeps_the_ta
         append_batch(iceberg, source, 4)
         wait_until(lambda: batches(iceberg) == {0, 1, 2, 3, 4}, 4 * FRESHNESS_S, "the new kernel's schedule")
         assert last_refresh(iceberg)[0] == "scheduled"
-        state = second.run_json(
-            f"get_ipython()._mt_magic_magics.connection.manager.status({NAME!r}).state.value")
+        state = second.run_json(f"get_ipython()._mt_magic_magics.connection.manager.status({NAME!r}).state.value")
         assert state in ("scheduled", "running")
         assert rows_of(iceberg, TABLE) == [(b, 3, 6) for b in range(5)]
 

@@ -28,13 +28,16 @@ def tables(spark, iceberg) -> Iterator[None]:
     from mt_magic.runtime.connection import ConnectionSettings, connect
     from mt_magic.sql import parse_cell
 
-    service = connect(ConnectionSettings(catalog_name=CATALOG, namespace=NS, start_manager=False,
-                                         use_namespace=False)).service
+    service = connect(
+        ConnectionSettings(catalog_name=CATALOG, namespace=NS, start_manager=False, use_namespace=False)
+    ).service
     spark.sql(f"CREATE TABLE {CATALOG}.{NS}.events (batch INT, v INT) USING iceberg")
     append_batch(iceberg, (NS, "events"), 0)
     try:
-        for statement in parse_cell("CREATE MATERIALIZED TABLE totals FRESHNESS = INTERVAL '3' SECOND "
-                                    "AS SELECT batch, count(*) AS n FROM events GROUP BY batch"):
+        for statement in parse_cell(
+            "CREATE MATERIALIZED TABLE totals FRESHNESS = INTERVAL '3' SECOND "
+            "AS SELECT batch, count(*) AS n FROM events GROUP BY batch"
+        ):
             service.execute(statement).refresh.result(timeout=120)
         yield
     finally:
@@ -52,14 +55,22 @@ def batches(iceberg) -> set[int]:  # type: ignore[no-untyped-def]
     return {row[0] for row in rows_of(iceberg, IDENT)}
 
 
-def test_the_runner_and_a_kernel_never_both_refresh_and_hand_the_table_over(tables, iceberg, subprocess_env,
-                                                                           tmp_path: Path) -> None:
+def test_the_runner_and_a_kernel_never_both_refresh_and_hand_the_table_over(
+    tables, iceberg, subprocess_env, tmp_path: Path
+) -> None:
     from mt_magic.runtime.connection import ConnectionSettings, connect
 
     cmd = [sys.executable, "-m", "mt_magic", "run", "--catalog", CATALOG, "--namespace", NS, "--master", "local[2]"]
     with open(tmp_path / "runner.stderr", "w") as stderr:
-        proc = subprocess.Popen(cmd, env=subprocess_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=stderr,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=subprocess_env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
     output = RunnerOutput(proc.stdout)
     try:
         wait_until(lambda: (lease_holder(iceberg) or "").startswith("runner"), 180, "the runner to take the lease")

@@ -22,12 +22,16 @@ def shell(spark):
     ip.run_line_magic("load_ext", "mt_magic")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {NS}.f22_orders (day STRING, amount INT) USING iceberg")
     spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d1', 1), ('d1', 2), ('d2', 5)")
-    ip.run_cell_magic("materialized", "--wait", """
+    ip.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         CREATE MATERIALIZED TABLE f22_daily FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT day, sum(amount) AS total FROM f22_orders GROUP BY day;
         CREATE MATERIALIZED TABLE f22_top FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT max(total) AS top FROM f22_daily
-    """)
+    """,
+    )
     yield ip
     ip.run_line_magic("unload_ext", "mt_magic")
 
@@ -74,9 +78,13 @@ def test_set_refresh_mode_switches_the_schedule_and_keeps_the_data_exact(shell, 
     shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_daily SET REFRESH_MODE = CONTINUOUS")
     assert service(shell).status(f"{NS}.f22_daily").mode is RefreshMode.CONTINUOUS
     with pytest.raises(UsageError, match="FULL"):  # a freshness no cron can express is refused, nothing changes
-        shell.run_cell_magic("materialized", "", """
+        shell.run_cell_magic(
+            "materialized",
+            "",
+            """
             ALTER MATERIALIZED TABLE f22_daily SET FRESHNESS = INTERVAL '7' MINUTE;
-            ALTER MATERIALIZED TABLE f22_daily SET REFRESH_MODE = FULL""")
+            ALTER MATERIALIZED TABLE f22_daily SET REFRESH_MODE = FULL""",
+        )
     assert service(shell).status(f"{NS}.f22_daily").mode is RefreshMode.CONTINUOUS
 
 
@@ -109,14 +117,19 @@ def test_set_freshness_moves_the_retention_policy(shell) -> None:
 
 
 def test_distributed_by_makes_iceberg_buckets(shell, spark) -> None:
-    shell.run_cell_magic("materialized", "--wait", """
+    shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         CREATE MATERIALIZED TABLE f22_buckets DISTRIBUTED BY HASH(day) INTO 4 BUCKETS
         FRESHNESS = INTERVAL '1' MINUTE AS SELECT day, count(*) AS n FROM f22_orders GROUP BY day
-    """)
+    """,
+    )
     info, definition = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_buckets")
     assert info.partition_transforms == ("bucket[4]",) and definition.bucket_columns == ("day",)
-    assert "DISTRIBUTED BY HASH(`day`) INTO 4 BUCKETS" in listing(
-        shell, "SHOW CREATE MATERIALIZED TABLE f22_buckets").text
+    assert (
+        "DISTRIBUTED BY HASH(`day`) INTO 4 BUCKETS" in listing(shell, "SHOW CREATE MATERIALIZED TABLE f22_buckets").text
+    )
     spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d3', 1)")
     shell.run_cell_magic("materialized", "--wait", "ALTER MATERIALIZED TABLE f22_buckets REFRESH")
     assert ("d3", 1) in set(map(tuple, spark.table(f"{NS}.f22_buckets").collect()))

@@ -44,10 +44,14 @@ def shell(spark):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def output(shell) -> StatementOutput:  # type: ignore[no-untyped-def]
-    return shell.run_cell_magic("materialized", "--wait", """
+    return shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         CREATE MATERIALIZED TABLE live_totals FRESHNESS = INTERVAL '10' MINUTE
         AS SELECT page, sum(amount) AS total FROM live_orders GROUP BY page
-    """)
+    """,
+    )
 
 
 def test_a_create_cell_shows_a_live_card_with_the_newest_rows(output: StatementOutput) -> None:
@@ -130,8 +134,9 @@ def test_settings_are_validated_and_reach_the_freshness_rules(shell) -> None:  #
     shell.run_line_magic("config", "MaterializedMagics.freshness_threshold = \"interval '3' minute\"")
     try:
         assert magics.connection.service.workspace.rules.threshold.total_seconds() == 180
-        shell.run_cell_magic("materialized", "", "CREATE MATERIALIZED TABLE live_defaults AS "
-                                                 "SELECT count(*) AS n FROM live_orders")
+        shell.run_cell_magic(
+            "materialized", "", "CREATE MATERIALIZED TABLE live_defaults AS SELECT count(*) AS n FROM live_orders"
+        )
         _, definition = magics.connection.service.workspace.catalog.load_materialized("mt.default.live_defaults")
         assert (definition.freshness, definition.refresh_mode) == ("INTERVAL '4' MINUTE", RefreshMode.FULL)
         config = shell.run_line_magic("mt", "config")

@@ -26,20 +26,24 @@ def shell(spark):
 
 
 def test_create_returns_at_once_and_the_table_fills(shell, spark) -> None:
-    view = shell.run_cell_magic("materialized", "--wait", """
+    view = shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         -- page views per page, kept within 2 minutes
         CREATE MATERIALIZED TABLE page_views FRESHNESS = INTERVAL '2' MINUTE
         AS SELECT page, count(*) AS views FROM clicks GROUP BY page
-    """)
+    """,
+    )
     assert "Created mt.default.page_views (CONTINUOUS, INTERVAL '2' MINUTE)" in repr(view)
-    assert sorted(map(tuple, spark.sql("SELECT * FROM mt.default.page_views").collect())) == [
-        ("cart", 1), ("home", 2)]
+    assert sorted(map(tuple, spark.sql("SELECT * FROM mt.default.page_views").collect())) == [("cart", 1), ("home", 2)]
 
 
 def test_statement_errors_are_one_clean_usage_error(shell) -> None:
     with pytest.raises(UsageError, match=r"FRESHNESS.*MONTH"):
-        shell.run_cell_magic("materialized", "", "CREATE MATERIALIZED TABLE x FRESHNESS = INTERVAL '1' MONTH "
-                                                 "AS SELECT 1 AS one")
+        shell.run_cell_magic(
+            "materialized", "", "CREATE MATERIALIZED TABLE x FRESHNESS = INTERVAL '1' MONTH AS SELECT 1 AS one"
+        )
     with pytest.raises(UsageError, match=r"no_such_source does not exist"):
         shell.run_cell_magic("materialized", "", "CREATE MATERIALIZED TABLE y AS SELECT * FROM no_such_source")
 
@@ -51,8 +55,9 @@ def test_help_shows_a_working_example(shell) -> None:
 
 
 def test_mt_list_status_and_config(shell) -> None:
-    shell.run_cell_magic("materialized", "--wait", "CREATE MATERIALIZED TABLE IF_list_t AS SELECT count(*) AS n "
-                                                   "FROM clicks")
+    shell.run_cell_magic(
+        "materialized", "--wait", "CREATE MATERIALIZED TABLE IF_list_t AS SELECT count(*) AS n FROM clicks"
+    )
     listing = shell.run_line_magic("mt", "list")
     assert "mt.default.if_list_t" in repr(listing).lower()
     card = shell.run_line_magic("mt", "status IF_list_t")

@@ -21,12 +21,16 @@ def shell(spark):
 
 def test_a_refused_drop_leaves_the_table_managed(shell, spark) -> None:
     """Regression: the refused DROP unregistered the table; status, REFRESH and DROP then failed."""
-    shell.run_cell_magic("materialized", "--wait", """
+    shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         CREATE MATERIALIZED TABLE reg_daily FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT day, sum(amount) AS total FROM reg_orders GROUP BY day;
         CREATE MATERIALIZED TABLE reg_top FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT max(total) AS top FROM reg_daily
-    """)
+    """,
+    )
     before = shell.run_line_magic("mt", "status reg_daily").status
 
     with pytest.raises(UsageError, match=r"mt.default.reg_top read\(s\) it"):
@@ -43,15 +47,23 @@ def test_a_refused_drop_leaves_the_table_managed(shell, spark) -> None:
 
 def test_a_cancelled_refresh_under_wait_is_one_clean_message(shell) -> None:
     """Regression: ``--wait`` on a refresh cancelled by SUSPEND showed a traceback, not a UsageError."""
-    shell.run_cell_magic("materialized", "--wait", """
+    shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         CREATE MATERIALIZED TABLE reg_cancel FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT day, count(*) AS n FROM reg_orders GROUP BY day
-    """)
+    """,
+    )
     with pytest.raises(UsageError, match=r"refresh of mt.default.reg_cancel cancelled: suspended"):
-        shell.run_cell_magic("materialized", "--wait", """
+        shell.run_cell_magic(
+            "materialized",
+            "--wait",
+            """
             ALTER MATERIALIZED TABLE reg_cancel REFRESH;
             ALTER MATERIALIZED TABLE reg_cancel SUSPEND
-        """)
+        """,
+        )
     shell.run_cell_magic("materialized", "", "DROP MATERIALIZED TABLE reg_cancel")
 
 
@@ -59,10 +71,14 @@ def test_a_name_spark_accepts_in_backquotes_works_from_the_shell(shell, spark) -
     """Regression: ``m1; DROP TABLE x`` was created, then every refresh failed (the name reached Spark and the
     catalog mangled) and was retried forever; now it refreshes, and every %mt command reads the name."""
     name = "`reg m1; DROP TABLE x`"
-    shell.run_cell_magic("materialized", "--wait", f"""
+    shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        f"""
         CREATE MATERIALIZED TABLE {name} FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT day, count(*) AS `n; x` FROM reg_orders GROUP BY day
-    """)
+    """,
+    )
     status = shell.run_line_magic("mt", f"status {name}").status
     assert status.name == "mt.default.reg m1; DROP TABLE x" and status.last_error is None
     assert status.last_refresh is not None
@@ -78,10 +94,14 @@ def test_refused_statements_leave_the_manager_and_the_cards_as_they_were(shell) 
     """With the manager's thread running: no event reaches the cards and no status changes."""
     from dataclasses import replace
 
-    shell.run_cell_magic("materialized", "--wait", """
+    shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        """
         CREATE MATERIALIZED TABLE reg_keep FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT day, sum(amount) AS total FROM reg_orders GROUP BY day
-    """)
+    """,
+    )
     service = shell._mt_magic_magics.connection.service
 
     def statuses() -> list:

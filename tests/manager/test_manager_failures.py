@@ -38,13 +38,17 @@ def test_failures_back_off_exponentially_then_the_table_suspends_itself_until_re
         clock.set(status.next_refresh_at - timedelta(milliseconds=1))
         assert manager.step() == []
         clock.set(status.next_refresh_at)
-    assert all(within_jitter(a, e) for a, e in zip(delays, [timedelta(seconds=10), timedelta(seconds=20)],
-                                                   strict=True)), delays
+    assert all(
+        within_jitter(a, e) for a, e in zip(delays, [timedelta(seconds=10), timedelta(seconds=20)], strict=True)
+    ), delays
 
     assert [r.table for r in manager.step()] == ["c.db.t"]  # the third failure in a row: it gives up
     status = manager.status("c.db.t")
     assert (status.state, status.last_error, status.consecutive_failures) == (
-        JobState.FAILED, "RuntimeError: boom 3", 3)
+        JobState.FAILED,
+        "RuntimeError: boom 3",
+        3,
+    )
     assert status.next_refresh_at is None
     failed = [e for e in events if e.kind is EventKind.REFRESH_FAILED]
     assert "failed 3 times in a row, so it is suspended" in failed[-1].message

@@ -27,8 +27,9 @@ class Process:
         self.backend = FakeBackend([continuous(t) for t in TABLES], clock=clock)
         self.executor = ManualExecutor(inline=not deferred)
         self.keeper = LeaseKeeper(store, name, TTL)
-        self.manager = RefreshManager(self.backend, clock=clock, executor=self.executor, retry=RETRY,
-                                      rng=random.Random(1), leases=self.keeper)
+        self.manager = RefreshManager(
+            self.backend, clock=clock, executor=self.executor, retry=RETRY, rng=random.Random(1), leases=self.keeper
+        )
 
     def ran(self) -> list[tuple[str, str]]:
         return [(r.table, r.trigger.value) for r in self.backend.requests]

@@ -68,8 +68,9 @@ def test_schedule_for_follows_the_mode() -> None:
 
 
 def test_backoff_grows_exponentially_up_to_the_cap_and_gives_up_after_suspend_after() -> None:
-    policy = RetryPolicy(base=timedelta(seconds=10), factor=2, max_delay=timedelta(seconds=60), jitter=0,
-                         suspend_after=5)
+    policy = RetryPolicy(
+        base=timedelta(seconds=10), factor=2, max_delay=timedelta(seconds=60), jitter=0, suspend_after=5
+    )
     assert [policy.backoff(n).total_seconds() for n in range(1, 7)] == [10, 20, 40, 60, 60, 60]
     assert policy.backoff(10_000) == timedelta(seconds=60)
     assert not policy.gives_up(4) and policy.gives_up(5)

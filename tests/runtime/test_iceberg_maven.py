@@ -59,8 +59,11 @@ def test_missing_maven_names_the_command(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_failed_fetch_shows_mavens_own_words(tmp_path: Path) -> None:
     missing = iceberg_maven.IcebergRuntime("9.9", "2.13", "0.0.0-not-released", "0" * 64)
-    with pytest.raises(RuntimeSetupError, match=r"(?s)Maven could not fetch org\.apache\.iceberg:"
-                                                r"iceberg-spark-runtime-9\.9_2\.13:0\.0\.0-not-released.*ERROR"):
+    with pytest.raises(
+        RuntimeSetupError,
+        match=r"(?s)Maven could not fetch org\.apache\.iceberg:"
+        r"iceberg-spark-runtime-9\.9_2\.13:0\.0\.0-not-released.*ERROR",
+    ):
         iceberg_maven.fetch(missing, tmp_path)
     assert list(tmp_path.iterdir()) == []
 

@@ -34,7 +34,8 @@ def test_a_valid_offline_cache_goes_on_spark_jars(monkeypatch: pytest.MonkeyPatc
     companion = _jar(tmp_path / iceberg_jars.COMPANION_JAR, dict.fromkeys(iceberg_jars.COMPANION_CLASSES, b""))
     monkeypatch.setenv("MT_MAGIC_JARS_DIR", str(tmp_path))
     assert session.iceberg_classpath_conf(session.SparkSettings(iceberg="offline")) == {
-        "spark.jars": f"{runtime},{companion}"}
+        "spark.jars": f"{runtime},{companion}"
+    }
 
 
 def test_a_companion_without_httpclient_5_4_is_not_used(tmp_path: Path) -> None:

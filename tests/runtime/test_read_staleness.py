@@ -59,8 +59,11 @@ def test_within_max_staleness_reads_the_stored_rows(totals: MaterializedTables) 
 
 
 def test_stale_with_fail_raises_and_says_how_to_refresh(totals: MaterializedTables) -> None:
-    with pytest.raises(StaleTableError, match=r"region_totals is 2:0.* behind its sources \(allowed: 1:00:00\)\. "
-                                              r"Refresh it \(ALTER MATERIALIZED TABLE region_totals REFRESH\)"):
+    with pytest.raises(
+        StaleTableError,
+        match=r"region_totals is 2:0.* behind its sources \(allowed: 1:00:00\)\. "
+        r"Refresh it \(ALTER MATERIALIZED TABLE region_totals REFRESH\)",
+    ):
         read(_later(totals), "region_totals")
 
 

@@ -11,10 +11,20 @@ NOW = datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
 
 
 def table(ages_minutes: list[int], **properties: str) -> TableInfo:
-    snapshots = tuple(SnapshotInfo(i + 1, i or None, NOW - timedelta(minutes=m), "overwrite", {})
-                      for i, m in enumerate(ages_minutes))
-    return TableInfo(name="c.db.t", uuid="u", current_snapshot_id=len(snapshots), snapshots=snapshots,
-                     properties=properties, columns=(), partition_columns=(), identifier_columns=(), schema_id=0)
+    snapshots = tuple(
+        SnapshotInfo(i + 1, i or None, NOW - timedelta(minutes=m), "overwrite", {}) for i, m in enumerate(ages_minutes)
+    )
+    return TableInfo(
+        name="c.db.t",
+        uuid="u",
+        current_snapshot_id=len(snapshots),
+        snapshots=snapshots,
+        properties=properties,
+        columns=(),
+        partition_columns=(),
+        identifier_columns=(),
+        schema_id=0,
+    )
 
 
 def test_the_default_policy_follows_the_freshness_with_a_floor_and_with_wins() -> None:

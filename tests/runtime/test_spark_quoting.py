@@ -12,9 +12,13 @@ from mt_magic.sql.names import name_part_problem
 pytestmark = pytest.mark.spark
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
-PARTS = st.text(st.characters(exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"),
-                               exclude_characters="./%?#+\u00a0\u2000\u3000"), min_size=1, max_size=12
-                ).filter(lambda p: name_part_problem(p) is None)
+PARTS = st.text(
+    st.characters(
+        exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"), exclude_characters="./%?#+\u00a0\u2000\u3000"
+    ),
+    min_size=1,
+    max_size=12,
+).filter(lambda p: name_part_problem(p) is None)
 QUICK = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -26,7 +30,7 @@ def _parts(spark, text: str) -> list[str]:
 @QUICK
 @given(catalog=PARTS, namespace=PARTS, name=PARTS)
 @example(catalog="mt", namespace="ns", name="m1; DROP TABLE x")
-@example(catalog="select", namespace="`", name="it's \"x\" ` é")
+@example(catalog="select", namespace="`", name='it\'s "x" ` é')
 def test_a_qualified_name_parses_back_part_by_part(spark, catalog: str, namespace: str, name: str) -> None:
     assert _parts(spark, qualified(f"{catalog}.{namespace}.{name}")) == [catalog, namespace, name]
     call, table = procedure(f"{catalog}.{namespace}.{name}", "expire_snapshots")

@@ -13,17 +13,23 @@ from mt_magic.sql.ddl.parser import parse_cell, parse_table_name
 from mt_magic.sql.names import NAME_PART_REFUSED, name_part_problem
 from mt_magic.sql.query.rewrite import QueryRewriteError, pin_sources, qualify_sources
 
-CARRIED = st.text(st.characters(exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"),
-                                 exclude_characters="./%?#+"), min_size=1, max_size=12
-                  ).filter(lambda p: name_part_problem(p) is None)
-REFUSED = st.builds(lambda a, c, b: a + c + b, st.text("ab", max_size=2), st.sampled_from(sorted(NAME_PART_REFUSED)),
-                    st.text("ab", max_size=2))
+CARRIED = st.text(
+    st.characters(exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"), exclude_characters="./%?#+"),
+    min_size=1,
+    max_size=12,
+).filter(lambda p: name_part_problem(p) is None)
+REFUSED = st.builds(
+    lambda a, c, b: a + c + b,
+    st.text("ab", max_size=2),
+    st.sampled_from(sorted(NAME_PART_REFUSED)),
+    st.text("ab", max_size=2),
+)
 
 
 @given(namespace=CARRIED, name=CARRIED)
 @example(namespace="ns", name="m1; DROP TABLE x")
 @example(namespace="select", name="`")
-@example(namespace="a b", name="it's \"x\"")
+@example(namespace="a b", name='it\'s "x"')
 def test_a_quoted_name_reads_back_through_the_grammar(namespace: str, name: str) -> None:
     table = parse_table_name(qualified(f"{namespace}.{name}"))
     assert (table.namespace, table.name) == (namespace, name)

@@ -187,12 +187,16 @@ ANSWERED = [
         id="article-set-result-mode",
     ),
     pytest.param(
-        "SET 'table.exec.sink.upsert-materialize' = 'NONE';", UnsupportedStatementError, r"drop the SET",
+        "SET 'table.exec.sink.upsert-materialize' = 'NONE';",
+        UnsupportedStatementError,
+        r"drop the SET",
         id="article-set-upsert",
     ),
     pytest.param(
-        "SET 'execution.runtime-mode' = 'streaming';", UnsupportedStatementError,
-        r"refresh mode follows FRESHNESS or REFRESH_MODE", id="article-set-runtime-mode",
+        "SET 'execution.runtime-mode' = 'streaming';",
+        UnsupportedStatementError,
+        r"refresh mode follows FRESHNESS or REFRESH_MODE",
+        id="article-set-runtime-mode",
     ),
     pytest.param(
         "CREATE CATALOG paimon WITH ('type'='paimon','warehouse'='file:/tmp/paimon');",
@@ -234,8 +238,12 @@ ANSWERED = [
         r".*'write\.format\.default'.*Fix: remove 'format' from WITH",
         id="reference-continuous-format",
     ),
-    pytest.param(FULL_EXAMPLE, UnsupportedOptionError, r"'format' = 'json' is a Flink connector option",
-                 id="reference-full-format"),
+    pytest.param(
+        FULL_EXAMPLE,
+        UnsupportedOptionError,
+        r"'format' = 'json' is a Flink connector option",
+        id="reference-full-format",
+    ),
     pytest.param(
         "ALTER MATERIALIZED TABLE my_materialized_table RESUME WITH ('sink.parallelism'='10');",
         UnsupportedOptionError,
@@ -355,8 +363,10 @@ def test_foreign_options_are_recognised(key: str, system: str) -> None:
     ("with_clause", "fix"),
     [
         ("'merge-engine' = 'deduplicate'", r"keeps one row per key \(k\)"),
-        ("'merge-engine' = 'aggregation', 'fields.v.aggregate-function' = 'last_value'",
-         r"'last_value' on v has no order-free equivalent"),
+        (
+            "'merge-engine' = 'aggregation', 'fields.v.aggregate-function' = 'last_value'",
+            r"'last_value' on v has no order-free equivalent",
+        ),
         ("'merge-engine' = 'aggregation', 'fields.v.aggregate-function' = 'max'", r"AS SELECT k, max\(v\) AS v FROM"),
     ],
 )

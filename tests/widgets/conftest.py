@@ -39,8 +39,14 @@ def executor() -> ManualExecutor:
 @pytest.fixture
 def manager(backend: FakeBackend, clock: FakeClock, executor: ManualExecutor) -> RefreshManager:
     """Refreshes wait in ``executor`` until the test runs them; statuses are polled every step."""
-    manager = RefreshManager(backend, clock=clock, executor=executor, rng=random.Random(7),
-                             staleness_every=timedelta(0), progress_every=timedelta(0))
+    manager = RefreshManager(
+        backend,
+        clock=clock,
+        executor=executor,
+        rng=random.Random(7),
+        staleness_every=timedelta(0),
+        progress_every=timedelta(0),
+    )
     manager.step()
     executor.run_all()  # the catch-up run of a table behind its schedule, if any
     manager.step()
@@ -50,8 +56,7 @@ def manager(backend: FakeBackend, clock: FakeClock, executor: ManualExecutor) ->
 @pytest.fixture
 def actions(manager: RefreshManager, backend: FakeBackend) -> ManagerActions:
     actions = ManagerActions(manager, backend)
-    actions.previews[NAME] = Preview(NAME, ("day", "orders"), (("2025-01-01", 3), ("2024-12-31", 5)), 0, 100,
-                                     ("day",))
+    actions.previews[NAME] = Preview(NAME, ("day", "orders"), (("2025-01-01", 3), ("2024-12-31", 5)), 0, 100, ("day",))
     return actions
 
 

@@ -15,8 +15,9 @@ from mt_magic.vocabulary import JobState, RefreshTrigger
 from mt_magic.widgets.live import THREAD_NAME, LiveViews
 
 
-def test_refresh_now_runs_a_manual_refresh(live: LiveViews, manager: RefreshManager, backend: FakeBackend,
-                                           executor: ManualExecutor) -> None:
+def test_refresh_now_runs_a_manual_refresh(
+    live: LiveViews, manager: RefreshManager, backend: FakeBackend, executor: ManualExecutor
+) -> None:
     card = live.card(NAME)
     card.refresh_button.click()
     assert "✔ Refreshing mt.default.orders_per_day." in card.message.value
@@ -38,8 +39,9 @@ def test_suspend_and_resume_toggle(live: LiveViews, manager: RefreshManager, act
     assert [c[0] for c in actions.calls if c[0] != "preview"] == ["suspend", "resume"]
 
 
-def test_set_freshness_passes_the_typed_interval(live: LiveViews, manager: RefreshManager,
-                                                 actions: ManagerActions) -> None:
+def test_set_freshness_passes_the_typed_interval(
+    live: LiveViews, manager: RefreshManager, actions: ManagerActions
+) -> None:
     card = live.card(NAME)
     assert (card.freshness_value.value, card.freshness_unit.value) == (1, "MINUTE")
     card.freshness_value.value, card.freshness_unit.value = 10, "SECOND"
@@ -49,8 +51,9 @@ def test_set_freshness_passes_the_typed_interval(live: LiveViews, manager: Refre
     assert "target 10s" in card.details.value
 
 
-def test_backfill_parses_the_partition_and_cascades(live: LiveViews, manager: RefreshManager,
-                                                    backend: FakeBackend, actions: ManagerActions) -> None:
+def test_backfill_parses_the_partition_and_cascades(
+    live: LiveViews, manager: RefreshManager, backend: FakeBackend, actions: ManagerActions
+) -> None:
     card = live.card(NAME)
     card.partition.value, card.cascade.value = "ds = '20250101'", True
     card.backfill_button.click()
@@ -63,8 +66,9 @@ def test_backfill_parses_the_partition_and_cascades(live: LiveViews, manager: Re
     assert "✖ PARTITION (ds =): expected a literal value for partition column ds" in card.message.value
 
 
-def test_closing_a_card_unsubscribes_it(live: LiveViews, manager: RefreshManager, clock: FakeClock,
-                                        executor: ManualExecutor) -> None:
+def test_closing_a_card_unsubscribes_it(
+    live: LiveViews, manager: RefreshManager, clock: FakeClock, executor: ManualExecutor
+) -> None:
     card = live.card(NAME)
     assert subscribers(manager) == 1 and live.views == (card,)
     card.close()
@@ -79,8 +83,9 @@ def test_closing_a_card_unsubscribes_it(live: LiveViews, manager: RefreshManager
     assert card.details.value == before
 
 
-def test_a_new_card_replaces_the_previous_one(live: LiveViews, manager: RefreshManager,
-                                              actions: ManagerActions) -> None:
+def test_a_new_card_replaces_the_previous_one(
+    live: LiveViews, manager: RefreshManager, actions: ManagerActions
+) -> None:
     first = live.statement_output([StatementResult("created", (NAME,), f"Created {NAME}.")])
     [old_card] = first.cards
     new_card = live.card(NAME)
@@ -93,8 +98,9 @@ def test_a_new_card_replaces_the_previous_one(live: LiveViews, manager: RefreshM
     assert subscribers(manager) == 0 and live.views == ()
 
 
-def test_the_updater_thread_runs_only_while_a_view_is_open(manager: RefreshManager, actions: ManagerActions,
-                                                           clock: FakeClock) -> None:
+def test_the_updater_thread_runs_only_while_a_view_is_open(
+    manager: RefreshManager, actions: ManagerActions, clock: FakeClock
+) -> None:
     live = LiveViews(manager, actions, clock=clock, tick_every=0.02)
     try:
         card = live.card(NAME)

@@ -28,7 +28,8 @@ def level(card) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_the_badge_colour_follows_the_measured_staleness(
-        live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock) -> None:
+    live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock
+) -> None:
     card = live.card(NAME)
     assert level(card) == "fresh" and "up to date" in card.title.value and "#16a34a" in card.title.value
 
@@ -49,8 +50,13 @@ def test_the_badge_colour_follows_the_measured_staleness(
 
 
 def test_state_progress_and_last_refresh_follow_the_events(
-        live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock,
-        executor: ManualExecutor, actions: ManagerActions) -> None:
+    live: LiveViews,
+    manager: RefreshManager,
+    backend: FakeBackend,
+    clock: FakeClock,
+    executor: ManualExecutor,
+    actions: ManagerActions,
+) -> None:
     card = live.card(NAME)
     live.run_pending()
     assert "2024-12-31" in card.preview_area.value and "newest day first" in card.preview_area.value
@@ -81,8 +87,9 @@ def test_state_progress_and_last_refresh_follow_the_events(
     assert f"snapshot {snapshot}" in card.preview_area.value and "2025-01-02" in card.preview_area.value
 
 
-def test_a_failure_shows_on_the_card(live: LiveViews, manager: RefreshManager, backend: FakeBackend,
-                                     clock: FakeClock, executor: ManualExecutor) -> None:
+def test_a_failure_shows_on_the_card(
+    live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock, executor: ManualExecutor
+) -> None:
     card = live.card(NAME)
     backend.script(NAME, RuntimeError("executor lost"))
     clock.advance(minutes=1)
@@ -108,12 +115,13 @@ def test_the_fallbacks_are_readable_html_and_text(live: LiveViews) -> None:
     text = bundle["text/plain"]
     assert text.startswith(f"{NAME} — CONTINUOUS · incremental (aggregate merge)")
     assert "[fresh · up to date / target 1m 00s]" in text and "2024-12-31 | 5" in text
-    assert 'class="mt-card-static"' in bundle["text/html"] and "data-level=\"fresh\"" in bundle["text/html"]
+    assert 'class="mt-card-static"' in bundle["text/html"] and 'data-level="fresh"' in bundle["text/html"]
     assert repr(card) == text
 
 
 def test_the_dashboard_shows_every_table_with_the_same_badges(
-        live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock) -> None:
+    live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock
+) -> None:
     from widget_helpers import continuous
 
     dashboard = live.dashboard()
@@ -146,8 +154,8 @@ def test_a_card_for_an_unknown_table_fails_cleanly_and_leaves_nothing_to_clean_u
 
 
 def test_a_table_that_keeps_failing_shows_it_suspended_itself_and_how_to_resume(
-        live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock,
-        executor: ManualExecutor) -> None:
+    live: LiveViews, manager: RefreshManager, backend: FakeBackend, clock: FakeClock, executor: ManualExecutor
+) -> None:
     card = live.card(NAME)
     backend.script(NAME, *[RuntimeError(f"disk full {n}") for n in range(5)])
     clock.advance(minutes=1)

@@ -34,6 +34,10 @@ def test_terminal_ipython_prints_the_text_form(live: LiveViews) -> None:
     card = live.card(NAME)
     data, _ = InteractiveShell.instance().display_formatter.format(card)
     assert data["text/plain"].splitlines()[:2] == [
-        f"{NAME} — CONTINUOUS · incremental (aggregate merge)", "  [fresh · up to date / target 1m 00s]"]
-    assert "  job: scheduled" in data["text/plain"] and "  next refresh: 2025-01-01 10:01:00 UTC (in 1m 00s)" in \
-        data["text/plain"]
+        f"{NAME} — CONTINUOUS · incremental (aggregate merge)",
+        "  [fresh · up to date / target 1m 00s]",
+    ]
+    assert (
+        "  job: scheduled" in data["text/plain"]
+        and "  next refresh: 2025-01-01 10:01:00 UTC (in 1m 00s)" in data["text/plain"]
+    )

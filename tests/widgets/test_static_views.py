@@ -21,18 +21,38 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def record(minute: int, seconds: float, staleness: float | None, kind: RefreshKind = RefreshKind.FULL) -> RefreshRecord:
-    return RefreshRecord(kind, RefreshTrigger.SCHEDULED, T0 + timedelta(minutes=minute), timedelta(seconds=seconds),
-                         10, minute, staleness_before=None if staleness is None else timedelta(seconds=staleness))
+    return RefreshRecord(
+        kind,
+        RefreshTrigger.SCHEDULED,
+        T0 + timedelta(minutes=minute),
+        timedelta(seconds=seconds),
+        10,
+        minute,
+        staleness_before=None if staleness is None else timedelta(seconds=staleness),
+    )
 
 
 def status(name: str, staleness: float | None, freshness: float = 60) -> TableStatus:
-    return TableStatus(name, RefreshMode.CONTINUOUS, timedelta(seconds=freshness), JobState.SCHEDULED,
-                       staleness=None if staleness is None else timedelta(seconds=staleness))
+    return TableStatus(
+        name,
+        RefreshMode.CONTINUOUS,
+        timedelta(seconds=freshness),
+        JobState.SCHEDULED,
+        staleness=None if staleness is None else timedelta(seconds=staleness),
+    )
 
 
-@pytest.mark.parametrize(("staleness", "level"), [
-    (None, FreshnessLevel.UNKNOWN), (0, FreshnessLevel.FRESH), (60, FreshnessLevel.FRESH),
-    (61, FreshnessLevel.LATE), (120, FreshnessLevel.LATE), (121, FreshnessLevel.STALE)])
+@pytest.mark.parametrize(
+    ("staleness", "level"),
+    [
+        (None, FreshnessLevel.UNKNOWN),
+        (0, FreshnessLevel.FRESH),
+        (60, FreshnessLevel.FRESH),
+        (61, FreshnessLevel.LATE),
+        (120, FreshnessLevel.LATE),
+        (121, FreshnessLevel.STALE),
+    ],
+)
 def test_freshness_levels(staleness: float | None, level: FreshnessLevel) -> None:
     delta = None if staleness is None else timedelta(seconds=staleness)
     assert freshness_level(delta, timedelta(minutes=1)) is level
@@ -40,7 +60,13 @@ def test_freshness_levels(staleness: float | None, level: FreshnessLevel) -> Non
 
 def test_human_durations() -> None:
     assert [human_duration(timedelta(seconds=s)) for s in (0, 1.25, 42, 125, 7300, 200000)] == [
-        "0s", "1.2s", "42s", "2m 05s", "2h 01m", "2d 7h"]
+        "0s",
+        "1.2s",
+        "42s",
+        "2m 05s",
+        "2h 01m",
+        "2d 7h",
+    ]
     assert human_duration(None) == "—"
 
 
@@ -64,18 +90,25 @@ def test_the_history_view_has_the_chart_and_the_table() -> None:
     assert "not recorded yet" in history_svg([record(1, 1, None)], timedelta(minutes=1))
 
 
-GRAPH = Lineage({
-    "mt.db.dwd": ("mt.db.ods_log", "mt.db.ods_product"),
-    "mt.db.dws": ("mt.db.dwd",),
-    "mt.db.other": ("mt.db.ods_other",),
-})
+GRAPH = Lineage(
+    {
+        "mt.db.dwd": ("mt.db.ods_log", "mt.db.ods_product"),
+        "mt.db.dws": ("mt.db.dwd",),
+        "mt.db.other": ("mt.db.ods_other",),
+    }
+)
 
 
 def test_lineage_layout_puts_sources_left_and_readers_right() -> None:
     placed = layout(GRAPH)
     assert {n: p.column for n, p in placed.items()} == {
-        "mt.db.ods_log": 0, "mt.db.ods_product": 0, "mt.db.ods_other": 0, "mt.db.dwd": 1, "mt.db.other": 1,
-        "mt.db.dws": 2}
+        "mt.db.ods_log": 0,
+        "mt.db.ods_product": 0,
+        "mt.db.ods_other": 0,
+        "mt.db.dwd": 1,
+        "mt.db.other": 1,
+        "mt.db.dws": 2,
+    }
     assert placed["mt.db.dwd"].row == 0 and placed["mt.db.other"].row == 1
 
 
@@ -84,8 +117,14 @@ def test_lineage_svg_colours_each_materialized_node_by_its_freshness() -> None:
     svg = lineage_svg(GRAPH, statuses, focus="mt.db.dws")
     root = ET.fromstring(svg)
     levels = {g.get("data-table"): g.get("data-level") for g in root.iter(f"{SVG}g")}
-    assert levels == {"mt.db.dwd": "fresh", "mt.db.dws": "stale", "mt.db.other": "unknown",
-                      "mt.db.ods_log": "source", "mt.db.ods_product": "source", "mt.db.ods_other": "source"}
+    assert levels == {
+        "mt.db.dwd": "fresh",
+        "mt.db.dws": "stale",
+        "mt.db.other": "unknown",
+        "mt.db.ods_log": "source",
+        "mt.db.ods_product": "source",
+        "mt.db.ods_other": "source",
+    }
     assert len(root.findall(f"{SVG}path[@class='mt-edge']")) == 4
     assert re.search(r'data-table="mt.db.dws".*?stroke-width="3"', svg)
 

@@ -17,8 +17,14 @@ NAME = "mt.default.orders_per_day"
 
 
 def continuous(name: str = NAME, every: timedelta = timedelta(minutes=1), **kwargs) -> ManagedTable:  # type: ignore[no-untyped-def]
-    return ManagedTable(name=name, mode=RefreshMode.CONTINUOUS, freshness=every, cron=None,
-                        mode_reason="incremental (aggregate merge)", **kwargs)
+    return ManagedTable(
+        name=name,
+        mode=RefreshMode.CONTINUOUS,
+        freshness=every,
+        cron=None,
+        mode_reason="incremental (aggregate merge)",
+        **kwargs,
+    )
 
 
 class ManagerActions:

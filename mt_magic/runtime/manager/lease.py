@@ -52,8 +52,9 @@ class LeaseWishes:
     """Tables it refreshes right now: renewed, never handed over or released mid-run."""
 
 
-def plan_leases(current: Mapping[str, Lease], holder: str, wishes: LeaseWishes, now: datetime,
-                ttl: timedelta) -> dict[str, Lease]:
+def plan_leases(
+    current: Mapping[str, Lease], holder: str, wishes: LeaseWishes, now: datetime, ttl: timedelta
+) -> dict[str, Lease]:
     """The lease map after this manager's turn (pure).
 
     Its own leases are renewed when less than two thirds of ``ttl`` is left (so a map that needs nothing is

@@ -43,7 +43,6 @@ DEFAULT_PROGRESS_EVERY = timedelta(seconds=1)
 DEFAULT_STALENESS_EVERY = timedelta(seconds=5)
 
 
-
 def _pairs(values: Pairs) -> tuple[tuple[str, str], ...]:
     items = values.items() if isinstance(values, Mapping) else values
     return tuple((str(key), str(value)) for key, value in items)
@@ -96,8 +95,9 @@ class RefreshManager:
             raise ValueError(f"max_concurrent_jobs must be at least 1, got {max_concurrent_jobs}")
         if leases is not None and not scheduling:
             raise ValueError("leases need a scheduling manager (an inline manager refreshes only when asked)")
-        self._state = SchedulerState(retry, rng if rng is not None else random.Random(), max_concurrent_jobs,
-                                     scheduling=scheduling)
+        self._state = SchedulerState(
+            retry, rng if rng is not None else random.Random(), max_concurrent_jobs, scheduling=scheduling
+        )
         self._state.leases = leases
         self._lock = threading.RLock()
         self._runner = RefreshRunner(
@@ -249,8 +249,9 @@ class RefreshManager:
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def refresh_now(self, name: str, partition: Pairs = (), cascade: bool = False,
-                    trigger: RefreshTrigger = RefreshTrigger.MANUAL) -> Future[RefreshOutcome]:
+    def refresh_now(
+        self, name: str, partition: Pairs = (), cascade: bool = False, trigger: RefreshTrigger = RefreshTrigger.MANUAL
+    ) -> Future[RefreshOutcome]:
         """Refresh a table now, even if suspended or backing off; a request during a run follows it once.
 
         Args:

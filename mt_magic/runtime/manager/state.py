@@ -204,8 +204,12 @@ class SchedulerState:
         if isinstance(error, RefreshConflictError):
             delay = job.table.conflicted(job, now, self.rng)
             if delay is not None:
-                self.publish(EventKind.STATE_CHANGED, job.table, now,
-                             f"another writer committed first ({error}); retrying in {delay}")
+                self.publish(
+                    EventKind.STATE_CHANGED,
+                    job.table,
+                    now,
+                    f"another writer committed first ({error}); retrying in {delay}",
+                )
                 return Effects()
         if error is not None:
             return self._settle_failed(job, error, now)
@@ -228,8 +232,10 @@ class SchedulerState:
         entry = job.table
         delay = entry.failed(job, error, now, self.policy, self.rng)
         if delay is None:
-            message = (f"{entry.last_error}; failed {entry.failures} times in a row, so it is suspended (and the "
-                       "tables reading it wait) until ALTER … RESUME")
+            message = (
+                f"{entry.last_error}; failed {entry.failures} times in a row, so it is suspended (and the "
+                "tables reading it wait) until ALTER … RESUME"
+            )
         else:
             message = f"{entry.last_error}; retry in {delay}"
         log.info("refresh of %s failed (%d in a row): %s", entry.name, entry.failures, message)

@@ -139,8 +139,9 @@ class RunningJob:
 class ScheduledTable:
     """The manager's mutable record of one table (guarded by the manager's lock)."""
 
-    def __init__(self, table: ManagedTable, last_refresh: RefreshRecord | None = None, *,
-                 scheduling: bool = True) -> None:
+    def __init__(
+        self, table: ManagedTable, last_refresh: RefreshRecord | None = None, *, scheduling: bool = True
+    ) -> None:
         self.table = table
         self.scheduling = scheduling
         """``False`` for an inline manager: only requested runs happen, none by schedule."""
@@ -243,10 +244,17 @@ class ScheduledTable:
         """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
-        self.failure_records.append(RefreshRecord(
-            kind=RefreshKind.FULL, trigger=job.request.trigger, started_at=job.started_at,
-            duration=now - job.started_at, rows_written=0, snapshot_id=None, error=self.last_error,
-        ))
+        self.failure_records.append(
+            RefreshRecord(
+                kind=RefreshKind.FULL,
+                trigger=job.request.trigger,
+                started_at=job.started_at,
+                duration=now - job.started_at,
+                rows_written=0,
+                snapshot_id=None,
+                error=self.last_error,
+            )
+        )
         if policy.gives_up(self.failures):
             self.gave_up, self.not_before = True, None
             self.drain()

@@ -60,8 +60,14 @@ class Committed:
     committed_at: datetime | None
 
 
-def commit(catalog: MaterializedCatalog, table: str, write: Write, state: RefreshState, refresh_id: str,
-           read_snapshot: int | None) -> Committed:
+def commit(
+    catalog: MaterializedCatalog,
+    table: str,
+    write: Write,
+    state: RefreshState,
+    refresh_id: str,
+    read_snapshot: int | None,
+) -> Committed:
     """Commit ``write`` with ``state`` in its snapshot summary; the table must still be at ``read_snapshot``.
 
     Args:

@@ -43,6 +43,8 @@ class IncrementalPolicy(enum.Enum):
 
 
 INCREMENTAL_VALUES = tuple(p.value for p in IncrementalPolicy)
+
+
 @dataclass(frozen=True)
 class RefreshContext:
     """What every refresh needs: Spark jobs, catalog metadata, and the clock."""
@@ -77,15 +79,19 @@ def conform(df: DataFrame, target: DataFrame) -> DataFrame:
     present = set(df.columns)
     fields = target.schema.fields
     if any("struct<" in f.dataType.simpleString() for f in fields):
-        return df.select([
-            (F.col(identifier(f.name)) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+        return df.select(
+            [
+                (F.col(identifier(f.name)) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+                for f in fields
+            ]
+        )
+    return df.selectExpr(
+        *[
+            f"CAST({identifier(f.name) if f.name in present else 'NULL'} AS {f.dataType.simpleString()}) "
+            f"AS {identifier(f.name)}"
             for f in fields
-        ])
-    return df.selectExpr(*[
-        f"CAST({identifier(f.name) if f.name in present else 'NULL'} AS {f.dataType.simpleString()}) "
-        f"AS {identifier(f.name)}"
-        for f in fields
-    ])
+        ]
+    )
 
 
 def incremental_option(options: Mapping[str, str]) -> str | None:

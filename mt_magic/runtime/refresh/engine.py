@@ -31,8 +31,13 @@ def first_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-CONFLICT_MARKERS = ("CommitFailedException", "Found conflicting files", "Found new conflicting",
-                    "Missing required files to delete", "found new delete for replaced data file")
+CONFLICT_MARKERS = (
+    "CommitFailedException",
+    "Found conflicting files",
+    "Found new conflicting",
+    "Missing required files to delete",
+    "found new delete for replaced data file",
+)
 """How Iceberg's optimistic concurrency failures read through Spark (CommitFailedException, and the
 ValidationExceptions of serializable and snapshot isolation)."""
 
@@ -130,14 +135,16 @@ class Engine:
             state = snap.refresh_state
             if state is None:
                 continue
-            records.append(RefreshRecord(
-                kind=state.kind,
-                trigger=state.trigger,
-                started_at=state.refresh_start,
-                duration=max(snap.committed_at - state.refresh_start, timedelta(0)),
-                rows_written=int(snap.summary.get("added-records", "0")),
-                snapshot_id=snap.snapshot_id,
-            ))
+            records.append(
+                RefreshRecord(
+                    kind=state.kind,
+                    trigger=state.trigger,
+                    started_at=state.refresh_start,
+                    duration=max(snap.committed_at - state.refresh_start, timedelta(0)),
+                    rows_written=int(snap.summary.get("added-records", "0")),
+                    snapshot_id=snap.snapshot_id,
+                )
+            )
             if len(records) >= limit:
                 break
         return records

@@ -50,13 +50,20 @@ def target_partition(request: RefreshRequest, definition: MaterializedTableDefin
     if full and definition.date_formatters and request.trigger in FORMATTER_TRIGGERS:
         from mt_magic.sql.ddl.formatter import DateFormatter
 
-        return {col: DateFormatter(pattern).format(request.scheduled_time)
-                for col, pattern in definition.date_formatters.items()}
+        return {
+            col: DateFormatter(pattern).format(request.scheduled_time)
+            for col, pattern in definition.date_formatters.items()
+        }
     return {}
 
 
-def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: RefreshRequest,
-            states: tuple[SourceState, ...], partition: Mapping[str, str]) -> bool:
+def is_noop(
+    info: TableInfo,
+    definition: MaterializedTableDefinition,
+    request: RefreshRequest,
+    states: tuple[SourceState, ...],
+    partition: Mapping[str, str],
+) -> bool:
     """True when the table already reflects exactly these source snapshots with this definition."""
     if request.trigger in (RefreshTrigger.MANUAL, RefreshTrigger.INITIAL) or request.partition:
         return False
@@ -69,7 +76,8 @@ def is_noop(info: TableInfo, definition: MaterializedTableDefinition, request: R
     if state.kind is RefreshKind.PARTITION and dict(state.partition) != dict(partition):
         return False
     return all(state.snapshot_of(s.qualified_name, s.uuid) == s.snapshot_id for s in states) and len(
-        state.source_states) == len(states)
+        state.source_states
+    ) == len(states)
 
 
 def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Column:
@@ -82,14 +90,29 @@ def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Col
     return condition
 
 
-def _recompute(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
-               definition: MaterializedTableDefinition, states: tuple[SourceState, ...],
-               partition: Mapping[str, str], started: datetime, strategy: str | None = None) -> RefreshOutcome:
+def _recompute(
+    ctx: RefreshContext,
+    request: RefreshRequest,
+    info: TableInfo,
+    definition: MaterializedTableDefinition,
+    states: tuple[SourceState, ...],
+    partition: Mapping[str, str],
+    started: datetime,
+    strategy: str | None = None,
+) -> RefreshOutcome:
     """Recompute the table (or one partition) from the pinned sources; one atomic commit or nothing."""
     kind = RefreshKind.PARTITION if partition else RefreshKind.FULL
     strategy = strategy or (f"partition {partition}" if partition else "full recompute")
-    state = RefreshState(states, started, kind, request.trigger, request.scheduled_time,
-                         definition.definition_version, partition, strategy)
+    state = RefreshState(
+        states,
+        started,
+        kind,
+        request.trigger,
+        request.scheduled_time,
+        definition.definition_version,
+        partition,
+        strategy,
+    )
     session: SparkSession = ctx.jobs.child_session(dict(request.options))
     with ctx.jobs.job_group(request.job_group, f"refresh {request.table}"):
         pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states})
@@ -100,16 +123,27 @@ def _recompute(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
             condition = _partition_condition(target, partition)
             df = df.where(condition)
         ctx.jobs.check_cancelled(request.job_group)
-        done = commit(ctx.catalog, request.table, Write(df, WriteMode.OVERWRITE, condition), state,
-                      uuid.uuid4().hex, info.current_snapshot_id)
+        done = commit(
+            ctx.catalog,
+            request.table,
+            Write(df, WriteMode.OVERWRITE, condition),
+            state,
+            uuid.uuid4().hex,
+            info.current_snapshot_id,
+        )
     return RefreshOutcome(kind, done.snapshot_id, done.rows_written, done.committed_at, strategy)
 
 
-def tries_incremental(request: RefreshRequest, info: TableInfo, definition: MaterializedTableDefinition,
-                      partition: Mapping[str, str]) -> bool:
+def tries_incremental(
+    request: RefreshRequest, info: TableInfo, definition: MaterializedTableDefinition, partition: Mapping[str, str]
+) -> bool:
     """CONTINUOUS, not the first refresh, not a partition refresh, and a previous refresh state to start from."""
-    return (definition.refresh_mode is RefreshMode.CONTINUOUS and not partition
-            and request.trigger is not RefreshTrigger.INITIAL and info.last_refresh() is not None)
+    return (
+        definition.refresh_mode is RefreshMode.CONTINUOUS
+        and not partition
+        and request.trigger is not RefreshTrigger.INITIAL
+        and info.last_refresh() is not None
+    )
 
 
 def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool = False) -> RefreshOutcome:
@@ -141,5 +175,6 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
             f"{request.table}: 'incremental' = 'strict' forbids a full refresh, but {result.describe()} "
             f"[{result.reason.name}]. Nothing was written; change the query or the sources, or drop the option."
         )
-    return _recompute(ctx, request, info, definition, states, partition, started,
-                      f"full: fallback — {result.describe()}")
+    return _recompute(
+        ctx, request, info, definition, states, partition, started, f"full: fallback — {result.describe()}"
+    )

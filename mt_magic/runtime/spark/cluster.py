@@ -85,8 +85,14 @@ class StandaloneCluster:
     def _launch(self, name: str, args: list[str]) -> int:
         script, env = _spark_class()
         log = (self.state_dir / f"{name}.log").open("ab")
-        proc = subprocess.Popen([str(script), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(script), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         with self.pid_file.open("a") as f:
             f.write(f"{proc.pid}\n")
         return proc.pid
@@ -102,14 +108,38 @@ class StandaloneCluster:
         if self.pids():
             raise RuntimeSetupError(f"A cluster from {self.state_dir} is running; stop it first (`... cluster stop`).")
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._launch("master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
-                                "--port", str(s.port), "--webui-port", str(s.ui_port)])
+        self._launch(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                HOST,
+                "--port",
+                str(s.port),
+                "--webui-port",
+                str(s.ui_port),
+            ],
+        )
         for i in range(s.workers):
             work = self.state_dir / f"worker-{i}"
             work.mkdir(exist_ok=True)
-            self._launch(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", "--host", HOST,
-                                         "--cores", str(s.worker_cores), "--memory", s.worker_memory,
-                                         "--webui-port", "0", "--work-dir", str(work), self.master_url])
+            self._launch(
+                f"worker-{i}",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    HOST,
+                    "--cores",
+                    str(s.worker_cores),
+                    "--memory",
+                    s.worker_memory,
+                    "--webui-port",
+                    "0",
+                    "--work-dir",
+                    str(work),
+                    self.master_url,
+                ],
+            )
         if not self._wait_for_workers(timeout):
             self.stop()
             raise RuntimeSetupError(
@@ -162,16 +192,19 @@ class StandaloneCluster:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mt_magic.runtime.spark.cluster",
-                                     description="A Spark standalone cluster on 127.0.0.1 from the installed PySpark.")
+    parser = argparse.ArgumentParser(
+        prog="python -m mt_magic.runtime.spark.cluster",
+        description="A Spark standalone cluster on 127.0.0.1 from the installed PySpark.",
+    )
     parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=7077)
     parser.add_argument("--ui-port", type=int, default=8080)
     parser.add_argument("--state", type=Path, default=None, help="pids and logs (default $MT_MAGIC_HOME/spark-cluster)")
     args = parser.parse_args(argv)
-    settings = ClusterSettings(workers=args.workers, port=args.port, ui_port=args.ui_port,
-                               state_dir=args.state or default_state_dir())
+    settings = ClusterSettings(
+        workers=args.workers, port=args.port, ui_port=args.ui_port, state_dir=args.state or default_state_dir()
+    )
     cluster = StandaloneCluster(settings)
     try:
         if args.action == "start":

@@ -45,8 +45,11 @@ def tasks_by_job_group(path: Path, prefix: str = "") -> dict[str, Counter[str]]:
 
 def executor_hosts(path: Path) -> dict[str, str]:
     """Executor id -> host, from the executors' registration events."""
-    return {e["Executor ID"]: e["Executor Info"]["Host"] for e in _events(path)
-            if e.get("Event") == "SparkListenerExecutorAdded"}
+    return {
+        e["Executor ID"]: e["Executor Info"]["Host"]
+        for e in _events(path)
+        if e.get("Event") == "SparkListenerExecutorAdded"
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

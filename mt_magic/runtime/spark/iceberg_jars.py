@@ -119,8 +119,10 @@ def _sha256(path: Path) -> str:
 
 
 def _fetch_runtime_jar(work: Path, target: Path) -> None:
-    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(work), WHEEL_REQUIREMENT],
-         "download the Iceberg runtime wheel")
+    _run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(work), WHEEL_REQUIREMENT],
+        "download the Iceberg runtime wheel",
+    )
     wheel = next(work.glob("snowpark_connect_deps_iceberg-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         member = next((n for n in zf.namelist() if n.endswith("/" + RUNTIME_JAR)), None)
@@ -157,8 +159,14 @@ def _fetch_httpclient_jars(work: Path) -> list[Path]:
     sid_list.write_text(f"deb [signed-by={keyring}] {_apt_source_uri()} sid main\n")
     (work / "lists" / "partial").mkdir(parents=True)
     opts = [
-        "-o", f"Dir::Etc::sourcelist={sid_list}", "-o", "Dir::Etc::sourceparts=-",
-        "-o", f"Dir::State::Lists={work / 'lists'}", "-o", f"Dir::Cache={work / 'cache'}",
+        "-o",
+        f"Dir::Etc::sourcelist={sid_list}",
+        "-o",
+        "Dir::Etc::sourceparts=-",
+        "-o",
+        f"Dir::State::Lists={work / 'lists'}",
+        "-o",
+        f"Dir::Cache={work / 'cache'}",
     ]
     _run(["apt-get", *opts, "update"], "read Debian sid's package list")
     _run(["apt-get", *opts, "download", *HTTPCLIENT_DEBS], "download HttpClient 5 from Debian", cwd=work)
@@ -199,8 +207,10 @@ def _build_companion(work: Path, target: Path) -> None:
     _merge(_jackson_jars() + _fetch_httpclient_jars(work), merged)
     rules = work / "rules.txt"
     rules.write_text(RELOCATION_RULES)
-    _run(["java", "-jar", str(JARJAR), "process", str(rules), str(merged), str(work / COMPANION_JAR)],
-         "relocate Jackson and HttpClient 5 with jarjar")
+    _run(
+        ["java", "-jar", str(JARJAR), "process", str(rules), str(merged), str(work / COMPANION_JAR)],
+        "relocate Jackson and HttpClient 5 with jarjar",
+    )
     shutil.move(str(work / COMPANION_JAR), target)
 
 

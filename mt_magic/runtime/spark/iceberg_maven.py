@@ -169,8 +169,15 @@ def fetch(runtime: IcebergRuntime, directory: Path | None = None) -> Path:
     mvn = mvn_command()
     target_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mt-magic-mvn-", dir=target_dir) as tmp:
-        cmd = [mvn, "-B", "-q", "-C", f"{DEPENDENCY_PLUGIN}:copy",
-               f"-Dartifact={runtime.coordinates}", f"-DoutputDirectory={tmp}"]
+        cmd = [
+            mvn,
+            "-B",
+            "-q",
+            "-C",
+            f"{DEPENDENCY_PLUGIN}:copy",
+            f"-Dartifact={runtime.coordinates}",
+            f"-DoutputDirectory={tmp}",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         jar = Path(tmp) / runtime.jar_name
         if proc.returncode != 0 or not jar.is_file():

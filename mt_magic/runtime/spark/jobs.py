@@ -81,8 +81,7 @@ class SparkJobs:
         table that is already purged.
         """
         with self._finished:
-            return self._finished.wait_for(
-                lambda: not any(g.startswith(prefix) for g in self._active), timeout=timeout)
+            return self._finished.wait_for(lambda: not any(g.startswith(prefix) for g in self._active), timeout=timeout)
 
     def is_cancelled(self, group: str) -> bool:
         with self._lock:

@@ -181,8 +181,12 @@ def distribution(cur: Cursor) -> Distribution:
     fix = "write DISTRIBUTED BY HASH(col) INTO 16 BUCKETS"
     cur.expect_word("BY", "after DISTRIBUTED", fix)
     if cur.at_word("RANGE"):
-        raise cur.error(UnsupportedClauseError, "DISTRIBUTED BY RANGE has no Iceberg equivalent", cur.peek(),
-                        "use DISTRIBUTED BY HASH(col) INTO n BUCKETS, or PARTITIONED BY for ranges of values")
+        raise cur.error(
+            UnsupportedClauseError,
+            "DISTRIBUTED BY RANGE has no Iceberg equivalent",
+            cur.peek(),
+            "use DISTRIBUTED BY HASH(col) INTO n BUCKETS, or PARTITIONED BY for ranges of values",
+        )
     cur.accept_word("HASH")
     columns = tuple(name for name, _ in name_list(cur, "DISTRIBUTED BY", SqlSyntaxError))
     cur.expect_word("INTO", "after the bucket columns", fix)

@@ -16,7 +16,7 @@ _FIXES = {
     ("CREATE", "CATALOG"): "catalogs are configured, not created: mt_magic uses the Iceberg REST catalog of the "
     "pyiceberg configuration (an embedded one by default); drop CREATE CATALOG and the catalog prefix of table "
     "names (`paimon`.`default`.t → t)",
-    ("CREATE", "TABLE"): "create source tables with Spark: spark.sql(\"CREATE TABLE t (…) USING iceberg "
+    ("CREATE", "TABLE"): 'create source tables with Spark: spark.sql("CREATE TABLE t (…) USING iceberg '
     "[PARTITIONED BY (…)]\") — without WITH ('connector' = …), bucket options or NOT ENFORCED keys",
     ("CREATE", "TEMPORARY"): "a temporary (connector) table has no Iceberg equivalent; to generate data, "
     "use mt_magic.runtime.datagen, which writes seeded rows into an Iceberg table",

@@ -139,8 +139,19 @@ def tokenize(text: str) -> list[Tok]:
 _QUOTE_NAMES = {"'": "string literal", '"': "double-quoted string", "`": "backtick-quoted identifier"}
 
 
-_LABEL_WORDS = ("CREATE", "OR", "ALTER", "REPLACE", "DROP", "SHOW", "DESCRIBE", "DESC", "MATERIALIZED", "TABLE",
-                "TABLES")
+_LABEL_WORDS = (
+    "CREATE",
+    "OR",
+    "ALTER",
+    "REPLACE",
+    "DROP",
+    "SHOW",
+    "DESCRIBE",
+    "DESC",
+    "MATERIALIZED",
+    "TABLE",
+    "TABLES",
+)
 
 
 def statement_label(significant: list[Tok] | tuple[Tok, ...]) -> str:

@@ -135,8 +135,11 @@ def check_create_options(cur: Cursor, options: KeyValues, primary_key: PrimaryKe
     Raises:
         UnsupportedOptionError: at least one option is Paimon's, Kafka's or another Flink connector's.
     """
-    found = [(key, value, tok) for (key, value), tok in zip(options.pairs, options.key_toks, strict=True)
-             if foreign_option(key) is not None]
+    found = [
+        (key, value, tok)
+        for (key, value), tok in zip(options.pairs, options.key_toks, strict=True)
+        if foreign_option(key) is not None
+    ]
     if not found:
         return
     explained = "; ".join(_explain(key, value) for key, value, _ in found)
@@ -163,8 +166,11 @@ def check_resume_options(cur: Cursor, options: KeyValues) -> None:
         problem = f"RESUME WITH options are Spark settings of the resumed refreshes; '{key}' is not one"
         if rule is not None:
             problem += f" ({_explain(key, value, instead=False)})"
-        fix = rule.instead if rule is not None and rule.instead != REMOVE else (
-            "use Spark settings, e.g. RESUME WITH ('spark.sql.shuffle.partitions' = '8'), or remove it")
+        fix = (
+            rule.instead
+            if rule is not None and rule.instead != REMOVE
+            else ("use Spark settings, e.g. RESUME WITH ('spark.sql.shuffle.partitions' = '8'), or remove it")
+        )
         raise cur.error(UnsupportedOptionError, problem, tok, fix)
 
 

@@ -52,7 +52,13 @@ from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementEr
 from mt_magic.sql.names import Position, TableName
 
 ALTER_ACTIONS = [
-    "SUSPEND", "RESUME", "REFRESH", "AS", "RENAME TO", "SET FRESHNESS = INTERVAL …", "SET REFRESH_MODE = …",
+    "SUSPEND",
+    "RESUME",
+    "REFRESH",
+    "AS",
+    "RENAME TO",
+    "SET FRESHNESS = INTERVAL …",
+    "SET REFRESH_MODE = …",
 ]
 _ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET", "RENAME"}
 

@@ -207,7 +207,16 @@ class DescribeMaterializedTable(Statement):
 
 
 AnyStatement = (
-    CreateMaterializedTable | AlterSuspend | AlterResume | AlterRefresh | AlterQuery | AlterFreshness
-    | AlterRefreshMode | AlterRename | DropMaterializedTable | ShowMaterializedTables
-    | ShowCreateMaterializedTable | DescribeMaterializedTable
+    CreateMaterializedTable
+    | AlterSuspend
+    | AlterResume
+    | AlterRefresh
+    | AlterQuery
+    | AlterFreshness
+    | AlterRefreshMode
+    | AlterRename
+    | DropMaterializedTable
+    | ShowMaterializedTables
+    | ShowCreateMaterializedTable
+    | DescribeMaterializedTable
 )

@@ -37,6 +37,7 @@ NONDETERMINISTIC = frozenset(
 )
 """Spark functions whose result changes between runs (or rows) for the same input."""
 
+
 def analyze_query(sql: str, *, statement: str | None = None, origin: Position | None = None) -> QueryFacts:
     """Read the facts of one Spark SQL query.
 
@@ -67,10 +68,12 @@ def analyze_query(sql: str, *, statement: str | None = None, origin: Position | 
         set_operations=tuple(_set_op(s) for s in _set_ops_in_order(tree)),
         derived_tables=sum(isinstance(s.parent, (exp.From, exp.Join)) for s in tree.find_all(exp.Subquery)),
         expression_subqueries=_expression_subqueries(tree),
-        nondeterministic=_unique(n for f in tree.find_all(exp.Func, bfs=False)
-                                 if (n := function_name(f)) in NONDETERMINISTIC),
-        table_functions=_unique(function_name(t.this) for t in tree.find_all(exp.Table)
-                                if isinstance(t.this, exp.Func)),
+        nondeterministic=_unique(
+            n for f in tree.find_all(exp.Func, bfs=False) if (n := function_name(f)) in NONDETERMINISTIC
+        ),
+        table_functions=_unique(
+            function_name(t.this) for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Func)
+        ),
         lateral_views=tree.find(exp.Lateral) is not None,
         result=result_facts(tree),
         repeated_sources=_repeated_sources(tree, {c.lower() for c in ctes}),

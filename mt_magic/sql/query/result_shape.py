@@ -48,7 +48,8 @@ def _uncast(node: exp.Expr) -> exp.Expr:
 def _own_aggregates(select: exp.Select, within: exp.Expr | None = None) -> list[exp.Expr]:
     """Aggregate calls that belong to ``select`` itself (not to its subqueries), outside windows."""
     return [
-        fn for fn in (within or select).find_all(exp.Func)
+        fn
+        for fn in (within or select).find_all(exp.Func)
         if is_aggregate(fn) and not in_window(fn) and fn.find_ancestor(exp.Select) is select
     ]
 
@@ -80,8 +81,10 @@ def _grouping(select: exp.Select) -> tuple[list[exp.Expr], list[exp.Expr], int]:
     for e in group.expressions:
         if isinstance(e, exp.GroupingSets):
             sets = [s.unnest() for s in e.expressions]
-            members = [[_resolve_ordinal(select, x) for x in (s.expressions if isinstance(s, exp.Tuple) else [s])]
-                       for s in sets]
+            members = [
+                [_resolve_ordinal(select, x) for x in (s.expressions if isinstance(s, exp.Tuple) else [s])]
+                for s in sets
+            ]
             count *= max(len(members), 1)
             rolled.extend(x for m in members for x in m)
             common_sets.append([x for x in members[0] if all(_member(x, m) for m in members[1:])] if members else [])
@@ -153,8 +156,15 @@ def _through_wrapper(wrapper: exp.Select, inner: tuple[OutputColumn, ...]) -> tu
             return None
         kind = _DERIVED[source.kind] if isinstance(expr, exp.Cast) else source.kind
         same = kind is source.kind
-        outputs.append(OutputColumn(projection.output_name or None, kind, source.sql,
-                                    source.aggregate if same else None, source.group_key if same else None))
+        outputs.append(
+            OutputColumn(
+                projection.output_name or None,
+                kind,
+                source.sql,
+                source.aggregate if same else None,
+                source.group_key if same else None,
+            )
+        )
     return tuple(outputs)
 
 

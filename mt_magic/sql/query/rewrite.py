@@ -39,7 +39,8 @@ def _cte_names(tree: exp.Expr) -> set[str]:
 def _source_tables(tree: exp.Expr) -> list[exp.Table]:
     ctes = _cte_names(tree)
     return [
-        t for t in tree.find_all(exp.Table)
+        t
+        for t in tree.find_all(exp.Table)
         if t.name and not (not t.db and t.name.lower() in ctes) and not isinstance(t.this, exp.Func)
     ]
 

@@ -47,4 +47,3 @@ def aggregate_calls(tree: exp.Expr) -> list[AggregateCall]:
         source = fn.parent if filtered and fn.parent is not None else fn
         calls.append(AggregateCall(function_name(fn), distinct, filtered, spark_sql(source)))
     return calls
-

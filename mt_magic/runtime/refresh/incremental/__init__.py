@@ -22,5 +22,14 @@ from mt_magic.runtime.refresh.incremental.explain import (
 )
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 
-__all__ = ["Explanation", "Fallback", "FallbackReason", "SourcePlan", "Strategy", "explain", "mode_reason",
-           "replanned_mode_reason", "strict_violation"]
+__all__ = [
+    "Explanation",
+    "Fallback",
+    "FallbackReason",
+    "SourcePlan",
+    "Strategy",
+    "explain",
+    "mode_reason",
+    "replanned_mode_reason",
+    "strict_violation",
+]

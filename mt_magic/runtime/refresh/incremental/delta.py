@@ -51,8 +51,11 @@ def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
     if change.consumed is None:
         assert change.pinned is not None, "an append change always has a pinned snapshot"
         return table_at(session, change.name, change.pinned)
-    return (reader.option("start-snapshot-id", str(change.consumed))
-            .option("end-snapshot-id", str(change.pinned)).table(qualified(change.name)))
+    return (
+        reader.option("start-snapshot-id", str(change.consumed))
+        .option("end-snapshot-id", str(change.pinned))
+        .table(qualified(change.name))
+    )
 
 
 def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFrame:

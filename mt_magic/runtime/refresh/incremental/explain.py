@@ -65,16 +65,20 @@ class Explanation:
         if self.plan.fallback is not None:
             reasons = [f"    - {r.sentence} [{r.name}]" for r in self.fallback_reasons]
             return ["  every refresh recomputes fully:", *reasons]
-        scoped = [c for c in self.partition_columns
-                  if c.lower() in {k.lower() for k in (*self.plan.slice_columns, *self.plan.merge_keys)}]
+        scoped = [
+            c
+            for c in self.partition_columns
+            if c.lower() in {k.lower() for k in (*self.plan.slice_columns, *self.plan.merge_keys)}
+        ]
         lines = []
         for label, strategy in (("on appends", self.on_appends), ("on updates/deletes", self.on_changes)):
             text = strategy.label if strategy else f"full recompute ({FallbackReason.GROUPS_NOT_LOCATABLE.sentence})"
             lines.append(f"  {label + ':':<20}{text}")
         if self.plan.slice_columns:
-            lines.append(f"  {'groups located by:':<20}{', '.join(self.plan.slice_columns)}"
-                         + (f" (input filtered by {', '.join(c for c, _ in self.plan.pushdown)})"
-                            if self.plan.pushdown else ""))
+            lines.append(
+                f"  {'groups located by:':<20}{', '.join(self.plan.slice_columns)}"
+                + (f" (input filtered by {', '.join(c for c, _ in self.plan.pushdown)})" if self.plan.pushdown else "")
+            )
         if scoped and len(scoped) == len(self.partition_columns):
             lines.append(f"  {'writes:':<20}only the partitions the change touches ({', '.join(scoped)})")
         return lines
@@ -86,8 +90,11 @@ class Explanation:
         elif self.strict:
             head += " — 'incremental' = 'strict': a refresh that cannot be incremental fails"
         shape = self.plan.shape.value if self.plan.shape else "not incrementally maintainable"
-        lines = [head, f"  {'query:':<20}{shape}"
-                 + (f", delta joins over {self.plan.joins} sources" if self.plan.joins > 1 else "")]
+        lines = [
+            head,
+            f"  {'query:':<20}{shape}"
+            + (f", delta joins over {self.plan.joins} sources" if self.plan.joins > 1 else ""),
+        ]
         lines += self._strategy_lines()
         lines.append("  sources:")
         for source in self.sources:

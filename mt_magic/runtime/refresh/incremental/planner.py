@@ -48,8 +48,6 @@ class RefreshPlan:
         return columns if columns and all(c.lower() in allowed for c in columns) else ()
 
 
-
-
 def table_state_fallback(info: TableInfo, definition: MaterializedTableDefinition) -> Fallback | None:
     """Why the table's own history rules out an incremental refresh (``None`` if it does not)."""
     last = info.last_refresh()
@@ -57,8 +55,10 @@ def table_state_fallback(info: TableInfo, definition: MaterializedTableDefinitio
         return Fallback((FallbackReason.TABLE_MODIFIED,), "no refresh state")
     snapshot, state = last
     if state.definition_version != definition.definition_version:
-        return Fallback((FallbackReason.DEFINITION_CHANGED,),
-                        f"version {state.definition_version} → {definition.definition_version}")
+        return Fallback(
+            (FallbackReason.DEFINITION_CHANGED,),
+            f"version {state.definition_version} → {definition.definition_version}",
+        )
     if state.partition:
         partition = ", ".join(f"{k}={v}" for k, v in state.partition.items())
         return Fallback((FallbackReason.PARTIAL_LAST_REFRESH,), partition)
@@ -74,8 +74,9 @@ def _identity_partitions(info: TableInfo) -> tuple[str, ...]:
     return tuple(info.partition_columns)
 
 
-def plan_refresh(info: TableInfo, definition: MaterializedTableDefinition,
-                 sources: Sequence[TableInfo]) -> RefreshPlan | Fallback:
+def plan_refresh(
+    info: TableInfo, definition: MaterializedTableDefinition, sources: Sequence[TableInfo]
+) -> RefreshPlan | Fallback:
     """Choose the strategy of one CONTINUOUS refresh.
 
     Args:
@@ -136,5 +137,6 @@ def cheaper_to_recompute(plan: RefreshPlan, sources: Sequence[TableInfo], max_fr
     if total < ADAPTIVE_MIN_ROWS or fraction <= max_fraction:
         return None
     names = ", ".join(c.name for c, _ in changed)
-    return Fallback((FallbackReason.CHEAPER_TO_RECOMPUTE,),
-                    f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}")
+    return Fallback(
+        (FallbackReason.CHEAPER_TO_RECOMPUTE,), f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}"
+    )

@@ -47,27 +47,36 @@ class FallbackReason(enum.Enum):
     """``LIMIT`` anywhere in the query."""
     ORDER_BY = "ORDER BY orders the whole result, so every refresh recomputes fully"
     """``ORDER BY`` of a query (not inside a window)."""
-    NONDETERMINISTIC = ("non-deterministic functions (rand(), uuid(), current_timestamp(), …) give new values on "
-                        "every run, so earlier results cannot be reused")
+    NONDETERMINISTIC = (
+        "non-deterministic functions (rand(), uuid(), current_timestamp(), …) give new values on "
+        "every run, so earlier results cannot be reused"
+    )
     """A function whose value changes between runs or rows."""
     SET_OPERATION = "set operations (UNION, INTERSECT, EXCEPT) are not maintained incrementally"
     """``UNION [ALL]``, ``INTERSECT``, ``EXCEPT`` anywhere in the query."""
-    OUTER_JOIN = ("outer joins are not maintained incrementally: a new match can retract a NULL-padded row, so "
-                  "every refresh recomputes fully")
+    OUTER_JOIN = (
+        "outer joins are not maintained incrementally: a new match can retract a NULL-padded row, so "
+        "every refresh recomputes fully"
+    )
     """``LEFT``/``RIGHT``/``FULL [OUTER] JOIN``."""
     SEMI_ANTI_JOIN = "semi and anti joins depend on whether any match exists, so every refresh recomputes fully"
     """``LEFT SEMI JOIN`` / ``LEFT ANTI JOIN``."""
-    SUBQUERY_EXPRESSION = ("subqueries in expressions (IN (SELECT …), EXISTS, scalar subqueries) are not "
-                           "maintained incrementally")
+    SUBQUERY_EXPRESSION = (
+        "subqueries in expressions (IN (SELECT …), EXISTS, scalar subqueries) are not maintained incrementally"
+    )
     """A subquery outside FROM/JOIN."""
-    SELF_JOIN = ("a source is read more than once (a self-join, or a CTE used twice), which the delta terms do "
-                 "not handle")
+    SELF_JOIN = (
+        "a source is read more than once (a self-join, or a CTE used twice), which the delta terms do not handle"
+    )
     """The same table appears more than once once CTEs are expanded."""
-    NESTED_AGGREGATION = ("aggregation or DISTINCT below the outermost SELECT (in a subquery or CTE) is not "
-                          "maintained incrementally")
+    NESTED_AGGREGATION = (
+        "aggregation or DISTINCT below the outermost SELECT (in a subquery or CTE) is not maintained incrementally"
+    )
     """GROUP BY, an aggregate or DISTINCT in a subquery, CTE or around a set operation."""
-    GROUPS_NOT_LOCATABLE = ("no output column identifies the groups (e.g. a global COUNT(DISTINCT …), AVG or "
-                            "HAVING, or only rolled-up keys), so changed groups cannot be found in the table")
+    GROUPS_NOT_LOCATABLE = (
+        "no output column identifies the groups (e.g. a global COUNT(DISTINCT …), AVG or "
+        "HAVING, or only rolled-up keys), so changed groups cannot be found in the table"
+    )
     """Not mergeable, and no group-key column to recompute affected groups by."""
     TABLE_FUNCTION = "table-valued functions and LATERAL VIEW generators are not maintained incrementally"
     """``FROM range(…)``, ``LATERAL VIEW explode(…)``."""
@@ -75,15 +84,19 @@ class FallbackReason(enum.Enum):
     """``SELECT *`` at the level that aggregates."""
 
     # --- the sources' history since the consumed snapshots
-    MERGE_ON_READ_DELETES = ("a source has merge-on-read delete files, which Iceberg's changelog cannot read; "
-                             "use copy-on-write deletes/updates/merges on sources, or compact them")
+    MERGE_ON_READ_DELETES = (
+        "a source has merge-on-read delete files, which Iceberg's changelog cannot read; "
+        "use copy-on-write deletes/updates/merges on sources, or compact them"
+    )
     """Delete files were added since the consumed snapshot (or exist in a table with row-level changes)."""
     SCHEMA_CHANGED = "a source's schema changed since the last refresh"
     """The consumed and the pinned snapshot were written with different schema ids."""
     SNAPSHOT_EXPIRED = "the source snapshot the last refresh consumed was expired, so the change since is unknown"
     """The consumed snapshot id is no longer in the source's metadata."""
-    HISTORY_REWRITTEN = ("the source snapshot the last refresh consumed is no longer in the table's history "
-                         "(rollback or replace), so the change since is unknown")
+    HISTORY_REWRITTEN = (
+        "the source snapshot the last refresh consumed is no longer in the table's history "
+        "(rollback or replace), so the change since is unknown"
+    )
     """The consumed snapshot exists but is not an ancestor of the current one."""
     SOURCE_RECREATED = "a source was dropped and re-created since the last refresh (its table uuid changed)"
     """The source's uuid differs from the one in the refresh state."""
@@ -95,8 +108,10 @@ class FallbackReason(enum.Enum):
     # --- the materialized table's own state
     DEFINITION_CHANGED = "the query changed (ALTER … AS) since the last refresh"
     """The last refresh ran an older definition version."""
-    PARTIAL_LAST_REFRESH = ("the last refresh recomputed one partition only, so the table matches no single "
-                            "source state; one full refresh re-establishes it")
+    PARTIAL_LAST_REFRESH = (
+        "the last refresh recomputed one partition only, so the table matches no single "
+        "source state; one full refresh re-establishes it"
+    )
     """The last refresh was a partition refresh (backfill or formatter)."""
     TABLE_MODIFIED = "the table was written outside refreshes since the last refresh"
     """A non-refresh commit (other than compaction) follows the last refresh."""

@@ -40,8 +40,7 @@ SIZED_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Str
 """Strategies that read only the delta and the table itself, so the rows they shuffle are known up front."""
 
 
-def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str],
-                  configured: int) -> dict[str, str]:
+def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str], configured: int) -> dict[str, str]:
     """The run's session options, with the shuffle sized to the rows this refresh reads.
 
     A small delta merged into a small table needs one shuffle partition, not the session's setting: each
@@ -49,17 +48,27 @@ def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str]
     input is the delta plus the table (no joins), and never over an explicit setting.
     """
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
-    if (SHUFFLE_PARTITIONS in options or plan.strategy not in SIZED_STRATEGIES or plan.query.joins
-            or not table_rows.isdigit()):
+    if (
+        SHUFFLE_PARTITIONS in options
+        or plan.strategy not in SIZED_STRATEGIES
+        or plan.query.joins
+        or not table_rows.isdigit()
+    ):
         return dict(options)
     rows = sum(c.rows for c in plan.changes) + int(table_rows)
     partitions = max(1, min(configured, -(-rows // ROWS_PER_SHUFFLE_PARTITION)))
     return {**options, SHUFFLE_PARTITIONS: str(partitions)}
 
 
-def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInfo,
-                    definition: MaterializedTableDefinition, sources: Sequence[TableInfo],
-                    states: tuple[SourceState, ...], started: datetime) -> RefreshOutcome | Fallback:
+def run_incremental(
+    ctx: RefreshContext,
+    request: RefreshRequest,
+    info: TableInfo,
+    definition: MaterializedTableDefinition,
+    sources: Sequence[TableInfo],
+    states: tuple[SourceState, ...],
+    started: datetime,
+) -> RefreshOutcome | Fallback:
     """Refresh incrementally, or return why a full refresh is needed (nothing was committed then).
 
     Args:
@@ -74,8 +83,9 @@ def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInf
         cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
         if cheaper is not None:
             return cheaper
-    configured = int(ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS)
-                     or "200")
+    configured = int(
+        ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
+    )
     session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         views = register_deltas(session, plan.changes)
@@ -84,8 +94,16 @@ def run_incremental(ctx: RefreshContext, request: RefreshRequest, info: TableInf
             if isinstance(result, Fallback):
                 return result
             text = describe(result, plan)
-            state = RefreshState(states, started, RefreshKind.INCREMENTAL, request.trigger,
-                                 request.scheduled_time, definition.definition_version, {}, text)
+            state = RefreshState(
+                states,
+                started,
+                RefreshKind.INCREMENTAL,
+                request.trigger,
+                request.scheduled_time,
+                definition.definition_version,
+                {},
+                text,
+            )
             ctx.jobs.check_cancelled(request.job_group)
             done = commit(ctx.catalog, request.table, result.write, state, uuid.uuid4().hex, plan.table_snapshot)
         finally:

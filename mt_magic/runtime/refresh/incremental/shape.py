@@ -78,8 +78,10 @@ class QueryPlan:
         if on_changes is on_appends:
             parts = [f"{on_appends.label} on any change" if on_appends else "full recompute on any change"]
         else:
-            parts = [f"{on_appends.label} on appends" if on_appends else "full recompute on appends",
-                     f"{on_changes.label} on updates/deletes" if on_changes else "full recompute on updates/deletes"]
+            parts = [
+                f"{on_appends.label} on appends" if on_appends else "full recompute on appends",
+                f"{on_changes.label} on updates/deletes" if on_changes else "full recompute on updates/deletes",
+            ]
         joined = f", delta joins over {self.joins} sources" if self.joins > 1 else ""
         return f"incremental ({'; '.join(parts)}{joined})"
 
@@ -118,11 +120,16 @@ def _aggregate_plan(facts: QueryFacts, joins: int) -> QueryPlan:
     exposed = {o.group_key for _, o in named if o.kind is OutputKind.GROUP_KEY}
     combine = [(n, _combine(o)) for n, o in named if n not in keyed]
     merge = tuple((n, f) for n, f in combine if f is not None)
-    mergeable = (not result.having and all(k in exposed for k in result.group_keys)
-                 and len(merge) == len(combine) and not (result.distinct and combine))
+    mergeable = (
+        not result.having
+        and all(k in exposed for k in result.group_keys)
+        and len(merge) == len(combine)
+        and not (result.distinct and combine)
+    )
     common = set(result.common_group_keys)
-    pushdown = tuple((n, str(o.group_key)) for n, o in named
-                     if o.kind is OutputKind.GROUP_KEY and o.group_key in common)
+    pushdown = tuple(
+        (n, str(o.group_key)) for n, o in named if o.kind is OutputKind.GROUP_KEY and o.group_key in common
+    )
     slices = keyed if result.grouping_set_count <= 1 or pushdown else ()
     if not mergeable and not slices:
         return QueryPlan(QueryShape.AGGREGATE, Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,)), joins=joins)

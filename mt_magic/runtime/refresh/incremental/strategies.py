@@ -101,8 +101,9 @@ def no_change(ctx: StrategyContext) -> Execution:
 
 def append_delta(ctx: StrategyContext) -> Execution:
     """Projection over appends: the new rows are the delta terms' rows."""
-    return Execution(Write(ctx.union(ctx.frames(ctx.query, ctx.views.inserted)), WriteMode.APPEND),
-                     Strategy.APPEND_DELTA)
+    return Execution(
+        Write(ctx.union(ctx.frames(ctx.query, ctx.views.inserted)), WriteMode.APPEND), Strategy.APPEND_DELTA
+    )
 
 
 def apply_changes(ctx: StrategyContext) -> Execution:
@@ -182,8 +183,7 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
     if any(v.empty for v in values.values()):
         return no_change(ctx)
     replaced = all_of([v.member() for v in values.values()])
-    predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown
-                  if ctx.column(c) in values]
+    predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown if ctx.column(c) in values]
     query = with_input_filter(ctx.query, [p for p in predicates if p is not None])
     fresh = conform(ctx.session.sql(ctx.pinned(query)), ctx.current).where(replaced)
     partitions = [ctx.column(c) for c in ctx.plan.partition_columns]
@@ -194,8 +194,7 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
         condition = all_of([v.overwrite_condition() for v in scope.values()])
         return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(scope)), Strategy.AFFECTED_PARTITIONS)
     df = ctx.current.where(~replaced).union(fresh)
-    return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, "groups")),
-                     Strategy.AFFECTED_GROUPS)
+    return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, "groups")), Strategy.AFFECTED_GROUPS)
 
 
 def execute(ctx: StrategyContext) -> Execution | Fallback:
