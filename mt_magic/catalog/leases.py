@@ -185,8 +185,8 @@ class CatalogLeases:
                 response = self.catalog.commit_table(
                     table,
                     (AssertTableUUID(uuid=table.metadata.table_uuid),),
-                    (RemoveSnapshotsUpdate(snapshot_ids=[s.snapshot_id for s in old]),),
-                )  # type: ignore[call-arg]
+                    (RemoveSnapshotsUpdate(snapshot_ids=[s.snapshot_id for s in old]),),  # type: ignore[call-arg]
+                )
             before = _logged(table.metadata_location, table.metadata.metadata_log)
             _delete_unlogged_metadata(
                 table.io, before - _logged(response.metadata_location, response.metadata.metadata_log)
