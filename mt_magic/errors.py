@@ -48,3 +48,12 @@ class RefreshCancelledError(RefreshError):
 
 class CatalogUnavailableError(CatalogError):
     """The catalog cannot be reached right now; the manager pauses work and tries again later."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The line of an exception that names the problem (Spark's and Py4J's messages run to pages)."""
+    for line in str(exc).strip().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("An error occurred while calling", "Traceback")):
+            return line[:500]
+    return type(exc).__name__

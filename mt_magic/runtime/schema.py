@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import DefinitionError
+from mt_magic.errors import DefinitionError, first_line
 from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
@@ -133,7 +133,12 @@ def create_iceberg_table(
     ddl.append(
         "TBLPROPERTIES (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items()) + ")"
     )
-    spark.sql("\n".join(ddl))
+    try:
+        spark.sql("\n".join(ddl))
+    except Exception as exc:  # the catalog refused it (a location, a property): nothing was created
+        raise DefinitionError(
+            f"CREATE MATERIALIZED TABLE {name}: the catalog refused the table: {first_line(exc)}"
+        ) from exc
     if definition.primary_key:
         try:
             spark.sql(

@@ -15,6 +15,7 @@ from mt_magic.sql import (
     FreshnessRules,
     FreshnessUnit,
     RefreshMode,
+    parse_cell,
     resolve_schedule,
 )
 
@@ -171,3 +172,9 @@ def test_rules_and_schedules_are_frozen() -> None:
         schedule.cron = "* * * * *"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         FreshnessRules().threshold = timedelta(1)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("interval", ["INTERVAL '99999999999999999999' SECOND", "INTERVAL '366' DAY"])
+def test_a_freshness_longer_than_a_year_is_refused_not_overflowed(interval: str) -> None:
+    with pytest.raises(FreshnessError, match=r"is longer than a year.*at most INTERVAL '365' DAY"):
+        parse_cell(f"CREATE MATERIALIZED TABLE t FRESHNESS = {interval} REFRESH_MODE = CONTINUOUS AS SELECT 1 AS x")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
+from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError, first_line
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.jobs import SparkJobs
@@ -20,15 +20,6 @@ from mt_magic.runtime.workspace import Workspace
 from mt_magic.vocabulary import RefreshKind
 
 log = logging.getLogger(__name__)
-
-
-def first_line(exc: BaseException) -> str:
-    """The line of an exception that names the problem (Spark's and Py4J's messages run to pages)."""
-    for line in str(exc).strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("An error occurred while calling", "Traceback")):
-            return line[:500]
-    return type(exc).__name__
 
 
 CONFLICT_MARKERS = (

@@ -142,7 +142,18 @@ def freshness_interval(cur: Cursor) -> Freshness:
         raise cur.error(
             FreshnessError, f"interval ranges like {unit_tok.text} TO … are not supported", cur.peek(), example
         )
+    if value * unit.seconds > MAX_FRESHNESS_SECONDS:
+        raise cur.error(
+            FreshnessError,
+            f"FRESHNESS = INTERVAL {value_tok.text} {unit_tok.text} is longer than a year",
+            value_tok,
+            "a table refreshed less than yearly is a snapshot: use at most INTERVAL '365' DAY",
+        )
     return Freshness(value, unit)
+
+
+MAX_FRESHNESS_SECONDS = 365 * 86_400
+"""A year: beyond it a freshness is not a schedule (and Python's timedelta overflows not far beyond)."""
 
 
 def _interval_value(cur: Cursor, tok: Tok, text: str) -> int:
