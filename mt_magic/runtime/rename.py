@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError, MaterializedTableExistsError
+from mt_magic.runtime.graph import dependents
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.query.rewrite import rename_source
 
@@ -32,7 +33,9 @@ def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
         raise DefinitionError(f"{label}: the new name is the current one; nothing to rename.")
     if ws.catalog.exists(new_name):
         raise MaterializedTableExistsError(f"{label}: {new_name} already exists. Choose another name or drop it.")
-    readers = [i for i in ws.catalog.list_materialized() if i.definition and name in i.definition.upstream]
+    infos = {i.name: i for i in ws.catalog.list_materialized() if i.definition}
+    upstream = {n: i.definition.upstream for n, i in infos.items() if i.definition}
+    readers = [infos[reader] for reader in dependents(name, upstream)]
     ws.catalog.rename(name, new_name)
     done: list[TableInfo] = []
     try:
