@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.status import Listing, TableStatus
+from mt_magic.runtime.workspace import utc_text
 
 TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refresh")
 
@@ -138,8 +139,4 @@ def _last_refresh(info: TableInfo) -> str:
     if last is None:
         return "never"
     snapshot, state = last
-    return f"{_when(snapshot.committed_at)} {state.kind.value} ({state.trigger.value})"
-
-
-def _when(at: datetime) -> str:
-    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{utc_text(snapshot.committed_at)} {state.kind.value} ({state.trigger.value})"

@@ -25,6 +25,11 @@ Clock = Callable[[], datetime]
 """A timezone-aware "now"."""
 
 
+def utc_text(at: datetime) -> str:
+    """How every view writes a time: ``2025-01-01 10:00:05 UTC``."""
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC: the default clock everywhere."""
     return datetime.now(timezone.utc)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from mt_magic.runtime.status import TableStatus
+from mt_magic.runtime.workspace import utc_text
 from mt_magic.vocabulary import JobState
 
 
@@ -99,7 +100,7 @@ def human_time(at: datetime | None, now: datetime | None = None) -> str:
     """``2025-01-01 10:00:05 UTC (5s ago)``; ``—`` when unknown."""
     if at is None:
         return "—"
-    text = at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = utc_text(at)
     if now is None:
         return text
     delta = now - at
