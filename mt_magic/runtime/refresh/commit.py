@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog
 from mt_magic.errors import RefreshConflictError
+from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import qualified
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ def commit(
     """
     from pyspark.sql import functions as F
 
-    current = catalog.load(table).current_snapshot_id
+    with phase("check"):
+        current = catalog.load(table).current_snapshot_id
     if current != read_snapshot:
         raise RefreshConflictError(
             f"{table} changed during the refresh (snapshot {read_snapshot} → {current}, another writer?); "
@@ -87,14 +89,16 @@ def commit(
     writer = write.df.writeTo(qualified(table))
     for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
         writer = writer.option(f"snapshot-property.{key}", value)
-    if write.mode is WriteMode.APPEND:
-        writer.append()
-    else:
-        if read_snapshot is not None:
-            writer = writer.option("isolation-level", "serializable")
-            writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
-        writer.overwrite(write.condition if write.condition is not None else F.lit(True))
-    return committed_snapshot(catalog, table, refresh_id)
+    with phase("write"):
+        if write.mode is WriteMode.APPEND:
+            writer.append()
+        else:
+            if read_snapshot is not None:
+                writer = writer.option("isolation-level", "serializable")
+                writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
+            writer.overwrite(write.condition if write.condition is not None else F.lit(True))
+    with phase("read back"):
+        return committed_snapshot(catalog, table, refresh_id)
 
 
 def committed_snapshot(catalog: MaterializedCatalog, table: str, refresh_id: str) -> Committed:
