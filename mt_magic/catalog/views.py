@@ -85,7 +85,7 @@ class ViewInfo:
         return max(holding, default=None)
 
 
-def _version(data: Mapping[str, Any]) -> ViewVersionInfo:
+def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
     sql = next((r.get("sql", "") for r in data.get("representations", []) if r.get("dialect") == DIALECT), "")
     pointer = data.get(STORAGE_TABLE)
     defined = data.get("summary", {}).get(DEFINITION_VERSION)
@@ -104,7 +104,7 @@ def _info(name: str, loaded: Mapping[str, Any]) -> ViewInfo:
         name=name,
         uuid=str(meta["view-uuid"]),
         current_version_id=int(meta["current-version-id"]),
-        versions=tuple(_version(v) for v in meta.get("versions", [])),
+        versions=tuple(_read_version(v) for v in meta.get("versions", [])),
         properties=dict(meta.get("properties", {})),
     )
 
@@ -188,7 +188,7 @@ class MaterializedViews:
                 f"that name (the table name + '{VIEW_SUFFIX}'). Drop or rename it, or choose another table name."
             )
 
-    def _version(self, table: str, definition: MaterializedTableDefinition, schema_id: int) -> dict[str, Any]:
+    def _new_version(self, table: str, definition: MaterializedTableDefinition, schema_id: int) -> dict[str, Any]:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -239,7 +239,7 @@ class MaterializedViews:
         body = {
             "name": self.tables.identifier(name)[-1],
             "schema": json.loads(self._schema(table).model_dump_json()),
-            "view-version": self._version(table, definition, 0),
+            "view-version": self._new_version(table, definition, 0),
             "properties": {TABLE_UUID_PROPERTY: info.uuid},
         }
         path = self._path(name)
@@ -262,7 +262,7 @@ class MaterializedViews:
             view,
             [
                 {"action": "add-schema", "schema": schema},
-                {"action": "add-view-version", "view-version": self._version(table, definition, -1)},
+                {"action": "add-view-version", "view-version": self._new_version(table, definition, -1)},
                 {"action": "set-current-view-version", "view-version-id": -1},
             ],
         )
