@@ -3,7 +3,8 @@
 Every check that can fail (sources, temp views, schema inference, casts, keys, formatters, backfill partitions)
 runs before the catalog is touched, and each statement then writes one catalog commit (ALTER … AS: the
 appended columns with the definition). CREATE is two when there is a primary key (CREATE TABLE, then
-identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind.
+identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind. CREATE,
+ALTER … AS and DROP also write the table's Iceberg view, ordered and undone with the table (``mview``).
 """
 
 from __future__ import annotations
