@@ -80,7 +80,7 @@ def test_create_registers_the_view_and_refreshes_record_its_version(mt, connecti
 
     # Clients that know nothing of the proposal: the table is a plain table; the view is an ordinary view.
     assert catalog.view_exists(f"{namespace}.revenue__mv")
-    assert catalog.list_tables(namespace) == [(namespace, "orders"), (namespace, "revenue")]
+    assert sorted(catalog.list_tables(namespace)) == [(namespace, "orders"), (namespace, "revenue")]
     assert sorted(tuple(r.values()) for r in table.scan().to_arrow().to_pylist()) == [("ann", 12.5), ("bob", 5.5)]
     assert [r.viewName for r in spark.sql(f"SHOW VIEWS IN {CATALOG}.{namespace}").collect()] == ["revenue__mv"]
     through_view = spark.table(f"{CATALOG}.{namespace}.revenue__mv").collect()
