@@ -256,7 +256,8 @@ class MaterializedMagics(Magics):
         return LineageView(service.lineage(focus), statuses, focus)
 
     def _mt_refresh(self, args: Any) -> object:
-        partition = parse_partition(args.partition) if args.partition.strip() else ()
+        spec = _unquoted(args.partition.strip())
+        partition = parse_partition(spec) if spec else ()
         return StatementResultsView((self.connection.service.refresh(self._one_name(args), partition, args.cascade),))
 
     def _mt_suspend(self, args: Any) -> object:
@@ -300,3 +301,10 @@ class MaterializedMagics(Magics):
         if live is None:
             raise UsageError(f"%mt {command} needs the refresh manager, which is not running in this kernel.")
         return live
+
+
+def _unquoted(value: str) -> str:
+    """IPython's argument parser keeps the quotes around a value (``--partition "ds = 'x'"``); drop one pair."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1].strip()
+    return value

@@ -120,8 +120,9 @@ def test_refused_statements_leave_the_manager_and_the_cards_as_they_were(shell) 
         ]:
             with pytest.raises(UsageError, match=message):
                 shell.run_cell_magic("materialized", "", cell)
-        with pytest.raises(UsageError, match="not partitioned by day"):
-            shell.run_line_magic("mt", "refresh reg_keep --partition day='d1'")
+        for line in ("refresh reg_keep --partition day='d1'", "refresh reg_keep --partition \"day = 'd1'\""):
+            with pytest.raises(UsageError, match="not partitioned by day"):  # the quoted form as the help shows it
+                shell.run_line_magic("mt", line)
     finally:
         unsubscribe()
     assert [e for e in events if e.kind.value not in ("refresh-progress",)] == []
