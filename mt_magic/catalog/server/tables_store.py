@@ -11,9 +11,9 @@ table between read and swap. Within one server, writes are serialized by a lock;
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, cast
 
 from pyiceberg.catalog import delete_files
@@ -41,6 +41,8 @@ from mt_magic.catalog.server.wire import CreateTableBody, display
 
 _T = cast(Table, IcebergTables.__table__)
 MAX_CAS_ATTEMPTS = 5
+CACHED_TABLES = 256
+"""Tables whose newest metadata the server keeps parsed."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ class TableStore:
         self.lock = lock
         self.view_exists = view_exists
         self.roots = roots
-        self._read_cached = lru_cache(maxsize=512)(self._read_metadata)
+        self._latest: OrderedDict[str, tuple[str, TableMetadata]] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     # -- reading ---------------------------------------------------------------------------------
     def _where(self, ident: Identifier) -> tuple[Any, ...]:
@@ -96,6 +99,27 @@ class TableStore:
 
     def _read_metadata(self, location: str) -> TableMetadata:
         return FromInputFile.table_metadata(self._io(location).new_input(location))
+
+    def _read_cached(self, location: str) -> TableMetadata:
+        """The metadata at ``location``, parsed once while it is its table's newest one read.
+
+        One entry per table (keyed by its metadata directory), for the last :data:`CACHED_TABLES` tables read: a
+        cache keyed by file kept hundreds of old versions of a busy table, each holding its whole snapshot list
+        (the embedded server grew by 200 MB in 7 minutes under one append a second).
+        """
+        table_dir = location.rsplit("/metadata/", 1)[0]
+        with self._cache_lock:
+            hit = self._latest.get(table_dir)
+            if hit is not None and hit[0] == location:
+                self._latest.move_to_end(table_dir)
+                return hit[1]
+        metadata = self._read_metadata(location)
+        with self._cache_lock:
+            self._latest[table_dir] = (location, metadata)
+            self._latest.move_to_end(table_dir)
+            while len(self._latest) > CACHED_TABLES:
+                self._latest.popitem(last=False)
+        return metadata
 
     def location_of(self, ident: Identifier) -> str | None:
         """The current metadata file of a table, ``None`` if there is no such table."""
