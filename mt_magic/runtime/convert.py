@@ -18,6 +18,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError
 from mt_magic.runtime.ddl import build_definition
+from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import kept_tag
 from mt_magic.runtime.schema import table_properties
@@ -77,6 +78,13 @@ def convert_table(ws: Workspace, stmt: CreateMaterializedTable, info: TableInfo)
             "remove the clause (change the layout with Spark's ALTER TABLE before or after converting)."
         )
     definition, schema = build_definition(ws, stmt, info)
+    upstream = {i.name: i.definition.upstream for i in ws.catalog.list_materialized() if i.definition}
+    loop = sorted(set(definition.upstream) & {info.name, *descendants(info.name, upstream)})
+    if loop:
+        raise DefinitionError(
+            f"{label}: the query reads {', '.join(loop)}, which would make {info.name} read itself. Nothing "
+            "changed; compute it from the tables it is derived from."
+        )
     check_columns(label, schema, ws.spark.table(qualified(info.name)).schema)
     identity = info.partition_spec_count == 1 and all(t == "identity" for t in info.partition_transforms)
     definition = replace(definition, partitioned_by=info.partition_columns if identity else ())

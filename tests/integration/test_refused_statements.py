@@ -87,6 +87,10 @@ REFUSED = {
         "AS SELECT day AS x FROM orders",
         "column x is int in the table but string in the query",
     ),
+    "convert, the query reads the table itself": (
+        "CREATE OR ALTER MATERIALIZED TABLE plain WITH ('convert-existing-table' = 'true') AS SELECT x FROM plain",
+        "would make .*plain read itself",
+    ),
     "convert, a layout clause": (
         "CREATE OR ALTER MATERIALIZED TABLE plain PARTITIONED BY (x) WITH ('convert-existing-table' = 'true') "
         "AS SELECT amount AS x FROM orders",
