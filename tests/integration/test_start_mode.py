@@ -87,6 +87,11 @@ def test_from_timestamp_holds_only_the_rows_after_it_and_refreshes_incrementally
     assert rows(spark, mt, "recent") == Counter({(3, 30): 2, (5, 50): 1})
     assert rows(spark, mt, "parity") == Counter({(1, 3, 110): 1})
 
+    spark.sql("ALTER TABLE src ADD COLUMN note STRING")  # the start snapshot is read in today's columns
+    insert(mt, "src", "(6, 60, 'new')")
+    assert refresh(mt, "recent").kind is RefreshKind.FULL
+    assert rows(spark, mt, "recent") == Counter({(3, 30): 2, (5, 50): 1, (6, 60): 1})
+
     described = {r[0]: r[1] for r in mt.describe(name(mt, "recent")).listing.rows}
     assert described["# start mode"].startswith(f"FROM_TIMESTAMP(TIMESTAMP '{start[:19]}")
     shown = mt.show_create(name(mt, "recent")).listing.text

@@ -25,7 +25,7 @@ from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import DefinitionError, RefreshError
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
-from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.runtime.workspace import Workspace, utc_text
 from mt_magic.sql.ddl.statements import StartMode
@@ -235,7 +235,21 @@ def _window(
             .option("end-snapshot-id", str(pinned))
             .table(qualified(name))
         )
-    return now.exceptAll(table_at(session, name, start))
+    return now.exceptAll(_as_columns_of(table_at(session, name, start), now))
+
+
+def _as_columns_of(before: DataFrame, now: DataFrame) -> DataFrame:
+    """The start snapshot's rows in today's columns: a column added since reads NULL (as Iceberg reads it for
+    the old rows), so only a dropped or retyped column makes the two incomparable (Spark then says so)."""
+    from pyspark.sql import functions as F
+
+    present = set(before.columns)
+    return before.select(
+        [
+            (F.col(identifier(f.name)) if f.name in present else F.lit(None).cast(f.dataType)).alias(f.name)
+            for f in now.schema.fields
+        ]
+    )
 
 
 def kept_rows(session: SparkSession, info: TableInfo, definition: MaterializedTableDefinition) -> DataFrame | None:
