@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -15,7 +16,8 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.status import Listing, TableStatus
 from mt_magic.runtime.workspace import utc_text
-from mt_magic.sql.ddl.statements import timestamp_text
+from mt_magic.sql.ddl.parser import parse_start_mode
+from mt_magic.sql.ddl.statements import StartFrom
 
 TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refresh")
 
@@ -130,8 +132,8 @@ def start_text(definition: MaterializedTableDefinition) -> str:
     """START_MODE as stored, with a resolved instant written out (``FROM_NOW`` meant the CREATE's now)."""
     if definition.start_instant is None:
         return definition.start_mode
-    resume = "RESUME_OR_" if definition.start_mode.startswith("RESUME_OR_") else ""
-    return f"{resume}FROM_TIMESTAMP(TIMESTAMP '{timestamp_text(definition.start_instant)}')"
+    declared = parse_start_mode(definition.start_mode)
+    return replace(declared, start=StartFrom.TIMESTAMP, lookback=None, timestamp=definition.start_instant).sql()
 
 
 def _start_detail(definition: MaterializedTableDefinition) -> str:
