@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from mt_testing import run
 
+from mt_magic.catalog.views import MaterializedViews, view_name
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
 from mt_magic.runtime.status import RefreshRequest
@@ -174,6 +175,7 @@ def test_a_plain_table_is_converted_in_place_only_with_the_option(mt, spark) -> 
         assert _history(mt, "plain") == before
         assert dict(mt.workspace.catalog.load(name(mt, "plain")).properties) == properties
         assert not mt.statuses()
+        assert MaterializedViews(mt.workspace.catalog).load(view_name(name(mt, "plain"))) is None
 
     run(mt, statement.format(with_=convert, query="SELECT CAST(k AS INT) AS k, v FROM src"))  # int→int, bigint
     after = _history(mt, "plain")
@@ -181,6 +183,8 @@ def test_a_plain_table_is_converted_in_place_only_with_the_option(mt, spark) -> 
     assert rows(spark, mt, "plain") == Counter({(1, 10): 1, (2, 20): 1})  # FROM_BEGINNING: recomputed
     assert "convert-existing-table" not in mt.workspace.catalog.load(name(mt, "plain")).properties
     assert [s.name for s in mt.statuses()] == [name(mt, "plain")]
+    info = mt.workspace.catalog.load(name(mt, "plain"))
+    assert MaterializedViews(mt.workspace.catalog).of_table(info.name, info.uuid) is not None  # its Iceberg view
 
 
 def test_converting_with_a_later_start_keeps_the_rows(mt, spark) -> None:
