@@ -47,6 +47,7 @@ TABLES = {
 LIMITS = {
     # metric: (allowed growth of the second half's maximum over the first's: a fraction, plus an absolute slack)
     "kernel_rss_mb": (0.10, 20),
+    "catalog_server_rss_mb": (0.10, 30),
     "kernel_fds": (0.0, 4),
     "kernel_threads": (0.0, 2),
     "jvm_rss_mb": (0.10, 50),
@@ -105,24 +106,28 @@ class Appender:
 
     def __init__(self, catalog: Any) -> None:
         self.catalog, self.batch = catalog, 0
+        self.errors: list[str] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        while not self.stop.wait(1.0):
+            try:
+                self._append()
+            except Exception as exc:  # a dropped connection or a lost commit race: the next second tries again
+                self.errors.append(repr(exc)[:200])
+
+    def _append(self) -> None:
         import pyarrow as pa
 
-        while not self.stop.wait(1.0):
-            self.batch += 1
-            rows = range(50)
-            self.catalog.load_table(SOURCE).append(
-                pa.table(
-                    {
-                        "batch": pa.array([self.batch] * 50, pa.int32()),
-                        "k": pa.array([(self.batch * 7 + i) % 200 for i in rows], pa.int32()),
-                        "v": pa.array([self.batch + i for i in rows], pa.int32()),
-                    }
-                )
-            )
+        batch, rows = self.batch + 1, range(50)
+        columns = {
+            "batch": pa.array([batch] * 50, pa.int32()),
+            "k": pa.array([(batch * 7 + i) % 200 for i in rows], pa.int32()),
+            "v": pa.array([batch + i for i in rows], pa.int32()),
+        }
+        self.catalog.load_table(SOURCE).append(pa.table(columns))
+        self.batch = batch
 
 
 def prepare(catalog: Any) -> None:
@@ -169,6 +174,7 @@ def main() -> int:
     parser.add_argument("--sample-seconds", type=float, default=30)
     parser.add_argument("--out", type=Path, default=Path("resource_run.json"))
     args = parser.parse_args()
+    import psutil
     from pyiceberg.catalog import load_catalog
 
     from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
@@ -197,6 +203,8 @@ def main() -> int:
             sample |= json.loads(kernel.run(KERNEL_PROBE).strip().splitlines()[-1])
             sample["tables"] = {name: table_sample(catalog, name) for name in TABLES}
             sample["source_batches"] = appender.batch
+            sample["append_errors"] = len(appender.errors)
+            sample["catalog_server_rss_mb"] = psutil.Process(server.pid).memory_info().rss / 2**20
             samples.append(sample)
             print(json.dumps(sample), flush=True)
     finally:
