@@ -115,6 +115,8 @@ def test_from_now_starts_empty_and_a_full_mode_table_recomputes_over_the_rows_si
     assert rows(spark, mt, "fresh") == Counter({(3, 30): 1})
     assert refresh(mt, "hourly").kind is RefreshKind.FULL
     assert rows(spark, mt, "hourly") == Counter({(1,): 1})
+    session = mt.engine.jobs.child_session()  # this thread's, which ran the refreshes: no window view is left
+    assert not [t.name for t in session.catalog.listTables() if t.name.startswith("mt_start_window")]
 
     lookback = mt.workspace.catalog.load(name(mt, "fresh")).properties["mt.start-snapshots"]
     assert lookback != "{}"

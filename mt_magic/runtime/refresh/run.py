@@ -117,9 +117,9 @@ def _recompute(
         strategy,
     )
     session: SparkSession = ctx.jobs.child_session(dict(request.options))
-    with ctx.jobs.job_group(request.job_group, f"refresh {request.table}"):
+    job = ctx.jobs.job_group(request.job_group, f"refresh {request.table}")
+    with job, window_views(session, ctx.catalog, definition, states) as windows:
         with phase("analyze"):
-            windows = window_views(session, ctx.catalog, definition, states)
             pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states}, windows)
             target = session.table(qualified(request.table))
             df = conform(session.sql(pinned), target)

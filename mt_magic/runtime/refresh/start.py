@@ -16,6 +16,8 @@ incremental refresh is taken only where it equals it (:func:`window_fallback`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -182,33 +184,39 @@ def window_fallback(definition: MaterializedTableDefinition, plan: RefreshPlan) 
     return Fallback((FallbackReason.START_WINDOW,), f"START_MODE = {definition.start_mode or 'RESUME'}")
 
 
+@contextmanager
 def window_views(
     session: SparkSession,
     catalog: MaterializedCatalog,
     definition: MaterializedTableDefinition,
     states: tuple[SourceState, ...],
-) -> dict[str, str]:
-    """A temp view per source of a table that starts later: its window at the pinned snapshot.
+) -> Iterator[dict[str, str]]:
+    """A temp view per source of a table that starts later, its window at the pinned snapshot, for the body
+    (dropped after it: the thread's child session serves the next refresh too).
 
     Raises:
         RefreshError: a start snapshot has expired or the source was re-created (its window cannot be read).
     """
     if not definition.starts_later:
-        return {}
-    views = {}
-    for i, state in enumerate(states):
-        name = state.qualified_name
-        if name not in definition.start_snapshots:
-            raise RefreshError(
-                f"{name} has no start position in the definition (read since CREATE without one); recreate the "
-                "table with CREATE OR ALTER … START_MODE = … to decide where it starts."
-            )
-        view = f"mt_start_window_{i}"
-        _window(session, catalog, name, definition.start_snapshots[name], state.snapshot_id).createOrReplaceTempView(
-            view
-        )
-        views[name] = view
-    return views
+        yield {}
+        return
+    views: dict[str, str] = {}
+    try:
+        for i, state in enumerate(states):
+            name = state.qualified_name
+            if name not in definition.start_snapshots:
+                raise RefreshError(
+                    f"{name} has no start position in the definition (read since CREATE without one); recreate "
+                    "the table with CREATE OR ALTER … START_MODE = … to decide where it starts."
+                )
+            view = f"mt_start_window_{i}"
+            window = _window(session, catalog, name, definition.start_snapshots[name], state.snapshot_id)
+            window.createOrReplaceTempView(view)
+            views[name] = view
+        yield views
+    finally:
+        for view in views.values():
+            session.catalog.dropTempView(view)
 
 
 def _window(
