@@ -187,8 +187,12 @@ class MaterializedMagics(Magics):
 
         Also: ``ALTER MATERIALIZED TABLE t SUSPEND | RESUME [WITH (...)] | REFRESH [PARTITION (k='v')]
         | AS SELECT ... | SET FRESHNESS = INTERVAL '1' HOUR | SET REFRESH_MODE = FULL | RENAME TO u``,
-        ``CREATE OR ALTER ...``, ``DROP MATERIALIZED TABLE [IF EXISTS] t``, ``SHOW MATERIALIZED TABLES
-        [FROM ns] [LIKE 'daily%']``, ``SHOW CREATE MATERIALIZED TABLE t``, ``DESCRIBE MATERIALIZED TABLE t``.
+        ``CREATE OR ALTER ...``, ``START_MODE = FROM_NOW | FROM_NOW(INTERVAL '1' HOUR) |
+        FROM_TIMESTAMP('2026-06-25 00:00:00') | RESUME_OR_FROM_BEGINNING`` (after REFRESH_MODE: only source rows
+        added since the start), ``CREATE OR ALTER MATERIALIZED TABLE plain WITH ('convert-existing-table' =
+        'true') AS ...`` (an Iceberg table in place), ``DROP MATERIALIZED TABLE [IF EXISTS] t``,
+        ``SHOW MATERIALIZED TABLES [FROM ns] [LIKE 'daily%']``, ``SHOW CREATE MATERIALIZED TABLE t``,
+        ``DESCRIBE MATERIALIZED TABLE t``.
         Several statements may share a cell. The cell shows a live card per table (state, freshness,
         last/next refresh, preview, controls).
         """

@@ -64,6 +64,20 @@ class MaterializedTableDefinition:
     suspended: bool = False
     definition_version: int = 1
     """Bumped by ALTER AS / CREATE OR ALTER, so a refresh knows which query it ran."""
+    start_mode: str = ""
+    """``START_MODE`` as declared (canonical SQL), empty when omitted (from the beginning)."""
+    start_instant: datetime | None = None
+    """The instant ``START_MODE`` resolved to at CREATE (``None``: the beginning, or resumed from a state)."""
+    start_snapshots: Mapping[str, int | None] = field(default_factory=dict)
+    """Source → the snapshot whose rows count as already consumed (``None``: none, the whole source counts).
+    Empty: the table reads all of its sources' history."""
+    kept_snapshot: int | None = None
+    """The table's own snapshot whose rows it keeps (a resumed or converted table), or ``None``."""
+
+    @property
+    def starts_later(self) -> bool:
+        """True when the table holds the query over only the source rows added after its start."""
+        return bool(self.start_snapshots) or self.kept_snapshot is not None
 
     def to_properties(self) -> dict[str, str]:
         """The ``mt.*`` table properties for this definition."""
@@ -86,6 +100,10 @@ class MaterializedTableDefinition:
             f"{PREFIX}buckets": str(self.buckets),
             f"{PREFIX}suspended": str(self.suspended).lower(),
             f"{PREFIX}definition-version": str(self.definition_version),
+            f"{PREFIX}start-mode": self.start_mode,
+            f"{PREFIX}start-instant-ms": "" if self.start_instant is None else str(_ms(self.start_instant)),
+            f"{PREFIX}start-snapshots": json.dumps(dict(self.start_snapshots), sort_keys=True),
+            f"{PREFIX}kept-snapshot": "" if self.kept_snapshot is None else str(self.kept_snapshot),
         }
 
     @classmethod
@@ -115,6 +133,10 @@ class MaterializedTableDefinition:
             buckets=int(get("buckets", "0")),
             suspended=get("suspended", "false") == "true",
             definition_version=int(get("definition-version", "1")),
+            start_mode=get("start-mode"),
+            start_instant=_from_ms(get("start-instant-ms")) if get("start-instant-ms") else None,
+            start_snapshots=json.loads(get("start-snapshots", "{}")),
+            kept_snapshot=int(get("kept-snapshot")) if get("kept-snapshot") else None,
         )
 
 

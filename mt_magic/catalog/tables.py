@@ -258,15 +258,33 @@ class MaterializedCatalog:
                         found.append(info)
         return found
 
-    def update_properties(self, name: str, updates: Mapping[str, str], appended: pa.Schema | None = None) -> None:
+    def update_properties(
+        self,
+        name: str,
+        updates: Mapping[str, str],
+        appended: pa.Schema | None = None,
+        tags: Mapping[str, int | None] | None = None,
+    ) -> None:
         """Set table properties in one commit, with ``appended`` columns (optional, by name) in the same commit:
-        the new columns and the definition that produces them are committed together or not at all."""
+        the new columns and the definition that produces them are committed together or not at all. ``tags``:
+        tag name → the snapshot it marks (kept from expiry), or ``None`` to remove the tag, in the same commit."""
+        from pyiceberg.table.update.snapshot import ManageSnapshots
+
         table = self._load_table(name)
         with reaching(name), table.transaction() as tx:
             if appended is not None and len(appended):
                 with tx.update_schema() as schema:
                     schema.union_by_name(appended)
             tx.set_properties(dict(updates))
+            refs = tx.table_metadata.refs
+            changed = {t: s for t, s in (tags or {}).items() if (refs[t].snapshot_id if t in refs else None) != s}
+            if changed:
+                with ManageSnapshots(tx) as snapshots:
+                    for tag, snapshot in changed.items():
+                        if snapshot is None:
+                            snapshots.remove_tag(tag)
+                        else:
+                            snapshots.create_tag(snapshot, tag)
 
     def rename(self, name: str, new_name: str) -> None:
         """Rename the table within this catalog (same Iceberg table: data, history and properties stay)."""

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import (
     DefinitionError,
     DependencyError,
@@ -34,10 +35,12 @@ from mt_magic.runtime.refresh.context import (
     max_change_fraction,
 )
 from mt_magic.runtime.refresh.retention import retention_properties
+from mt_magic.runtime.refresh.start import check_kept, kept_tag, resolve_start, restart, with_start
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness
+from mt_magic.sql.ddl.options import CONVERT_OPTION
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, StartMode
 from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
 
@@ -123,15 +126,20 @@ def _check_incremental_option(label: str, options: dict[str, str], mode: Refresh
         )
 
 
-def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[MaterializedTableDefinition, StructType]:
-    """Validate a CREATE against Spark and the catalog; nothing is written."""
+def build_definition(
+    ws: Workspace, stmt: CreateMaterializedTable, table: TableInfo | None = None
+) -> tuple[MaterializedTableDefinition, StructType]:
+    """Validate a CREATE against Spark and the catalog; nothing is written (``table``: the plain table it
+    converts)."""
     label = f"CREATE MATERIALIZED TABLE {stmt.name}"
     schedule = _check_schedule(stmt, ws)
     expanded, upstream = _resolve_query(ws, label, stmt.query)
     expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
     schema = _infer_schema(ws, label, expanded)
     schema_rules.check_typed(label, schema)
-    options = stmt.options_dict
+    options = {k: v for k, v in stmt.options_dict.items() if k.lower() != CONVERT_OPTION}
+    start = resolve_start(ws, label, stmt.start_mode, upstream, table)
+    check_kept(label, start, expanded)
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
     buckets = stmt.distribution
@@ -155,7 +163,7 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[Mate
         bucket_columns=buckets.columns if buckets else (),
         buckets=buckets.buckets if buckets else 0,
     )
-    return definition, schema
+    return with_start(definition, start), schema
 
 
 def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, MaterializedTableDefinition]:
@@ -178,10 +186,13 @@ def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, Mat
     return name, definition
 
 
-def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> MaterializedTableDefinition:
-    """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query."""
+def alter_query(
+    ws: Workspace, name: str, query: str, columns: tuple = (), start_mode: StartMode | None = None
+) -> MaterializedTableDefinition:
+    """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query;
+    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one."""
     label = f"ALTER MATERIALIZED TABLE {name} AS"
-    _, current = ws.catalog.load_materialized(name)
+    info, current = ws.catalog.load_materialized(name)
     expanded, upstream = _resolve_query(ws, label, query)
     expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
     new_schema = _infer_schema(ws, label, expanded)
@@ -189,6 +200,7 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
+    current = restart(ws, label, current, start_mode, upstream, info, expanded)
     updated = replace(
         current,
         query=query,
@@ -200,7 +212,7 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
     appended = schema_rules.arrow_columns(added)
     try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
         with mview.defining(ws, label, name, updated, appended):
-            ws.catalog.update_properties(name, updated.to_properties(), appended)
+            ws.catalog.update_properties(name, updated.to_properties(), appended, kept_tag(updated))
     except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
         raise DefinitionError(
             f"{label}: the new column(s) {', '.join(f'{f.name} {f.dataType.simpleString()}' for f in added)} "

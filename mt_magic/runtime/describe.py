@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -15,6 +16,8 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.status import Listing, TableStatus
 from mt_magic.runtime.workspace import utc_text
+from mt_magic.sql.ddl.parser import parse_start_mode
+from mt_magic.sql.ddl.statements import StartFrom
 
 TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refresh")
 
@@ -84,6 +87,8 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
     lines.append(f"FRESHNESS = {definition.freshness}")
     if definition.declared_refresh_mode is not None:
         lines.append(f"REFRESH_MODE = {definition.declared_refresh_mode.value}")
+    if definition.start_mode:
+        lines.append(f"START_MODE = {start_text(definition)}")
     lines.append(f"AS {definition.query}")
     return Listing((), (), "\n".join(lines))
 
@@ -106,6 +111,7 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
             else "—"
         ),
         "# sources": ", ".join(definition.upstream) or "—",
+        "# start mode": _start_detail(definition),
         "# state": _state(definition, status),
         "# staleness": _staleness(status),
         "# last refresh": _last_refresh(info),
@@ -120,6 +126,25 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
         facts["# last error"] = status.last_error
     rows += [(key, value, "") for key, value in facts.items()]
     return Listing(("column", "type", "note"), tuple(rows))
+
+
+def start_text(definition: MaterializedTableDefinition) -> str:
+    """START_MODE as stored, with a resolved instant written out (``FROM_NOW`` meant the CREATE's now)."""
+    if definition.start_instant is None:
+        return definition.start_mode
+    declared = parse_start_mode(definition.start_mode)
+    return replace(declared, start=StartFrom.TIMESTAMP, lookback=None, timestamp=definition.start_instant).sql()
+
+
+def _start_detail(definition: MaterializedTableDefinition) -> str:
+    if not definition.starts_later:
+        return (definition.start_mode or "FROM_BEGINNING") + " (all source history)"
+    consumed = ", ".join(
+        f"{source} after snapshot {snapshot}" if snapshot is not None else f"all of {source}"
+        for source, snapshot in sorted(definition.start_snapshots.items())
+    )
+    kept = "" if definition.kept_snapshot is None else f"; keeps the rows of its snapshot {definition.kept_snapshot}"
+    return f"{start_text(definition)} (rows since the start: {consumed}{kept})"
 
 
 def _state(definition: MaterializedTableDefinition, status: TableStatus | None) -> str:

@@ -64,7 +64,8 @@ def _follow(ws: Workspace, reader: TableInfo, old: str, new: str) -> Callable[[]
     assert definition is not None
     expanded = rename_source(definition.expanded_query, old, new)
     upstream = tuple(new if source == old else source for source in definition.upstream)
-    updated = replace(definition, query=expanded, expanded_query=expanded, upstream=upstream)
+    starts = {new if source == old else source: snapshot for source, snapshot in definition.start_snapshots.items()}
+    updated = replace(definition, query=expanded, expanded_query=expanded, upstream=upstream, start_snapshots=starts)
     undo_view = mview.redefine(ws, reader.name, updated)
     try:
         ws.catalog.update_properties(reader.name, updated.to_properties())

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime import ddl
+from mt_magic.runtime import convert, ddl
 from mt_magic.runtime.inspection import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
@@ -118,7 +118,11 @@ class MaterializedTables(Inspection):
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
         name = self.workspace.qualify(stmt.name)
         if stmt.or_alter and self.workspace.catalog.exists(name):
-            ddl.alter_query(self.workspace, name, stmt.query, stmt.columns)
+            existing = self.workspace.catalog.load(name)
+            if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
+                convert.convert_table(self.workspace, stmt, existing)
+                return self._populate(name, f"Converted {name} in place (its rows and history stay)")
+            ddl.alter_query(self.workspace, name, stmt.query, stmt.columns, stmt.start_mode)
             self._retrack(name)
             return StatementResult(
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
@@ -144,6 +148,18 @@ class MaterializedTables(Inspection):
             (name,),
             f"Created {name} ({mode}, {definition.freshness}); populating it as its first refresh.",
             future,
+        )
+
+    def _populate(self, name: str, what: str) -> StatementResult:
+        """A converted table joins the manager and its first refresh starts, as after CREATE; a failure of that
+        refresh stays on the card (the conversion is not undone: the table's rows and history are the user's)."""
+        _, definition = self.workspace.catalog.load_materialized(name)
+        future = self.manager.add(self._managed(name), initial=True)
+        assert future is not None
+        self._drive()
+        mode = f"{definition.refresh_mode.value}, {definition.freshness}"
+        return StatementResult(
+            StatementAction.CREATED, (name,), f"{what} ({mode}); its first refresh runs now.", future
         )
 
     def alter_query(self, name: str, query: str) -> StatementResult:

@@ -84,6 +84,33 @@ REFUSED = {
         "CREATE OR ALTER MATERIALIZED TABLE daily AS SELECT day, 'x' AS total FROM orders",
         "changes type",
     ),
+    "create or alter, a plain table without the convert option": (
+        "CREATE OR ALTER MATERIALIZED TABLE plain AS SELECT amount AS x FROM orders",
+        r"plain Iceberg table.*WITH \('convert-existing-table' = 'true'\)",
+    ),
+    "convert, columns that do not match": (
+        "CREATE OR ALTER MATERIALIZED TABLE plain WITH ('convert-existing-table' = 'true') "
+        "AS SELECT day AS x FROM orders",
+        "column x is int in the table but string in the query",
+    ),
+    "convert, the query reads the table itself": (
+        "CREATE OR ALTER MATERIALIZED TABLE plain WITH ('convert-existing-table' = 'true') AS SELECT x FROM plain",
+        "would make .*plain read itself",
+    ),
+    "convert, a layout clause": (
+        "CREATE OR ALTER MATERIALIZED TABLE plain PARTITIONED BY (x) WITH ('convert-existing-table' = 'true') "
+        "AS SELECT amount AS x FROM orders",
+        "keeps the table's layout, so PARTITIONED BY cannot apply",
+    ),
+    "create, START_MODE in the future": (
+        "CREATE MATERIALIZED TABLE later START_MODE = FROM_TIMESTAMP('2999-01-01') AS SELECT day FROM orders",
+        "is in the future",
+    ),
+    "create or alter, RESUME keeping the rows of an aggregate": (
+        "CREATE OR ALTER MATERIALIZED TABLE daily START_MODE = RESUME_OR_FROM_NOW "
+        "AS SELECT day, sum(amount) AS total FROM orders GROUP BY day",
+        "aggregates or de-duplicates",
+    ),
     "alter as, unknown table": ("ALTER MATERIALIZED TABLE nope AS SELECT 1 AS x", "does not exist"),
     "alter as, plain table": ("ALTER MATERIALIZED TABLE plain AS SELECT 1 AS x", "plain Iceberg table"),
     "alter as, column renamed": (

@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from mt_magic.sql import parse_cell
-from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, StartFrom
 from mt_magic.vocabulary import RefreshMode
 
 pytestmark = pytest.mark.spark
@@ -133,3 +133,34 @@ def test_distributed_by_makes_iceberg_buckets(shell, spark) -> None:
     spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d3', 1)")
     shell.run_cell_magic("materialized", "--wait", "ALTER MATERIALIZED TABLE f22_buckets REFRESH")
     assert ("d3", 1) in set(map(tuple, spark.table(f"{NS}.f22_buckets").collect()))
+
+
+def test_start_mode_and_converting_a_plain_table_from_the_cell_magic(shell, spark) -> None:
+    doc = shell.find_cell_magic("materialized").__doc__
+    assert "START_MODE = FROM_NOW" in doc and "'convert-existing-table'" in doc
+    shell.run_cell_magic(
+        "materialized",
+        "--wait",
+        "CREATE MATERIALIZED TABLE f22_since FRESHNESS = INTERVAL '1' MINUTE START_MODE = FROM_NOW "
+        "AS SELECT day, amount FROM f22_orders",
+    )
+    assert spark.table(f"{NS}.f22_since").count() == 0
+    spark.sql(f"INSERT INTO {NS}.f22_orders VALUES ('d9', 9)")
+    shell.run_cell_magic("materialized", "--wait", "ALTER MATERIALIZED TABLE f22_since REFRESH")
+    assert [tuple(r) for r in spark.table(f"{NS}.f22_since").collect()] == [("d9", 9)]
+    [shown] = parse_cell(listing(shell, "SHOW CREATE MATERIALIZED TABLE f22_since").text)
+    assert isinstance(shown, CreateMaterializedTable) and shown.start_mode is not None
+    assert shown.start_mode.start is StartFrom.TIMESTAMP
+    facts = {row[0]: row[1] for row in listing(shell, "DESCRIBE MATERIALIZED TABLE f22_since").rows}
+    assert f"rows since the start: {NS}.f22_orders after snapshot " in facts["# start mode"]
+
+    spark.sql(f"CREATE TABLE {NS}.f22_plain (day STRING, amount INT) USING iceberg")
+    spark.sql(f"INSERT INTO {NS}.f22_plain VALUES ('old', 1)")
+    convert = "CREATE OR ALTER MATERIALIZED TABLE f22_plain {with_} FRESHNESS = INTERVAL '1' MINUTE "
+    convert += "START_MODE = FROM_NOW AS SELECT day, amount FROM f22_orders"
+    with pytest.raises(UsageError, match=r"plain Iceberg table.*'convert-existing-table' = 'true'"):
+        shell.run_cell_magic("materialized", "", convert.format(with_=""))
+    assert f"{NS}.f22_plain" not in {s.name for s in service(shell).statuses()}
+    shell.run_cell_magic("materialized", "--wait", convert.format(with_="WITH ('convert-existing-table' = 'true')"))
+    assert [tuple(r) for r in spark.table(f"{NS}.f22_plain").collect()] == [("old", 1)]
+    assert f"{NS}.f22_plain" in {s.name for s in service(shell).statuses()}

@@ -242,7 +242,8 @@ MALFORMED = [
         "unknown-clause",
         f"{T} STORED AS parquet {Q}",
         SqlSyntaxError,
-        r"unexpected 'STORED': expected COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS",
+        r"unexpected 'STORED': expected COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE, "
+        r"START_MODE or AS",
     ),
     ("partitioned-without-by", f"{T} PARTITIONED (ds) {Q}", SqlSyntaxError, r"expected BY after PARTITIONED"),
     (
@@ -302,7 +303,7 @@ MALFORMED = [
         f"{T} FRESHNESS = INTERVAL '1' HOUR PARTITIONED BY (ds) {Q}",
         ClauseOrderError,
         r"PARTITIONED BY must come before FRESHNESS.*COMMENT, DISTRIBUTED BY, PARTITIONED BY, WITH, FRESHNESS, "
-        r"REFRESH_MODE, AS",
+        r"REFRESH_MODE, START_MODE, AS",
     ),
     (
         "order-with-after-refresh-mode",

@@ -33,6 +33,7 @@ from mt_magic.runtime.refresh.context import (
 )
 from mt_magic.runtime.refresh.incremental.runner import run_incremental
 from mt_magic.runtime.refresh.phases import phase, recording
+from mt_magic.runtime.refresh.start import kept_rows, window_views
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.sql.query.rewrite import pin_sources
@@ -116,11 +117,15 @@ def _recompute(
         strategy,
     )
     session: SparkSession = ctx.jobs.child_session(dict(request.options))
-    with ctx.jobs.job_group(request.job_group, f"refresh {request.table}"):
+    job = ctx.jobs.job_group(request.job_group, f"refresh {request.table}")
+    with job, window_views(session, ctx.catalog, definition, states) as windows:
         with phase("analyze"):
-            pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states})
+            pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states}, windows)
             target = session.table(qualified(request.table))
             df = conform(session.sql(pinned), target)
+            kept = kept_rows(session, info, definition)
+            if kept is not None:
+                df = df.unionByName(conform(kept, target))
             condition = None
             if partition:
                 condition = _partition_condition(target, partition)

@@ -25,7 +25,7 @@ _NOT_UNITS = (
     "QUARTER",
     "QUARTERS",
 )
-_FOLLOWERS = frozenset({"AS", "REFRESH_MODE"})
+_FOLLOWERS = frozenset({"AS", "REFRESH_MODE", "START_MODE"})
 """What may follow a FRESHNESS clause: seeing it where the unit belongs means the unit is missing."""
 _UNIT_FIX = "use SECOND, MINUTE, HOUR or DAY (plural forms are accepted), e.g. INTERVAL '5' MINUTE"
 

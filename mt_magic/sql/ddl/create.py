@@ -25,7 +25,8 @@ from mt_magic.sql.ddl.formatter import formatter_column, partition_formatters
 from mt_magic.sql.ddl.freshness import FreshnessRules, resolve_schedule
 from mt_magic.sql.ddl.lexing import Tok, TokKind
 from mt_magic.sql.ddl.options import check_create_options
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, Distribution, Freshness
+from mt_magic.sql.ddl.start_mode import start_mode_value
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Distribution, Freshness, StartMode
 from mt_magic.sql.errors import (
     ClauseOrderError,
     ColumnError,
@@ -37,7 +38,7 @@ from mt_magic.sql.errors import (
 from mt_magic.sql.names import Position
 from mt_magic.vocabulary import RefreshMode
 
-CLAUSE_ORDER = ("COMMENT", "DISTRIBUTED BY", "PARTITIONED BY", "WITH", "FRESHNESS", "REFRESH_MODE")
+CLAUSE_ORDER = ("COMMENT", "DISTRIBUTED BY", "PARTITIONED BY", "WITH", "FRESHNESS", "REFRESH_MODE", "START_MODE")
 """Flink's order of the optional clauses; ``AS <select>`` ends the statement."""
 
 _CLAUSE_WORDS = {
@@ -47,8 +48,11 @@ _CLAUSE_WORDS = {
     "WITH": "WITH",
     "FRESHNESS": "FRESHNESS",
     "REFRESH_MODE": "REFRESH_MODE",
+    "START_MODE": "START_MODE",
 }
-NAME_RESERVED = frozenset({"AS", "PARTITIONED", "DISTRIBUTED", "WITH", "FRESHNESS", "REFRESH_MODE", "COMMENT", "IF"})
+NAME_RESERVED = frozenset(
+    {"AS", "PARTITIONED", "DISTRIBUTED", "WITH", "FRESHNESS", "REFRESH_MODE", "START_MODE", "COMMENT", "IF"}
+)
 QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "FROM"})
 
 
@@ -63,6 +67,7 @@ class _Clauses:
     options: KeyValues = KeyValues((), ())
     freshness: Freshness | None = None
     refresh_mode: RefreshMode | None = None
+    start_mode: StartMode | None = None
 
 
 def parse_create(cur: Cursor, create_tok: Tok, rules: FreshnessRules) -> CreateMaterializedTable:
@@ -110,6 +115,7 @@ def parse_create(cur: Cursor, create_tok: Tok, rules: FreshnessRules) -> CreateM
         options=clauses.options.pairs,
         freshness=clauses.freshness,
         refresh_mode=clauses.refresh_mode,
+        start_mode=clauses.start_mode,
         or_alter=or_alter,
     )
 
@@ -171,8 +177,10 @@ def _read_clause(cur: Cursor, found: _Clauses, clause: str) -> None:
         found.options = option_list(cur, "WITH")
     elif clause == "FRESHNESS":
         found.freshness = freshness_interval(cur)
-    else:
+    elif clause == "REFRESH_MODE":
         found.refresh_mode = refresh_mode_value(cur)
+    else:
+        found.start_mode = start_mode_value(cur)
 
 
 def query_body(cur: Cursor, after: str) -> tuple[str, Position]:

@@ -9,6 +9,8 @@ something else than the user expects. So every option is sorted here:
   (``partition.fields.<col>.date-formatter``, ``incremental``) are accepted;
 * options of Paimon, Kafka and other Flink connectors are refused, all of them in one error that says what
   each means there and what does the same here (for an aggregation merge engine: the rewritten query);
+* ``'convert-existing-table'`` (CREATE OR ALTER converts a plain Iceberg table of that name) is a one-time
+  instruction: checked here, never stored;
 * anything else is kept as written (a table property of the user's own).
 
 ``ALTER … RESUME WITH (…)`` options are Spark settings of that resumption's refreshes, so only ``spark.*``
@@ -29,6 +31,8 @@ from mt_magic.sql.errors import UnsupportedOptionError
 REMOVE = "remove it"
 FILE_FORMAT = "remove it; Iceberg writes Parquet data files ('write.format.default' = 'orc' or 'avro' to change that)"
 RETENTION = "use 'history.expire.max-snapshot-age-ms' / 'history.expire.min-snapshots-to-keep'"
+CONVERT_OPTION = "convert-existing-table"
+"""WITH option of CREATE OR ALTER: ``'true'`` converts an existing plain Iceberg table of that name in place."""
 ROWS_PER_KEY = "make the query return one row per key (GROUP BY the key, e.g. max_by(col, ts) per column)"
 
 
@@ -135,6 +139,14 @@ def check_create_options(cur: Cursor, options: KeyValues, primary_key: PrimaryKe
     Raises:
         UnsupportedOptionError: at least one option is Paimon's, Kafka's or another Flink connector's.
     """
+    for (key, value), tok in zip(options.pairs, options.key_toks, strict=True):
+        if key.lower() == CONVERT_OPTION and value.strip().lower() not in ("true", "false"):
+            raise cur.error(
+                UnsupportedOptionError,
+                f"'{CONVERT_OPTION}' must be 'true' or 'false', got '{value}'",
+                tok,
+                f"write '{CONVERT_OPTION}' = 'true' to convert an existing plain Iceberg table in place",
+            )
     found = [
         (key, value, tok)
         for (key, value), tok in zip(options.pairs, options.key_toks, strict=True)

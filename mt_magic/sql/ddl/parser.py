@@ -4,7 +4,8 @@ Grammar (Flink's materialized-table statements; the query bodies are Spark SQL a
 
     CREATE [OR ALTER] MATERIALIZED TABLE name [(columns / constraints)] [COMMENT '…']
         [PARTITIONED BY (col, …)] [WITH ('k' = 'v', …)] [FRESHNESS = INTERVAL '<n>' <unit>]
-        [REFRESH_MODE = CONTINUOUS | FULL] AS <select>
+        [REFRESH_MODE = CONTINUOUS | FULL] [START_MODE = [RESUME_OR_]FROM_BEGINNING | FROM_NOW[(…)] | FROM_TIMESTAMP(…)]
+        AS <select>
     ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
         | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit> | SET REFRESH_MODE = CONTINUOUS | FULL
         | RENAME TO new_name
@@ -36,6 +37,7 @@ from mt_magic.sql.ddl.lexing import (
 )
 from mt_magic.sql.ddl.options import check_resume_options
 from mt_magic.sql.ddl.show import parse_describe, parse_show
+from mt_magic.sql.ddl.start_mode import START_MODE_FIX, start_mode_value
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -47,6 +49,7 @@ from mt_magic.sql.ddl.statements import (
     AnyStatement,
     DropMaterializedTable,
     Freshness,
+    StartMode,
 )
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
 from mt_magic.sql.names import Position, TableName
@@ -90,6 +93,19 @@ def parse_interval(text: str) -> Freshness:
     freshness = freshness_interval(cur)
     _end_of_clause(cur, "the interval", "write one interval such as INTERVAL '5' MINUTE")
     return freshness
+
+
+def parse_start_mode(text: str) -> StartMode:
+    """``FROM_NOW(INTERVAL '1' HOUR)`` → :class:`StartMode`, read by the START_MODE clause's grammar (the catalog
+    stores :meth:`StartMode.sql`).
+
+    Raises:
+        SqlError: not exactly one start mode; the message says what is wrong with it.
+    """
+    cur = _clause("START_MODE", f"= {text}")
+    mode = start_mode_value(cur)
+    _end_of_clause(cur, "the start mode", START_MODE_FIX)
+    return mode
 
 
 def parse_partition(text: str) -> tuple[tuple[str, str], ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from mt_magic.sql.names import Position, TableName
 from mt_magic.vocabulary import RefreshMode
@@ -83,6 +83,65 @@ class Distribution:
         return f"DISTRIBUTED BY HASH({cols}) INTO {self.buckets} BUCKETS"
 
 
+class StartFrom(enum.Enum):
+    """Where ``START_MODE`` starts reading the sources (Flink 2.3, FLINK-39303)."""
+
+    BEGINNING = "FROM_BEGINNING"
+    """All of the sources' history (the default)."""
+    NOW = "FROM_NOW"
+    """The sources as of CREATE, or as of CREATE minus the interval."""
+    TIMESTAMP = "FROM_TIMESTAMP"
+    """The sources as of a given instant."""
+
+
+@dataclass(frozen=True)
+class StartMode:
+    """``START_MODE = [RESUME_OR_]FROM_BEGINNING | FROM_NOW[(INTERVAL …)] | FROM_TIMESTAMP(…)``.
+
+    ``resume``: on CREATE OR ALTER of a materialized table with a committed refresh, continue from the
+    source snapshots it consumed; otherwise (and on a new table) start as ``start`` says.
+    """
+
+    start: StartFrom = StartFrom.BEGINNING
+    resume: bool = False
+    lookback: Freshness | None = None
+    """``FROM_NOW(INTERVAL …)``: start this long before now."""
+    timestamp: datetime | None = None
+    """``FROM_TIMESTAMP(…)``: the instant, timezone-aware (UTC when the text gave no offset)."""
+
+    def __post_init__(self) -> None:
+        if (self.timestamp is not None) != (self.start is StartFrom.TIMESTAMP) or (
+            self.lookback is not None and self.start is not StartFrom.NOW
+        ):
+            raise ValueError(f"inconsistent START_MODE {self!r}")
+        if self.timestamp is not None and self.timestamp.tzinfo is None:
+            raise ValueError(f"START_MODE timestamp must be timezone-aware, got {self.timestamp}")
+
+    def instant(self, now: datetime) -> datetime | None:
+        """The instant the sources are read from (``None``: from the beginning)."""
+        if self.start is StartFrom.NOW:
+            return now - self.lookback.to_timedelta() if self.lookback else now
+        return self.timestamp
+
+    def sql(self) -> str:
+        """The canonical clause value, e.g. ``RESUME_OR_FROM_NOW(INTERVAL '1' HOUR)``."""
+        text = ("RESUME_OR_" if self.resume else "") + self.start.value
+        if self.lookback is not None:
+            text += f"({self.lookback.sql()})"
+        if self.timestamp is not None:
+            text += f"(TIMESTAMP '{timestamp_text(self.timestamp)}')"
+        return text
+
+    def __str__(self) -> str:
+        return self.sql()
+
+
+def timestamp_text(instant: datetime) -> str:
+    """An instant as ``FROM_TIMESTAMP`` reads it back: UTC, ``yyyy-MM-dd HH:mm:ss[.ffffff]Z``."""
+    utc = instant.astimezone(timezone.utc)
+    return utc.strftime("%Y-%m-%d %H:%M:%S") + (f".{utc.microsecond:06d}" if utc.microsecond else "") + "Z"
+
+
 @dataclass(frozen=True)
 class Statement:
     """Common to every statement: its text in the cell and where it starts."""
@@ -110,6 +169,8 @@ class CreateMaterializedTable(Statement):
     """As declared; ``None`` when omitted (the default depends on the mode)."""
     refresh_mode: RefreshMode | None = field(default=None, kw_only=True)
     """As declared; ``None`` when omitted (inferred from the freshness)."""
+    start_mode: StartMode | None = field(default=None, kw_only=True)
+    """``START_MODE`` as declared; ``None`` when omitted (from the beginning)."""
     or_alter: bool = field(default=False, kw_only=True)
     query_position: Position | None = field(default=None, compare=False, kw_only=True)
     """Where the ``AS`` body starts in the cell, so errors in the query can point into the cell."""

@@ -117,6 +117,11 @@ class FallbackReason(enum.Enum):
     """A non-refresh commit (other than compaction) follows the last refresh."""
     TOO_MANY_AFFECTED_GROUPS = "the change touches so many groups that recomputing everything is cheaper"
     """More affected key values than an affected-groups recompute handles."""
+    START_WINDOW = (
+        "the table starts later than its sources' history (START_MODE), and this change may reach rows before "
+        "the start or needs whole sources, so it recomputes over the rows since the start"
+    )
+    """A table with a start position whose change is row-level, or whose strategy reads more than the delta."""
 
     @property
     def sentence(self) -> str:

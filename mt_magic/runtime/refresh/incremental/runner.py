@@ -20,6 +20,7 @@ from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import Execution, StrategyContext, execute
 from mt_magic.runtime.refresh.phases import phase
+from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshKind
 
@@ -87,6 +88,9 @@ def run_incremental(
         plan = plan_refresh(info, definition, sources)
         if isinstance(plan, Fallback):
             return plan
+        windowed = window_fallback(definition, plan)
+        if windowed is not None:
+            return windowed
         if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
             cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
             if cheaper is not None:
