@@ -88,7 +88,7 @@ def run_incremental(
     )
     session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
-        views = register_deltas(session, plan.changes)
+        views = register_deltas(session, plan.changes, empty=bool(plan.query.branches))
         try:
             result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))
             if isinstance(result, Fallback):
