@@ -117,7 +117,9 @@ def test_outer_joins_and_windows_whose_key_is_not_shown_fall_back_saying_to_add_
     spark.sql("INSERT INTO dim VALUES (3, 'three')")
     assert "  join key shown by:  k\n" in str(explain(mt.workspace, qualified(mt, "named")))
     outcome = refresh(mt, "named")
-    assert outcome.strategy.startswith(f"incremental: {Strategy.AFFECTED_KEYS.label}"), outcome.strategy
+    assert outcome.strategy == (
+        f"incremental: {Strategy.AFFECTED_KEYS.label} · (1 of 2 sources changed) · join keys k (1 value(s))"
+    ), outcome.strategy
     assert_matches_oracle(mt, "named")
 
 

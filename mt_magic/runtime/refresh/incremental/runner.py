@@ -28,7 +28,8 @@ def describe(execution: Execution, plan: RefreshPlan) -> str:
     text = f"incremental: {execution.strategy.label}"
     if len(plan.changes) > 1:
         changed = sum(1 for c in plan.changes if c.changed)
-        text += f" · delta join ({changed} of {len(plan.changes)} sources changed)"
+        what = "delta join (" if plan.query.delta_joins else "("
+        text += f" · {what}{changed} of {len(plan.changes)} sources changed)"
     if execution.write.scope:
         text += f" · {execution.write.scope}"
     return text
