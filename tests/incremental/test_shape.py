@@ -64,6 +64,7 @@ def test_repeated_sources_count_cte_references() -> None:
         ("SELECT k, v * 2 AS v2 FROM t WHERE v > 0", S.APPEND_DELTA, S.APPLY_CHANGES),
         (DWD, S.APPEND_DELTA, S.APPLY_CHANGES),
         ("SELECT * FROM a, b WHERE a.k = b.k", S.APPEND_DELTA, S.APPLY_CHANGES),
+        ("SELECT a.k, b.y FROM a CROSS JOIN b", S.APPEND_DELTA, S.APPLY_CHANGES),
         (
             "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM t GROUP BY k",
             S.AGGREGATE_MERGE,
@@ -178,6 +179,7 @@ WINDOWS = [
     ),
     ("SELECT * FROM (SELECT *, rank() OVER (PARTITION BY g ORDER BY v) AS r FROM t) x WHERE r <= 3", ("g",)),
     ("SELECT t.g, d.n, lag(v) OVER (PARTITION BY t.g ORDER BY v) AS p FROM t JOIN d ON t.g = d.g", ("g",)),
+    ("SELECT t.g, d.n, rank() OVER (PARTITION BY t.g ORDER BY d.n) AS r FROM t CROSS JOIN d", ("g",)),
 ]
 
 

@@ -39,7 +39,7 @@ def _is_base_table(node: exp.Expr | None, ctes: set[str]) -> bool:
 
 def has_outer_join(select: exp.Select) -> bool:
     """LEFT/RIGHT/FULL, SEMI or ANTI joins directly in ``select``'s FROM clause."""
-    return any(_kind(j) != "INNER" for j in select.args.get("joins") or [])
+    return any(_kind(j) not in ("INNER", "CROSS") for j in select.args.get("joins") or [])
 
 
 def _kind(join: exp.Join) -> str:
