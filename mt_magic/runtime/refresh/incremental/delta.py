@@ -40,11 +40,19 @@ class DeltaViews:
     changelogs: list[str] = field(default_factory=list)
     empty: dict[str, str] = field(default_factory=dict)
     """Every source as an empty relation (registered for UNIONs: other branches' sources in a delta term)."""
+    filtered: list[str] = field(default_factory=list)
+    """Sources restricted to the affected join keys (:func:`.strategies.affected_groups`)."""
 
     def release(self) -> None:
         for df in self.cached:
             df.unpersist()
-        for view in (*self.inserted.values(), *self.deleted.values(), *self.changelogs, *self.empty.values()):
+        for view in (
+            *self.inserted.values(),
+            *self.deleted.values(),
+            *self.changelogs,
+            *self.empty.values(),
+            *self.filtered,
+        ):
             self.session.catalog.dropTempView(view)
 
 

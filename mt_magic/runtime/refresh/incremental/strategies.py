@@ -6,6 +6,7 @@ small affected-slice collection (one action over the delta) that scoped strategi
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, replace
 from functools import cached_property, reduce
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
-from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.result_rewrite import key_probe, window_probe, with_input_filter, without_having
 from mt_magic.sql.query.rewrite import pin_sources
@@ -66,6 +67,29 @@ class StrategyContext:
 
     def pinned(self, query: str) -> str:
         return pin_sources(query, {c.name: c.pinned for c in self.plan.changes})
+
+    def pinned_to_keys(self, query: str, keys: SliceValues) -> str:
+        """The query at the pinned snapshots with every source restricted to the join keys ``keys``.
+
+        Exact for a keyed join: a result row with key K reads only sources' rows with key K, and a NULL key
+        matches nothing, so the restricted query's rows are exactly the full query's rows with those keys.
+        Literal filters on each source push down into its scan, also through a FULL join.
+        """
+        from pyspark.sql import functions as F
+
+        views = {}
+        for index, key in enumerate(self.plan.query.join_key):
+            pinned = next(c.pinned for c in self.plan.changes if c.name == key.source)
+            table = (
+                table_at(self.session, key.source, pinned)
+                if pinned is not None
+                else self.session.table(qualified(key.source))
+            )
+            view = f"__mt_keyed_{index}_{uuid.uuid4().hex[:12]}"
+            table.where(keys.member(F.col(identifier(key.column)))).createOrReplaceTempView(view)
+            self.views.filtered.append(view)
+            views[key.source] = view
+        return pin_sources(query, {c.name: c.pinned for c in self.plan.changes}, views)
 
     def union(self, frames: list[DataFrame]) -> DataFrame:
         return reduce(lambda a, b: a.union(b), frames) if frames else self.empty()
@@ -224,7 +248,8 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
     replaced = all_of([v.member(located) for v in values.values()])
     predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown if ctx.column(c) in values]
     query = with_input_filter(ctx.query, [p for p in predicates if p is not None])
-    fresh = conform(ctx.session.sql(ctx.pinned(query)), ctx.current).where(replaced)
+    sql = ctx.pinned_to_keys(query, next(iter(values.values()))) if keyed else ctx.pinned(query)
+    fresh = conform(ctx.session.sql(sql), ctx.current).where(replaced)
     strategy = ctx.plan.strategy if ctx.plan.strategy in SLICED else Strategy.AFFECTED_GROUPS
     partitions = [ctx.column(c) for c in ctx.plan.partition_columns]
     if partitions and all(p in values for p in partitions):
