@@ -1,17 +1,21 @@
-"""Incremental vs. full refresh, side by side in one process (issue 7's targets).
+"""What a refresh costs, side by side in one process: mt_magic incremental vs mt_magic full vs a plain Spark
+``INSERT OVERWRITE`` of the same query (what open-source Spark's declarative pipelines run on every update).
 
-* GROUP BY (aggregate merge) over a source of ``--rows`` rows receiving 0.1% new rows per refresh:
-  full-refresh time, incremental time and their ratio (target: incremental ≥ 20× faster);
-* the same delta over a ``--small``-row source: incremental time at both sizes (target: within 1.5×);
-* a join table (fact ⋈ dimension, delta join appended) and a partitioned table (COUNT DISTINCT per day,
-  only the touched partition recomputed), full vs. incremental.
+Three parts, each printing medians and ratios:
 
-Each measurement is one ``Engine.refresh`` (metadata, planning, Spark job, commit), median of ``--repeat``.
-The incremental time is flat (≈0.6 s here: Spark planning, a few small jobs, the commit), the full time grows
-with the source, so the ratio depends on the size: ``--scale-rows 150000000`` adds the GROUP BY comparison at
-150 M rows (about 3 minutes of setup).
+1. **Floor** — a GROUP BY over ``--rows`` source rows receiving 10,000 new rows: incremental and full refresh,
+   their ratio, where the incremental refresh's time goes (median per phase: metadata, plan, deltas, strategy,
+   check, write, read back), Spark jobs per refresh, and a refresh whose sources did not change (no Spark job).
+2. **Change rates** — five tables over one ``--matrix-rows`` source (a filter, an aggregate, a join, an outer
+   join and a partitioned COUNT DISTINCT) at 0.01 %, 0.1 %, 1 %, 10 % and 50 % appended: incremental (the
+   strategy the engine chose, ADAPTIVE included), full and INSERT OVERWRITE, and the aggregate once more with
+   ``'incremental' = 'always'`` so the crossover where a recompute becomes cheaper shows.
+3. **Scaling** — the GROUP BY's incremental refresh at a fixed delta as its source grows 1×, 10×, 100×
+   (target ≤ 1.5×).
+
 Everything runs against a private embedded catalog in a temporary ``MT_MAGIC_HOME``.
-Run: ``.venv/bin/python benchmarks/bench_incremental.py [--rows 10000000] [--small 1000000] [--repeat 3]``.
+Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_incremental.py [--rows 10000000]
+[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling]``.
 """
 
 from __future__ import annotations
@@ -21,22 +25,49 @@ import os
 import statistics
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timezone
 
 DAYS = 10
 ITEMS = 10_000
 USERS = 1_000_000
+FLOOR_DELTA = 10_000
+RATES = (0.0001, 0.001, 0.01, 0.1, 0.5)
+GROUP_BY = (
+    "SELECT item_id, count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen "
+    "FROM {src} GROUP BY item_id"
+)
+TABLES = {
+    "filter": "filtered",
+    "aggregate": "agg",
+    "join": "joined",
+    "outer join": "outer_joined",
+    "partitioned": "daily_uv",
+    "aggregate always": "agg_always",
+}
+SHAPES = {
+    "filter": ("", "SELECT item_id, user_id, price, ds FROM {src} WHERE price > 50"),
+    "aggregate": ("", "SELECT item_id, count(*) AS pv, sum(price) AS gmv FROM {src} GROUP BY item_id"),
+    "join": ("", "SELECT e.ds, e.item_id, e.price, i.brand FROM {src} e JOIN items i ON e.item_id = i.item_id"),
+    "outer join": (
+        "",
+        "SELECT e.item_id, e.user_id, e.price, i.brand FROM {src} e LEFT JOIN items i ON e.item_id = i.item_id",
+    ),
+    "partitioned": (
+        "PARTITIONED BY (ds) ",
+        "SELECT ds, item_id, count(*) AS pv, count(DISTINCT user_id) AS uv FROM {src} GROUP BY ds, item_id",
+    ),
+}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the large source")
-    parser.add_argument("--small", type=int, default=1_000_000, help="rows of the small source (same delta)")
+    parser.add_argument("--rows", type=int, default=10_000_000, help="source rows of the floor's GROUP BY")
+    parser.add_argument("--matrix-rows", type=int, default=2_000_000, help="source rows of the change-rate tables")
+    parser.add_argument("--scale-base", type=int, default=100_000, help="smallest source of the scaling part")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure (median reported)")
-    parser.add_argument(
-        "--scale-rows", type=int, default=0, help="also time the GROUP BY table over a source this large (0: skip)"
-    )
+    parser.add_argument("--parts", default="floor,rates,scaling")
     parser.add_argument("--master", default="local[*]")
     return parser.parse_args()
 
@@ -60,6 +91,7 @@ class Bench:
         self.spark = self.conn.spark
         self.service = self.conn.service
         self._batch = 0
+        self._runs = 0
 
     def name(self, table: str) -> str:
         return f"bench.b.{table}"
@@ -87,6 +119,12 @@ class Bench:
                    {day}
             FROM range({rows})""")
 
+    def items(self) -> None:
+        self.spark.sql("CREATE TABLE IF NOT EXISTS items (item_id INT, brand STRING, category STRING) USING iceberg")
+        self.spark.sql(
+            f"INSERT INTO items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) FROM range({ITEMS})"
+        )
+
     def create(self, cell: str) -> None:
         from mt_magic.sql import parse_cell
 
@@ -95,26 +133,26 @@ class Bench:
             if result.refresh is not None:
                 result.refresh.result(timeout=3600)
 
-    def refresh(self, table: str, full: bool = False) -> tuple[float, str]:
+    def refresh(self, table: str, full: bool = False) -> Run:
+        """One refresh through the same path the manager runs (a scheduled one, or a forced recompute)."""
         from mt_magic.runtime.refresh.run import run_refresh
         from mt_magic.runtime.status import RefreshRequest, RefreshTrigger
 
+        self._runs += 1
         trigger = RefreshTrigger.MANUAL if full else RefreshTrigger.SCHEDULED
-        request = RefreshRequest(self.name(table), trigger, datetime.now(timezone.utc))
+        group = f"bench-{self._runs}"
+        request = RefreshRequest(self.name(table), trigger, datetime.now(timezone.utc), job_group=group)
         started = time.perf_counter()
         outcome = run_refresh(self.service.engine.context, request, force_full=full)
-        return time.perf_counter() - started, outcome.strategy
+        seconds = time.perf_counter() - started
+        jobs = len(self.spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+        return Run(seconds, outcome.strategy, dict(outcome.phases), jobs)
 
-    def compare(self, table: str, source: str, delta: int, repeat: int) -> tuple[float, float, str]:
-        """Median full and incremental refresh times, each after appending ``delta`` rows."""
-        full, incremental, strategy = [], [], ""
-        for _ in range(repeat):
-            self.append(source, delta)
-            seconds, strategy = self.refresh(table)
-            incremental.append(seconds)
-            self.append(source, delta)
-            full.append(self.refresh(table, full=True)[0])
-        return statistics.median(full), statistics.median(incremental), strategy
+    def insert_overwrite(self, plain: str, query: str) -> float:
+        """Plain Spark: recompute the query into an Iceberg table with INSERT OVERWRITE."""
+        started = time.perf_counter()
+        self.spark.sql(f"INSERT OVERWRITE {plain} {query}")
+        return time.perf_counter() - started
 
     def commit_floor(self, repeat: int) -> float:
         """An empty append from a fresh child session: the fixed cost of any Spark job + Iceberg commit here."""
@@ -127,12 +165,19 @@ class Bench:
             times.append(time.perf_counter() - started)
         return statistics.median(times)
 
-    def incremental_only(self, table: str, source: str, delta: int, repeat: int) -> float:
-        times = []
-        for _ in range(repeat):
-            self.append(source, delta)
-            times.append(self.refresh(table)[0])
-        return statistics.median(times)
+    def source_rows(self, table: str) -> int:
+        return int(self.spark.sql(f"SELECT count(*) FROM {table}").first()[0])
+
+
+class Run:
+    """One timed refresh."""
+
+    def __init__(self, seconds: float, strategy: str, phases: dict[str, float], jobs: int) -> None:
+        self.seconds, self.strategy, self.phases, self.jobs = seconds, strategy, phases, jobs
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
 
 
 def timed(label: str, action: Callable[[], object]) -> None:
@@ -141,105 +186,139 @@ def timed(label: str, action: Callable[[], object]) -> None:
     print(f"  setup: {label} in {time.perf_counter() - started:.1f} s", flush=True)
 
 
+def floor(bench: Bench, args: argparse.Namespace) -> None:
+    """The GROUP BY at ``--rows``: incremental vs full, the phases, the jobs and a no-op refresh."""
+    rows = args.rows
+    timed(f"events_floor ({rows:,} rows)", lambda: bench.events("events_floor", rows))
+    timed(
+        "item_stats",
+        lambda: bench.create(
+            "CREATE MATERIALIZED TABLE item_stats FRESHNESS = INTERVAL '1' MINUTE AS "
+            + GROUP_BY.format(src="events_floor")
+        ),
+    )
+    for _ in range(2):  # warm-up: JIT, first-use class loading
+        bench.append("events_floor", FLOOR_DELTA)
+        bench.refresh("item_stats")
+    incremental: list[Run] = []
+    full: list[Run] = []
+    for _ in range(max(args.repeat, 5)):
+        bench.append("events_floor", FLOOR_DELTA)
+        incremental.append(bench.refresh("item_stats"))
+    for _ in range(args.repeat):
+        bench.append("events_floor", FLOOR_DELTA)
+        full.append(bench.refresh("item_stats", full=True))
+    noop = [bench.refresh("item_stats") for _ in range(max(args.repeat, 5))]
+    inc, whole = median([r.seconds for r in incremental]), median([r.seconds for r in full])
+    print(f"\n1. Floor — GROUP BY over {rows:,} source rows, +{FLOOR_DELTA:,} rows per refresh")
+    print(f"  full refresh          {whole:7.3f} s")
+    print(f"  incremental refresh   {inc:7.3f} s   ({incremental[-1].strategy}; {incremental[-1].jobs} Spark job(s))")
+    print(f"  ratio                 {whole / inc:7.1f}×  (target ≥ 10× at 10 M rows; incremental ≤ 0.15 s)")
+    phases: dict[str, list[float]] = defaultdict(list)
+    for run in incremental:
+        for name, seconds in run.phases.items():
+            phases[name].append(seconds)
+    print("  incremental phases    " + "  ".join(f"{n} {median(v) * 1000:.0f} ms" for n, v in phases.items()))
+    print(
+        f"  no source changed     {median([r.seconds for r in noop]) * 1000:7.1f} ms, "
+        f"{max(r.jobs for r in noop)} Spark job(s)  (target ≤ 20 ms, no job)"
+    )
+    print(f"  (one empty Spark job + Iceberg commit here: {bench.commit_floor(args.repeat):.3f} s)", flush=True)
+
+
+def rates(bench: Bench, args: argparse.Namespace) -> None:
+    """Five shapes over one source at five change rates: incremental vs full vs INSERT OVERWRITE."""
+    rows = args.matrix_rows
+    timed(f"events ({rows:,} rows)", lambda: bench.events("events", rows))
+    bench.items()
+    for shape, (head, query) in SHAPES.items():
+        table = TABLES[shape]
+        sql = query.format(src="events")
+        timed(
+            table,
+            lambda t=table, h=head, s=sql: bench.create(
+                f"CREATE MATERIALIZED TABLE {t} {h}FRESHNESS = INTERVAL '1' MINUTE AS {s}"
+            ),
+        )
+        bench.spark.sql(f"CREATE TABLE plain_{table} USING iceberg {head}AS {sql}")
+    always = "WITH ('incremental' = 'always') "
+    bench.create(
+        f"CREATE MATERIALIZED TABLE agg_always {always}FRESHNESS = INTERVAL '1' MINUTE AS "
+        + SHAPES["aggregate"][1].format(src="events")
+    )
+    print(f"\n2. Change rates — over {rows:,} source rows (growing as rows are appended); medians in seconds")
+    print(
+        f"  {'table':<12} {'change':>7} {'incremental':>11} {'full':>7} {'INSERT OVERWRITE':>17} "
+        f"{'full/inc':>8} {'INS/inc':>8}  strategy"
+    )
+    for rate in RATES:
+        repeat = args.repeat if rate < 0.1 else 1
+        times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        strategies: dict[str, str] = {}
+        for _ in range(repeat):
+            bench.append("events", max(1, int(rows * rate)))
+            for shape in (*SHAPES, "aggregate always"):
+                run = bench.refresh(TABLES[shape])
+                times[shape]["inc"].append(run.seconds)
+                strategies[shape] = run.strategy
+            for shape, (_, query) in SHAPES.items():
+                table = TABLES[shape]
+                times[shape]["full"].append(bench.refresh(table, full=True).seconds)
+                times[shape]["ins"].append(bench.insert_overwrite(f"plain_{table}", query.format(src="events")))
+        for shape in (*SHAPES, "aggregate always"):
+            inc = median(times[shape]["inc"])
+            full = median(times[shape]["full"] or times["aggregate"]["full"])
+            ins = median(times[shape]["ins"] or times["aggregate"]["ins"])
+            print(
+                f"  {shape:<12} {rate * 100:6.2f}% {inc:11.3f} {full:7.3f} {ins:17.3f} {full / inc:7.1f}× "
+                f"{ins / inc:7.1f}×  {strategies[shape][:90]}",
+                flush=True,
+            )
+
+
+def scaling(bench: Bench, args: argparse.Namespace) -> None:
+    """The GROUP BY's incremental refresh at a fixed delta over sources 1×, 10× and 100× as large."""
+    base, delta = args.scale_base, 1_000
+    medians = []
+    print(f"\n3. Scaling — GROUP BY, +{delta:,} rows per refresh, source 1× / 10× / 100× {base:,} rows")
+    for factor in (1, 10, 100):
+        source, table = f"events_x{factor}", f"item_stats_x{factor}"
+        timed(f"{source} ({base * factor:,} rows)", lambda s=source, f=factor: bench.events(s, base * f))
+        bench.create(
+            f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '1' MINUTE AS " + GROUP_BY.format(src=source)
+        )
+        bench.append(source, delta)
+        bench.refresh(table)  # warm-up
+        runs = []
+        for _ in range(max(args.repeat, 5)):
+            bench.append(source, delta)
+            runs.append(bench.refresh(table).seconds)
+        medians.append(median(runs))
+        print(f"  {factor:>3}× ({base * factor:>11,} rows)  incremental {medians[-1]:.3f} s", flush=True)
+    print(f"  100× / 1×            {medians[-1] / medians[0]:.2f}×  (target ≤ 1.5×)")
+
+
 def main() -> None:
     from mt_magic.catalog.embedded import stop_embedded_server
 
     args = parse_args()
     bench = Bench(args.master)
+    parts = {p.strip() for p in args.parts.split(",")}
     try:
-        run(bench, args)
+        print(
+            f"mt_magic refresh benchmark — Spark {bench.spark.version}, {bench.spark.sparkContext.master}, "
+            f"{os.cpu_count()} cores; median of {args.repeat} (at least 5 for the floor and scaling)",
+            flush=True,
+        )
+        if "floor" in parts:
+            floor(bench, args)
+        if "rates" in parts:
+            rates(bench, args)
+        if "scaling" in parts:
+            scaling(bench, args)
     finally:
         bench.conn.close()
         stop_embedded_server()
-
-
-def run(bench: Bench, args: argparse.Namespace) -> None:
-    big, small, delta = args.rows, args.small, max(args.rows // 1000, 1)
-    print(
-        f"mt_magic incremental refresh benchmark — Spark {bench.spark.version}, "
-        f"{bench.spark.sparkContext.master}, {os.cpu_count()} cores; median of {args.repeat}"
-    )
-    timed(f"events_big ({big:,} rows)", lambda: bench.events("events_big", big))
-    timed(f"events_small ({small:,} rows)", lambda: bench.events("events_small", small))
-    bench.spark.sql("CREATE TABLE items (item_id INT, brand STRING, category STRING) USING iceberg")
-    bench.spark.sql(
-        f"INSERT INTO items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) FROM range({ITEMS})"
-    )
-    group_by = (
-        "AS SELECT item_id, count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen "
-        "FROM {src} GROUP BY item_id"
-    )
-    timed(
-        "item_stats (GROUP BY over the big source)",
-        lambda: bench.create(
-            "CREATE MATERIALIZED TABLE item_stats FRESHNESS = INTERVAL '1' MINUTE " + group_by.format(src="events_big")
-        ),
-    )
-    timed(
-        "item_stats_small",
-        lambda: bench.create(
-            "CREATE MATERIALIZED TABLE item_stats_small FRESHNESS = INTERVAL '1' MINUTE "
-            + group_by.format(src="events_small")
-        ),
-    )
-    timed(
-        "enriched (join)",
-        lambda: bench.create(
-            "CREATE MATERIALIZED TABLE enriched PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT e.ds, e.item_id, e.user_id, e.price, i.brand, i.category "
-            "FROM events_big e JOIN items i ON e.item_id = i.item_id"
-        ),
-    )
-    timed(
-        "daily_uv (partitioned COUNT DISTINCT)",
-        lambda: bench.create(
-            "CREATE MATERIALIZED TABLE daily_uv PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
-            "AS SELECT ds, item_id, count(*) AS pv, count(DISTINCT user_id) AS uv FROM events_big GROUP BY ds, item_id"
-        ),
-    )
-
-    print(f"\nGROUP BY table over {big:,} source rows, +{delta:,} rows (0.1%) per refresh")
-    full, inc, strategy = bench.compare("item_stats", "events_big", delta, args.repeat)
-    print(f"  full refresh        {full:7.2f} s\n  incremental refresh {inc:7.2f} s   ({strategy})")
-    print(f"  ratio               {full / inc:7.1f}×   (target ≥ 20×)")
-    small_inc = bench.incremental_only("item_stats_small", "events_small", delta, args.repeat)
-    big_inc = bench.incremental_only("item_stats", "events_big", delta, args.repeat)
-    print(
-        f"\nSame delta (+{delta:,} rows), incremental refresh: {small:,} rows {small_inc:.2f} s, "
-        f"{big:,} rows {big_inc:.2f} s → {big_inc / small_inc:.2f}× (target ≤ 1.5×)"
-    )
-    print(f"  (fixed cost of one Spark job + Iceberg commit here: {bench.commit_floor(args.repeat):.2f} s)")
-    for table, title in (
-        ("enriched", "Join table (events ⋈ items)"),
-        ("daily_uv", "Partitioned table (per-day COUNT DISTINCT)"),
-    ):
-        full, inc, strategy = bench.compare(table, "events_big", delta, args.repeat)
-        print(
-            f"\n{title} over {big:,} rows, +{delta:,} rows per refresh\n  full refresh        {full:7.2f} s"
-            f"\n  incremental refresh {inc:7.2f} s   ({strategy})\n  ratio               {full / inc:7.1f}×"
-        )
-    if args.scale_rows:
-        scale(bench, args)
-
-
-def scale(bench: Bench, args: argparse.Namespace) -> None:
-    """The GROUP BY comparison over a larger source: the full refresh grows, the incremental one does not."""
-    rows, delta = args.scale_rows, max(args.scale_rows // 1000, 1)
-    timed(f"events_scale ({rows:,} rows)", lambda: bench.events("events_scale", rows))
-    timed(
-        "item_stats_scale",
-        lambda: bench.create(
-            "CREATE MATERIALIZED TABLE item_stats_scale FRESHNESS = INTERVAL '1' MINUTE AS SELECT item_id, "
-            "count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen FROM events_scale "
-            "GROUP BY item_id"
-        ),
-    )
-    full, inc, strategy = bench.compare("item_stats_scale", "events_scale", delta, args.repeat)
-    print(
-        f"\nGROUP BY table over {rows:,} source rows, +{delta:,} rows (0.1%) per refresh\n"
-        f"  full refresh        {full:7.2f} s\n  incremental refresh {inc:7.2f} s   ({strategy})\n"
-        f"  ratio               {full / inc:7.1f}×"
-    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
   formatters, upstream tables, suspended flag, format version).
 * The **refresh state** lives in the snapshot summary of every refresh commit, written in the same commit
   as the data. The ``refresh-state`` key follows the Iceberg materialized-view proposal
-  (``source-states`` entries with namespace, name, uuid, snapshot-id; ``refresh-start-timestamp-ms``) so
+  (``view-version-id``: the version of the table's view, ``catalog.views``, holding the definition that ran;
+  ``source-states`` entries with namespace, name, uuid, snapshot-id; ``refresh-start-timestamp-ms``) so
   other engines can judge freshness; ``mt.``-prefixed keys add what only mt_magic needs.
 
 Pure encoding and decoding, no I/O: a catalog client reads the raw properties and summaries.
@@ -165,13 +166,14 @@ class RefreshState:
     definition_version: int = 1
     partition: Mapping[str, str] = field(default_factory=dict)
     strategy: str = ""
+    view_version_id: int | None = None
+    """The version of the table's Iceberg view holding the definition this refresh ran (``None``: no view)."""
 
     def to_summary(self) -> dict[str, str]:
         """Snapshot-summary entries (all strings, as Iceberg requires)."""
-        state = {
-            "source-states": [s.to_json() for s in self.source_states],
-            "refresh-start-timestamp-ms": _ms(self.refresh_start),
-        }
+        state: dict[str, object] = {} if self.view_version_id is None else {"view-version-id": self.view_version_id}
+        state["source-states"] = [s.to_json() for s in self.source_states]
+        state["refresh-start-timestamp-ms"] = _ms(self.refresh_start)
         return {
             REFRESH_STATE_KEY: json.dumps(state, separators=(",", ":")),
             f"{PREFIX}refresh-kind": self.kind.value,
@@ -198,6 +200,7 @@ class RefreshState:
             definition_version=int(summary.get(f"{PREFIX}definition-version", "1")),
             partition=json.loads(summary.get(f"{PREFIX}partition", "{}")),
             strategy=summary.get(f"{PREFIX}strategy", ""),
+            view_version_id=None if state.get("view-version-id") is None else int(state["view-version-id"]),
         )
 
     def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:

@@ -3,7 +3,8 @@
 Every check that can fail (sources, temp views, schema inference, casts, keys, formatters, backfill partitions)
 runs before the catalog is touched, and each statement then writes one catalog commit (ALTER … AS: the
 appended columns with the definition). CREATE is two when there is a primary key (CREATE TABLE, then
-identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind.
+identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind. CREATE,
+ALTER … AS and DROP also write the table's Iceberg view, ordered and undone with the table (``mview``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mt_magic.errors import (
     MtMagicError,
     NoSuchMaterializedTableError,
 )
+from mt_magic.runtime import mview
 from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
@@ -169,8 +171,10 @@ def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, Mat
             f"CREATE MATERIALIZED TABLE {stmt.name}: {name} already exists. Use CREATE OR ALTER MATERIALIZED TABLE "
             "to change its query, or DROP MATERIALIZED TABLE first."
         )
+    mview.check_free(ws, f"CREATE MATERIALIZED TABLE {stmt.name}", name)
     definition, schema = build_definition(ws, stmt)
     schema_rules.create_iceberg_table(ws.spark, name, schema, definition, stmt.comment)
+    mview.register(ws, name, definition)
     return name, definition
 
 
@@ -193,8 +197,10 @@ def alter_query(ws: Workspace, name: str, query: str, columns: tuple = ()) -> Ma
         mode_reason=reason,
         definition_version=current.definition_version + 1,
     )
-    try:  # one commit: the appended columns and the definition that produces them, or neither
-        ws.catalog.update_properties(name, updated.to_properties(), schema_rules.arrow_columns(added))
+    appended = schema_rules.arrow_columns(added)
+    try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
+        with mview.defining(ws, label, name, updated, appended):
+            ws.catalog.update_properties(name, updated.to_properties(), appended)
     except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
         raise DefinitionError(
             f"{label}: the new column(s) {', '.join(f'{f.name} {f.dataType.simpleString()}' for f in added)} "
@@ -307,9 +313,9 @@ def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[
 
 
 def drop_tables(ws: Workspace, victims: list[str]) -> list[str]:
-    """Drop (and purge) ``victims`` in order; returns those dropped before any failure re-raises."""
+    """Drop (and purge) ``victims`` and their views in order; returns those dropped before any failure re-raises."""
     dropped: list[str] = []
     for victim in victims:
-        ws.catalog.drop(victim, purge=True)
+        mview.drop_with_view(ws, victim)
         dropped.append(victim)
     return dropped

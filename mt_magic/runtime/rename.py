@@ -1,16 +1,19 @@
 """``ALTER MATERIALIZED TABLE t RENAME TO u``: the catalog renames the table, and the tables reading it follow.
 
 The catalog's rename keeps the table's data, history, definition and refresh state (it is the same Iceberg
-table). Each materialized table that reads it gets its upstream list and queries rewritten to the new name; if
-one of those updates fails, the updates made so far and the rename itself are undone.
+table); its Iceberg view takes the new name's view name and a version pointing at the new name
+(``runtime.mview``). Each materialized table that reads it gets its upstream list and queries rewritten to the
+new name; if one of those updates fails, the updates made so far, the view's move and the rename are undone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError, MaterializedTableExistsError
+from mt_magic.runtime import mview
 from mt_magic.runtime.graph import dependents
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.query.rewrite import rename_source
@@ -36,25 +39,36 @@ def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
     infos = {i.name: i for i in ws.catalog.list_materialized() if i.definition}
     upstream = {n: i.definition.upstream for n, i in infos.items() if i.definition}
     readers = [infos[reader] for reader in dependents(name, upstream)]
+    mview.check_free(ws, label, new_name)
     ws.catalog.rename(name, new_name)
-    done: list[TableInfo] = []
+    done: list[tuple[TableInfo, Callable[[], None]]] = []
+    undo_view: Callable[[], None] = mview.nothing
     try:
+        undo_view = mview.follow_rename(ws, name, new_name)
         for info in readers:
-            _follow(ws, info, name, new_name)
-            done.append(info)
+            done.append((info, _follow(ws, info, name, new_name)))
     except BaseException:
-        for info in done:  # put back what was already changed, then the name
+        for info, undo_reader_view in done:  # put back what was already changed, then the view, then the name
             ws.catalog.update_properties(info.name, dict(info.properties))
+            undo_reader_view()
+        undo_view()
         ws.catalog.rename(new_name, name)
         raise
     return tuple(i.name for i in readers)
 
 
-def _follow(ws: Workspace, reader: TableInfo, old: str, new: str) -> None:
-    """One reader's definition, reading ``new`` instead of ``old`` (same definition version: same data)."""
+def _follow(ws: Workspace, reader: TableInfo, old: str, new: str) -> Callable[[], None]:
+    """One reader's definition, reading ``new`` instead of ``old`` (same definition version: same data), and its
+    view's new version; returns the undo of the view's part (a failure here undoes it before re-raising)."""
     definition = reader.definition
     assert definition is not None
     expanded = rename_source(definition.expanded_query, old, new)
     upstream = tuple(new if source == old else source for source in definition.upstream)
     updated = replace(definition, query=expanded, expanded_query=expanded, upstream=upstream)
-    ws.catalog.update_properties(reader.name, updated.to_properties())
+    undo_view = mview.redefine(ws, reader.name, updated)
+    try:
+        ws.catalog.update_properties(reader.name, updated.to_properties())
+    except BaseException:
+        undo_view()
+        raise
+    return undo_view

@@ -127,7 +127,7 @@ class MaterializedTables(Inspection):
         try:
             future = self.manager.add(self._managed(name), initial=True)
         except BaseException:
-            self.workspace.catalog.drop(name, purge=True)
+            ddl.drop_tables(self.workspace, [name])
             raise
         assert future is not None
         self._drive()
@@ -136,7 +136,7 @@ class MaterializedTables(Inspection):
         if not self.background and future.exception() is not None:
             self.manager.remove(name)
             self._drive()  # delivers the removal to subscribers now, not with the next statement
-            self.workspace.catalog.drop(name, purge=True)
+            ddl.drop_tables(self.workspace, [name])
             raise future.exception()  # type: ignore[misc]
         mode = definition.refresh_mode.value
         return StatementResult(

@@ -60,6 +60,8 @@ class RefreshOutcome:
     committed_at: datetime | None
     strategy: str = ""
     """Human description, e.g. "incremental: aggregate merge" or "full: fallback — window function"."""
+    phases: tuple[tuple[str, float], ...] = ()
+    """Where the time went: (phase, seconds) in order, e.g. ("metadata", 0.01), ("write", 0.09)."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from mt_magic.catalog.server.views import (
     AssertViewUUID,
     CreateViewBody,
     SetCurrentViewVersionUpdate,
+    StorageTableIdentifier,
+    ViewMetadata,
     ViewRepresentation,
     ViewVersion,
     apply_view_commit,
@@ -132,6 +134,34 @@ def test_view_replace_adds_a_version_and_reuses_identical_ones() -> None:
     assert back.current_version_id == 1 and len(back.versions) == 2
     with pytest.raises(CommitFailedException, match="View UUID does not match"):
         apply_view_commit(base, [AssertViewUUID(uuid="other")], [])
+
+
+def test_view_versions_keep_the_storage_table_pointer_and_differ_by_it_and_by_summary() -> None:
+    """The materialized-view proposal's ``storage-table`` survives the round trip through the metadata file, and
+    a version differing only in that pointer, or in a summary entry other than ``operation``, is a new version
+    (Java's ``sameViewVersion``); differing only in ``operation`` reuses the old one."""
+    pointed = view_version("SELECT 1").model_copy(
+        update={"storage_table": StorageTableIdentifier(namespace=["db"], name="t")}
+    )
+    base = new_view_metadata(CreateViewBody(name="v", schema=Schema(ID), view_version=pointed), "file:///w/db/v")
+    assert ViewMetadata.model_validate_json(base.model_dump_json()).version(1).storage_table == (
+        StorageTableIdentifier(namespace=["db"], name="t")
+    )
+    assert '"storage-table":{"namespace":["db"],"name":"t"}' in base.model_dump_json()
+    assert "storage-table" not in view_version("SELECT 1").model_dump_json()
+
+    def replace(metadata: ViewMetadata, version: ViewVersion) -> ViewMetadata:
+        updates = [AddViewVersionUpdate(view_version=version), SetCurrentViewVersionUpdate(view_version_id=-1)]
+        return apply_view_commit(metadata, [], updates)
+
+    moved = replace(
+        base, pointed.model_copy(update={"storage_table": StorageTableIdentifier(namespace=["db"], name="u")})
+    )
+    assert moved.current_version_id == 2 and moved.version(2).storage_table.name == "u"
+    again = replace(moved, pointed.model_copy(update={"summary": {"operation": "replace"}}))
+    assert again.current_version_id == 1 and len(again.versions) == 2
+    tagged = replace(again, pointed.model_copy(update={"summary": {"mt.definition-version": "2"}}))
+    assert tagged.current_version_id == 3 and len(tagged.versions) == 3
 
 
 def test_removing_unused_schemas_is_logged_and_the_current_one_is_protected() -> None:

@@ -115,13 +115,20 @@ def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None
     change = classify(table(snap(1), snap(2, added_records=600_000)), recorded(1))
     plan = RefreshPlan(Strategy.AGGREGATE_MERGE, QueryPlan(shape=None), (change,), 1)
     assert sized_options(plan, target, {"k": "v"}, 8) == {"k": "v", "spark.sql.shuffle.partitions": "4"}
-    assert sized_options(plan, table(snap(1, total_records=10)), {}, 8) == {"spark.sql.shuffle.partitions": "1"}
+    small = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"}
+    assert sized_options(plan, table(snap(1, total_records=10)), {}, 8) == small
+    adaptive_set = {"spark.sql.adaptive.enabled": "true"}
+    assert (
+        sized_options(plan, table(snap(1, total_records=10)), adaptive_set, 8)["spark.sql.adaptive.enabled"] == "true"
+    )
     assert sized_options(plan, table(snap(1, total_records=10**12)), {}, 8) == {"spark.sql.shuffle.partitions": "8"}
     # an explicit setting wins; joins and affected-group recomputes read more than the delta and the table
     assert sized_options(plan, target, {"spark.sql.shuffle.partitions": "3"}, 8) == {
         "spark.sql.shuffle.partitions": "3"
     }
-    assert sized_options(replace(plan, query=QueryPlan(shape=None, joins=1)), target, {}, 8) == {}
+    one_source = sized_options(replace(plan, query=QueryPlan(shape=None, joins=1)), target, {}, 8)
+    assert one_source == {"spark.sql.shuffle.partitions": "4"}  # `joins` counts sources: one is no join
+    assert sized_options(replace(plan, query=QueryPlan(shape=None, joins=2)), target, {}, 8) == {}
     assert sized_options(replace(plan, strategy=Strategy.AFFECTED_GROUPS), target, {}, 8) == {}
 
 

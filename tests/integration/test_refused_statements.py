@@ -14,14 +14,19 @@ pytestmark = pytest.mark.spark
 
 
 def _state(mt) -> tuple:
-    """Every table of the namespace (properties, current snapshot, columns) and the manager's statuses."""
+    """Every table of the namespace (properties, current snapshot, columns), every view (its current version and
+    versions) and the manager's statuses."""
+    from mt_magic.catalog.views import MaterializedViews
+
     catalog = mt.workspace.catalog
-    tables = {}
+    tables, views = {}, {}
     for ident in sorted(catalog.catalog.list_tables(mt.workspace.default_namespace)):
         info = catalog.load(".".join((catalog.spark_name, *ident)))
         tables[ident] = (dict(info.properties), info.current_snapshot_id, info.columns)
+    for ident in sorted(catalog.catalog.list_views(mt.workspace.default_namespace)):
+        views[ident] = MaterializedViews(catalog).load(".".join((catalog.spark_name, *ident)))
     statuses = [replace(s, staleness=None, next_refresh_at=None) for s in mt.statuses()]
-    return tables, statuses
+    return tables, views, statuses
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +46,7 @@ def tables(connection, spark):
     spark.sql(f"CREATE TABLE mtit.{ns}.orders (day STRING, amount INT) USING iceberg")
     spark.sql(f"INSERT INTO mtit.{ns}.orders VALUES ('d1', 1), ('d2', 5)")
     spark.sql(f"CREATE TABLE mtit.{ns}.plain (x INT) USING iceberg")
+    spark.sql(f"CREATE TABLE mtit.{ns}.taken__mv (x INT) USING iceberg")  # the view name of a table `taken`
     run(
         mt,
         """
@@ -108,6 +114,8 @@ REFUSED = {
     ),
     "set refresh mode, unknown table": ("ALTER MATERIALIZED TABLE nope SET REFRESH_MODE = FULL", "does not exist"),
     "rename, new name taken": ("ALTER MATERIALIZED TABLE daily RENAME TO top", "already exists"),
+    "create, its view name taken": ("CREATE MATERIALIZED TABLE taken AS SELECT 1 AS x", "taken__mv already exists"),
+    "rename, the new view name taken": ("ALTER MATERIALIZED TABLE daily RENAME TO taken", "taken__mv already exists"),
     "rename, to the same name": ("ALTER MATERIALIZED TABLE daily RENAME TO daily", "nothing to rename"),
     "rename, a plain table": ("ALTER MATERIALIZED TABLE plain RENAME TO plain2", "plain Iceberg table"),
     "rename, to a dotted name": ("ALTER MATERIALIZED TABLE daily RENAME TO `d.x`", "contains '.'"),

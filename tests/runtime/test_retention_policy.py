@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.refresh.retention import MAX_AGE_MS, MIN_TO_KEEP, expirable, retention_properties
+from mt_magic.runtime.refresh.retention import (
+    MAX_AGE_MS,
+    METADATA_FILES,
+    MIN_TO_KEEP,
+    expirable,
+    retention_properties,
+)
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
 
@@ -29,9 +35,16 @@ def table(ages_minutes: list[int], **properties: str) -> TableInfo:
 
 def test_the_default_policy_follows_the_freshness_with_a_floor_and_with_wins() -> None:
     five, hour = timedelta(seconds=5), timedelta(hours=1)
-    assert retention_properties(five, {}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "100"}
-    assert retention_properties(hour, {}) == {MAX_AGE_MS: str(100 * 3600 * 1000), MIN_TO_KEEP: "100"}
-    assert retention_properties(five, {MIN_TO_KEEP: "3", "other": "x"}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "3"}
+    assert retention_properties(five, {}) == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "100", **METADATA_FILES}
+    assert retention_properties(hour, {}) == {MAX_AGE_MS: str(100 * 3600 * 1000), MIN_TO_KEEP: "100", **METADATA_FILES}
+    with_options = retention_properties(five, {MIN_TO_KEEP: "3", "other": "x"})
+    assert with_options == {MAX_AGE_MS: "3600000", MIN_TO_KEEP: "3", **METADATA_FILES}
+
+
+def test_old_metadata_files_are_deleted_unless_with_keeps_them() -> None:
+    keep_all = {"write.metadata.delete-after-commit.enabled": "false"}
+    assert retention_properties(timedelta(seconds=5), {})["write.metadata.delete-after-commit.enabled"] == "true"
+    assert retention_properties(timedelta(seconds=5), keep_all)["write.metadata.delete-after-commit.enabled"] == "false"
 
 
 def test_expirable_counts_old_snapshots_beyond_the_ones_kept() -> None:

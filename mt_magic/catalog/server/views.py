@@ -42,6 +42,15 @@ class ViewRepresentation(IcebergBaseModel):
     dialect: str
 
 
+class StorageTableIdentifier(IcebergBaseModel):
+    """The materialized-view proposal's pointer from a view version to its storage table (apache/iceberg
+    PR #11041, ``storage-table``); a version without one is a common view."""
+
+    namespace: list[str]
+    name: str
+    catalog: str | None = None
+
+
 class ViewVersion(IcebergBaseModel):
     """One version of a view's definition."""
 
@@ -52,15 +61,17 @@ class ViewVersion(IcebergBaseModel):
     representations: list[ViewRepresentation]
     default_catalog: str | None = Field(alias="default-catalog", default=None)
     default_namespace: list[str] = Field(alias="default-namespace")
+    storage_table: StorageTableIdentifier | None = Field(alias="storage-table", default=None)
 
     def same_definition(self, other: ViewVersion) -> bool:
-        """Equal apart from id, time and summary (Java reuses such a version instead of adding one)."""
-        return (self.schema_id, self.representations, self.default_catalog, self.default_namespace) == (
-            other.schema_id,
-            other.representations,
-            other.default_catalog,
-            other.default_namespace,
-        )
+        """Equal apart from id, time and the summary's ``operation`` (Java's ``sameViewVersion``: such a version
+        is reused instead of added); the storage-table pointer counts, so re-pointing makes a new version."""
+
+        def key(v: ViewVersion) -> tuple[object, ...]:
+            summary = {k: val for k, val in v.summary.items() if k != "operation"}
+            return (v.schema_id, v.representations, v.default_catalog, v.default_namespace, summary, v.storage_table)
+
+        return key(self) == key(other)
 
 
 class ViewHistoryEntry(IcebergBaseModel):

@@ -14,13 +14,15 @@ added since that snapshot (serializable isolation), which closes the window betw
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError
+from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import qualified
 
 if TYPE_CHECKING:
@@ -78,23 +80,31 @@ def commit(
     """
     from pyspark.sql import functions as F
 
-    current = catalog.load(table).current_snapshot_id
+    with phase("check"):
+        info = catalog.load(table)
+    current = info.current_snapshot_id
     if current != read_snapshot:
         raise RefreshConflictError(
             f"{table} changed during the refresh (snapshot {read_snapshot} → {current}, another writer?); "
             "nothing was committed, the next refresh starts from the new state."
         )
+    with phase("view"):
+        view = MaterializedViews(catalog).of_table(table, info.uuid)
+    if view is not None:  # the proposal's view-version-id: the view version holding the definition that ran
+        state = replace(state, view_version_id=view.version_for(state.definition_version))
     writer = write.df.writeTo(qualified(table))
     for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
         writer = writer.option(f"snapshot-property.{key}", value)
-    if write.mode is WriteMode.APPEND:
-        writer.append()
-    else:
-        if read_snapshot is not None:
-            writer = writer.option("isolation-level", "serializable")
-            writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
-        writer.overwrite(write.condition if write.condition is not None else F.lit(True))
-    return committed_snapshot(catalog, table, refresh_id)
+    with phase("write"):
+        if write.mode is WriteMode.APPEND:
+            writer.append()
+        else:
+            if read_snapshot is not None:
+                writer = writer.option("isolation-level", "serializable")
+                writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
+            writer.overwrite(write.condition if write.condition is not None else F.lit(True))
+    with phase("read back"):
+        return committed_snapshot(catalog, table, refresh_id)
 
 
 def committed_snapshot(catalog: MaterializedCatalog, table: str, refresh_id: str) -> Committed:

@@ -12,6 +12,7 @@ before the commit leaves the previous snapshot (and state) current; a crash afte
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -31,6 +32,7 @@ from mt_magic.runtime.refresh.context import (
     source_state,
 )
 from mt_magic.runtime.refresh.incremental.runner import run_incremental
+from mt_magic.runtime.refresh.phases import phase, recording
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.sql.query.rewrite import pin_sources
@@ -115,13 +117,14 @@ def _recompute(
     )
     session: SparkSession = ctx.jobs.child_session(dict(request.options))
     with ctx.jobs.job_group(request.job_group, f"refresh {request.table}"):
-        pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states})
-        target = session.table(qualified(request.table))
-        df = conform(session.sql(pinned), target)
-        condition = None
-        if partition:
-            condition = _partition_condition(target, partition)
-            df = df.where(condition)
+        with phase("analyze"):
+            pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states})
+            target = session.table(qualified(request.table))
+            df = conform(session.sql(pinned), target)
+            condition = None
+            if partition:
+                condition = _partition_condition(target, partition)
+                df = df.where(condition)
         ctx.jobs.check_cancelled(request.job_group)
         done = commit(
             ctx.catalog,
@@ -152,13 +155,22 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
     Args:
         force_full: recompute even where an incremental refresh would be possible (benchmarks compare both).
 
+    The outcome carries its phases (:mod:`.phases`): where this refresh's time went.
+
     Raises:
         RefreshError: ``'incremental' = 'strict'`` and this refresh would have fallen back; nothing was written.
         RefreshConflictError: another writer committed to the table meanwhile; nothing was written.
     """
+    with recording() as spans:
+        outcome = _refresh(ctx, request, force_full)
+    return dataclasses.replace(outcome, phases=tuple(spans))
+
+
+def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> RefreshOutcome:
     started = ctx.clock()
-    info, definition = ctx.catalog.load_materialized(request.table)
-    sources = load_sources(ctx.catalog, definition.upstream)
+    with phase("metadata"):
+        info, definition = ctx.catalog.load_materialized(request.table)
+        sources = load_sources(ctx.catalog, definition.upstream)
     states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
     partition = target_partition(request, definition)
     if is_noop(info, definition, request, states, partition):

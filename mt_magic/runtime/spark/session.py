@@ -41,7 +41,8 @@ class SparkSettings:
         master: Spark master URL; ``local[*]`` runs in the kernel's machine.
         app_name: shown in the Spark UI and cluster managers.
         ui: start the Spark UI (off by default: notebooks rarely need it and it takes a port).
-        log_level: Spark's log level after start (``WARN`` keeps notebooks readable).
+        log_level: Spark's log level after start (``ERROR``: ipykernel forwards the JVM's stderr to whatever cell
+            runs, so warnings such as BlockManager's would land in users' cells; the log4j2 file says the same).
         driver_memory: heap of the driver JVM (only for new local sessions).
         iceberg: where the Iceberg runtime comes from: ``"maven"`` (fetched by the Maven client into the cache,
             on ``spark.jars``), ``"packages"`` (``spark.jars.packages``) or ``"offline"`` (the assembled jars).
@@ -51,7 +52,7 @@ class SparkSettings:
     master: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_SPARK_MASTER", "local[*]"))
     app_name: str = "mt_magic"
     ui: bool = False
-    log_level: str = "WARN"
+    log_level: str = "ERROR"
     driver_memory: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_DRIVER_MEMORY", "4g"))
     iceberg: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_ICEBERG", "maven"))
     extra: Mapping[str, str] = field(default_factory=dict)

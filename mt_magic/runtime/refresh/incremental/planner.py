@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
@@ -74,6 +75,12 @@ def _identity_partitions(info: TableInfo) -> tuple[str, ...]:
     return tuple(info.partition_columns)
 
 
+@lru_cache(maxsize=512)
+def static_plan(expanded_query: str) -> QueryPlan:
+    """The query's static plan, parsed once per definition (refreshes every few seconds need not re-parse)."""
+    return plan_query(analyze_query(expanded_query))
+
+
 def plan_refresh(
     info: TableInfo, definition: MaterializedTableDefinition, sources: Sequence[TableInfo]
 ) -> RefreshPlan | Fallback:
@@ -88,7 +95,7 @@ def plan_refresh(
     stale = table_state_fallback(info, definition)
     if stale is not None:
         return stale
-    query = plan_query(analyze_query(definition.expanded_query))
+    query = static_plan(definition.expanded_query)
     if query.fallback is not None:
         return query.fallback
     last = info.last_refresh()

@@ -19,6 +19,7 @@ from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import Execution, StrategyContext, execute
+from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshKind
 
@@ -36,6 +37,7 @@ def describe(execution: Execution, plan: RefreshPlan) -> str:
 
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+ADAPTIVE = "spark.sql.adaptive.enabled"
 ROWS_PER_SHUFFLE_PARTITION = 1_000_000
 SIZED_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.AGGREGATE_MERGE})
 """Strategies that read only the delta and the table itself, so the rows they shuffle are known up front."""
@@ -46,19 +48,24 @@ def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str]
 
     A small delta merged into a small table needs one shuffle partition, not the session's setting: each
     extra task is fixed overhead on a refresh that may run every few seconds. Only for strategies whose
-    input is the delta plus the table (no joins), and never over an explicit setting.
+    input is the delta plus the table (no joins), and never over an explicit setting. When one partition
+    is enough, adaptive execution is off too: it would run every shuffle stage as a job of its own (three
+    jobs for a merge instead of one) to re-plan data that is small anyway.
     """
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
     if (
         SHUFFLE_PARTITIONS in options
         or plan.strategy not in SIZED_STRATEGIES
-        or plan.query.joins
+        or plan.query.joins > 1  # the number of sources: more than one is a join
         or not table_rows.isdigit()
     ):
         return dict(options)
     rows = sum(c.rows for c in plan.changes) + int(table_rows)
     partitions = max(1, min(configured, -(-rows // ROWS_PER_SHUFFLE_PARTITION)))
-    return {**options, SHUFFLE_PARTITIONS: str(partitions)}
+    sized = {**options, SHUFFLE_PARTITIONS: str(partitions)}
+    if partitions == 1 and ADAPTIVE not in options:
+        sized[ADAPTIVE] = "false"
+    return sized
 
 
 def run_incremental(
@@ -77,21 +84,24 @@ def run_incremental(
         sources: every source's metadata, loaded when the sources were pinned (``definition.upstream`` order).
         states: the pinned source states the commit records.
     """
-    plan = plan_refresh(info, definition, sources)
-    if isinstance(plan, Fallback):
-        return plan
-    if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
-        cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
-        if cheaper is not None:
-            return cheaper
+    with phase("plan"):
+        plan = plan_refresh(info, definition, sources)
+        if isinstance(plan, Fallback):
+            return plan
+        if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
+            cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
+            if cheaper is not None:
+                return cheaper
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
     )
     session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
-        views = register_deltas(session, plan.changes, empty=bool(plan.query.branches))
+        with phase("deltas"):
+            views = register_deltas(session, plan.changes, empty=bool(plan.query.branches))
         try:
-            result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))
+            with phase("strategy"):
+                result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))
             if isinstance(result, Fallback):
                 return result
             text = describe(result, plan)

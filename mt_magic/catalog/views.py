@@ -1,0 +1,284 @@
+"""The Iceberg view registered alongside each materialized table, as the materialized-view proposal describes it
+(apache/iceberg PR #11041; field names may still change).
+
+The materialized table keeps its name and stays a plain Iceberg table, so clients that know nothing of the
+proposal keep reading it as before; it is the proposal's *storage table*. Next to it, in the same namespace, the
+view ``<table>__mv`` carries the definition: each view version holds the expanded query (dialect ``spark``), the
+table's schema, the default catalog and namespace, and ``storage-table`` (``{"namespace", "name"}``) pointing at
+the table. Each refresh records the id of the view version whose definition it ran as ``view-version-id`` in its
+``refresh-state`` (:meth:`ViewInfo.version_for`, written by the one refresh commit).
+
+mt_magic's own marks: the view property ``mt.storage-table-uuid`` (the table's uuid: a view is this table's only
+if it carries it, so a user's view of the same name is never touched) and ``mt.definition-version`` in each
+version's summary (which definition a version holds, so a refresh of an older definition records the older
+version). pyiceberg has no view-writing API, so the REST view endpoints are called here through pyiceberg's own
+authenticated session; transport failures are classified by :func:`~mt_magic.catalog.tables.reaching`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.tables import MaterializedCatalog, reaching
+from mt_magic.errors import CatalogError, DefinitionError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.schema import Schema
+
+VIEW_SUFFIX = "__mv"
+"""The view of materialized table ``t`` is ``t__mv``, in the same namespace."""
+STORAGE_TABLE = "storage-table"
+"""The proposal's view-version field naming the storage table."""
+TABLE_UUID_PROPERTY = "mt.storage-table-uuid"
+"""View property: the uuid of the materialized table the view belongs to."""
+DEFINITION_VERSION = "mt.definition-version"
+"""View-version summary entry: the ``mt.definition-version`` of the definition that version holds."""
+DIALECT = "spark"
+VIEWS = "namespaces/{namespace}/views"
+VIEW = "namespaces/{namespace}/views/{view}"
+CREATE_VIEW_ENDPOINT = "POST /v1/{prefix}/namespaces/{namespace}/views"
+
+
+def view_name(table: str) -> str:
+    """The qualified name of the view registered alongside ``table``."""
+    return table + VIEW_SUFFIX
+
+
+@dataclass(frozen=True)
+class ViewVersionInfo:
+    """One version of a view, as mt_magic reads it."""
+
+    version_id: int
+    sql: str
+    """The ``spark`` representation (empty when there is none)."""
+    storage_table: tuple[str, ...] | None
+    """The ``storage-table`` pointer as namespace parts and name; ``None``: a common view version."""
+    definition_version: int | None
+    schema_id: int
+
+
+@dataclass(frozen=True)
+class ViewInfo:
+    """A view's metadata: uuid, properties, versions and the current one."""
+
+    name: str
+    uuid: str
+    current_version_id: int
+    versions: tuple[ViewVersionInfo, ...]
+    properties: Mapping[str, str]
+
+    @property
+    def current(self) -> ViewVersionInfo:
+        return next(v for v in self.versions if v.version_id == self.current_version_id)
+
+    def version_for(self, definition_version: int) -> int | None:
+        """The id of the version holding ``definition_version`` (the current one if it does, else the newest)."""
+        holding = [v.version_id for v in self.versions if v.definition_version == definition_version]
+        if self.current_version_id in holding:
+            return self.current_version_id
+        return max(holding, default=None)
+
+
+def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
+    sql = next((r.get("sql", "") for r in data.get("representations", []) if r.get("dialect") == DIALECT), "")
+    pointer = data.get(STORAGE_TABLE)
+    defined = data.get("summary", {}).get(DEFINITION_VERSION)
+    return ViewVersionInfo(
+        version_id=int(data["version-id"]),
+        sql=sql,
+        storage_table=None if pointer is None else (*pointer.get("namespace", []), pointer["name"]),
+        definition_version=None if defined is None else int(defined),
+        schema_id=int(data["schema-id"]),
+    )
+
+
+def _info(name: str, loaded: Mapping[str, Any]) -> ViewInfo:
+    meta = loaded["metadata"]
+    return ViewInfo(
+        name=name,
+        uuid=str(meta["view-uuid"]),
+        current_version_id=int(meta["current-version-id"]),
+        versions=tuple(_read_version(v) for v in meta.get("versions", [])),
+        properties=dict(meta.get("properties", {})),
+    )
+
+
+class MaterializedViews:
+    """The views registered alongside the materialized tables of one catalog.
+
+    Args:
+        tables: the catalog's materialized tables (its pyiceberg REST catalog is used for the requests).
+    """
+
+    def __init__(self, tables: MaterializedCatalog) -> None:
+        self.tables = tables
+
+    # --- REST ------------------------------------------------------------------------------------------------
+
+    def _path(self, name: str) -> dict[str, str]:
+        from pyiceberg.catalog.rest import NAMESPACE_SEPARATOR
+
+        ident = self.tables.identifier(name)
+        return {"namespace": NAMESPACE_SEPARATOR.join(ident[:-1]), "view": ident[-1]}
+
+    def _wire(self, name: str) -> dict[str, Any]:
+        ident = self.tables.identifier(name)
+        return {"namespace": list(ident[:-1]), "name": ident[-1]}
+
+    def _call(
+        self,
+        name: str,
+        method: str,
+        endpoint: str,
+        body: object = None,
+        path: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        prefixed: bool = True,
+    ) -> dict[str, Any]:
+        """One request; a non-2xx answer raises pyiceberg's exception for it (404: ``NoSuchViewError``)."""
+        from pyiceberg.catalog.rest.response import _handle_non_200_response
+        from pyiceberg.exceptions import NoSuchViewError
+        from requests import HTTPError
+
+        rest = self.tables.catalog
+        if not hasattr(rest, "_session"):
+            raise CatalogError(f"{name}: views need an Iceberg REST catalog; {type(rest).__name__} is not one.")
+        url = rest.url(endpoint, prefixed=prefixed, **(path or {}))  # type: ignore[attr-defined]
+        with reaching(name):
+            data = None if body is None else json.dumps(body)
+            response = rest._session.request(method, url, data=data, params=params)
+            try:
+                response.raise_for_status()
+            except HTTPError as exc:
+                _handle_non_200_response(exc, {404: NoSuchViewError})
+        return response.json() if response.content else {}
+
+    def load(self, name: str) -> ViewInfo | None:
+        """The view ``name`` (qualified), ``None`` when there is none."""
+        from pyiceberg.exceptions import NoSuchViewError
+
+        try:
+            return _info(name, self._call(name, "GET", VIEW, path=self._path(name)))
+        except NoSuchViewError:
+            return None
+
+    def of_table(self, table: str, table_uuid: str) -> ViewInfo | None:
+        """The view registered alongside ``table`` (``None``: none, or a view of that name that is not ours)."""
+        view = self.load(view_name(table))
+        return view if view is not None and view.properties.get(TABLE_UUID_PROPERTY) == table_uuid else None
+
+    # --- what statements do -------------------------------------------------------------------------------------
+
+    def check_free(self, label: str, table: str) -> None:
+        """Refuse a name whose view name is taken (by a view or a table), before anything is written.
+
+        Raises:
+            DefinitionError: the view name is taken; the message names it.
+        """
+        name = view_name(table)
+        if self.load(name) is not None or self.tables.exists(name):
+            raise DefinitionError(
+                f"{label}: {name} already exists; mt_magic registers the materialized table's Iceberg view under "
+                f"that name (the table name + '{VIEW_SUFFIX}'). Drop or rename it, or choose another table name."
+            )
+
+    def _new_version(self, table: str, definition: MaterializedTableDefinition, schema_id: int) -> dict[str, Any]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            engine_version = version("mt_magic")
+        except PackageNotFoundError:  # a source checkout that was never installed
+            engine_version = "unknown"
+        ident = self.tables.identifier(table)
+        return {
+            "version-id": 1,
+            "timestamp-ms": int(time.time() * 1000),
+            "schema-id": schema_id,
+            "summary": {
+                "engine-name": "mt_magic",
+                "engine-version": engine_version,
+                DEFINITION_VERSION: str(definition.definition_version),
+            },
+            "representations": [{"type": "sql", "sql": definition.expanded_query, "dialect": DIALECT}],
+            "default-catalog": self.tables.spark_name,
+            "default-namespace": list(ident[:-1]),
+            STORAGE_TABLE: {"namespace": list(ident[:-1]), "name": ident[-1]},
+        }
+
+    def _schema(self, table: str, appended: pa.Schema | None = None) -> Schema:
+        """The table's schema, with ``appended`` columns as the table will have them once they are committed."""
+        loaded = self.tables._load_table(table)
+        if appended is None or not len(appended):
+            return loaded.schema()
+        return loaded.update_schema().union_by_name(appended)._apply()
+
+    def supported(self) -> bool:
+        """Whether the catalog serves views: its ``/v1/config`` lists the create-view endpoint (or, listing no
+        endpoints, sets ``view-endpoints-supported``), as Java's REST client decides."""
+        warehouse = self.tables.catalog.properties.get("warehouse")
+        params = {"warehouse": str(warehouse)} if warehouse else None
+        config = self._call(f"catalog {self.tables.spark_name}", "GET", "config", params=params, prefixed=False)
+        endpoints = config.get("endpoints")
+        if endpoints is None:
+            return str(config.get("defaults", {}).get("view-endpoints-supported", "")).lower() == "true"
+        return CREATE_VIEW_ENDPOINT in endpoints
+
+    def create(self, table: str, definition: MaterializedTableDefinition) -> ViewInfo | None:
+        """Register the view of a new materialized table (its schema is the table's); ``None`` when the catalog
+        serves no views (the table is then only a plain table, as before views were registered)."""
+        if not self.supported():
+            return None
+        info = self.tables.load(table)
+        name = view_name(table)
+        body = {
+            "name": self.tables.identifier(name)[-1],
+            "schema": json.loads(self._schema(table).model_dump_json()),
+            "view-version": self._new_version(table, definition, 0),
+            "properties": {TABLE_UUID_PROPERTY: info.uuid},
+        }
+        path = self._path(name)
+        return _info(name, self._call(name, "POST", VIEWS, body, {"namespace": path["namespace"]}))
+
+    def _commit(self, view: ViewInfo, updates: list[dict[str, Any]]) -> ViewInfo:
+        body = {
+            "identifier": self._wire(view.name),
+            "requirements": [{"type": "assert-view-uuid", "uuid": view.uuid}],
+            "updates": updates,
+        }
+        return _info(view.name, self._call(view.name, "POST", VIEW, body, self._path(view.name)))
+
+    def add_version(
+        self, view: ViewInfo, table: str, definition: MaterializedTableDefinition, appended: pa.Schema | None = None
+    ) -> ViewInfo:
+        """A new current version: ``definition`` over the table's schema (plus ``appended``), pointing at ``table``."""
+        schema = json.loads(self._schema(table, appended).model_dump_json())
+        return self._commit(
+            view,
+            [
+                {"action": "add-schema", "schema": schema},
+                {"action": "add-view-version", "view-version": self._new_version(table, definition, -1)},
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ],
+        )
+
+    def set_current(self, view: ViewInfo, version_id: int) -> ViewInfo:
+        """Make an existing version current again (undoing :meth:`add_version`)."""
+        return self._commit(view, [{"action": "set-current-view-version", "view-version-id": version_id}])
+
+    def drop(self, view: ViewInfo) -> None:
+        self._call(view.name, "DELETE", VIEW, path=self._path(view.name))
+
+    def rename(self, view: ViewInfo, new_name: str) -> ViewInfo:
+        """Rename the view (same view: uuid, versions and properties stay)."""
+        body = {"source": self._wire(view.name), "destination": self._wire(new_name)}
+        self._call(view.name, "POST", "views/rename", body)
+        renamed = self.load(new_name)
+        if renamed is None:
+            raise CatalogError(f"the catalog renamed view {view.name} to {new_name} but cannot load it")
+        return renamed
