@@ -130,3 +130,25 @@ def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None
     assert one_source == {"spark.sql.shuffle.partitions": "4"}  # `joins` counts sources: one is no join
     assert sized_options(replace(plan, query=QueryPlan(shape=None, joins=2)), target, {}, 8) == {}
     assert sized_options(replace(plan, strategy=Strategy.AFFECTED_GROUPS), target, {}, 8) == {}
+
+
+def test_a_union_delta_term_reads_the_other_branches_sources_as_empty() -> None:
+    from mt_magic.runtime.refresh.incremental.changes import SourceChange
+    from mt_magic.runtime.refresh.incremental.delta import delta_terms
+
+    changes = (
+        SourceChange("c.n.a", ChangeKind.APPENDS, 1, 2),
+        SourceChange("c.n.b", ChangeKind.ROW_LEVEL, 3, 4),
+        SourceChange("c.n.d", ChangeKind.NONE, 5, 5),
+    )
+    query = "SELECT k FROM c.n.a UNION ALL SELECT b.k FROM c.n.b JOIN c.n.d ON b.k = d.k"
+    branches = (frozenset({"c.n.a"}), frozenset({"c.n.b", "c.n.d"}))
+    empty = {"c.n.a": "ea", "c.n.b": "eb", "c.n.d": "ed"}
+
+    terms = delta_terms(query, changes, {"c.n.a": "da", "c.n.b": "db"}, branches, empty)
+
+    assert terms == [
+        "SELECT k FROM `da` AS a UNION ALL SELECT b.k FROM `eb` AS b JOIN `ed` AS d ON b.k = d.k",
+        "SELECT k FROM `ea` AS a UNION ALL SELECT b.k FROM `db` AS b JOIN `c`.`n`.`d` VERSION AS OF 5 AS d "
+        "ON b.k = d.k",
+    ]

@@ -8,7 +8,7 @@ from incremental_testing import COW, MOR, assert_matches_oracle, qualified, refr
 from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, RefreshError
-from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy, explain
 from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
@@ -33,7 +33,7 @@ def test_query_shapes_that_need_the_whole_input_fall_back_with_their_reason(mt, 
         mt,
         """
         CREATE MATERIALIZED TABLE ranked FRESHNESS = INTERVAL '1' MINUTE
-          AS SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v) AS rn FROM src;
+          AS SELECT k, v, row_number() OVER (ORDER BY v) AS rn FROM src;
         CREATE MATERIALIZED TABLE top2 FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, v FROM src ORDER BY v DESC LIMIT 2;
         CREATE MATERIALIZED TABLE stamped FRESHNESS = INTERVAL '1' MINUTE
           AS SELECT k, v, rand(7) < 2 AS always FROM src""",
@@ -65,6 +65,62 @@ def test_merge_on_read_deletes_fall_back_and_appends_after_them_do_not(mt, spark
     outcome = refresh(mt, "kept")
     assert outcome.strategy == f"incremental: {Strategy.APPEND_DELTA.label}"
     assert_matches_oracle(mt, "kept")
+
+
+def test_iceberg_changelog_refuses_delete_files_which_is_why_merge_on_read_falls_back(mt, spark) -> None:
+    """Pins the installed Iceberg runtime's behaviour behind MERGE_ON_READ_DELETES: when this starts failing,
+    the changelog reads delete files and the fallback can be lifted (maintain merge-on-read sources)."""
+    spark.sql(f"CREATE TABLE src (k INT, v INT) USING iceberg {MOR}")
+    spark.sql("INSERT INTO src SELECT /*+ REPARTITION(1) */ * FROM VALUES (1, 10), (2, 20) AS t(k, v)")
+    before = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
+    spark.sql("DELETE FROM src WHERE k = 2")
+    info = mt.workspace.catalog.load(qualified(mt, "src"))
+    after = info.current_snapshot_id
+    assert info.snapshots[-1].summary.get("added-delete-files") == "1"  # a position delete, not a file rewrite
+    spark.sql(
+        f"CALL {CATALOG}.system.create_changelog_view(table => '{mt.workspace.default_namespace}.src', "
+        f"options => map('start-snapshot-id', '{before}', 'end-snapshot-id', '{after}'), changelog_view => 'log')"
+    )
+    with pytest.raises(Exception, match="Delete files are currently not supported in changelog scans"):
+        spark.table("log").collect()
+    assert (
+        "Delete files are currently not supported in changelog scans" in FallbackReason.MERGE_ON_READ_DELETES.sentence
+    )
+
+
+def test_outer_joins_and_windows_whose_key_is_not_shown_fall_back_saying_to_add_it(mt, spark) -> None:
+    spark.sql(f"CREATE TABLE src (k INT, g STRING, v INT) USING iceberg {COW}")
+    spark.sql(f"CREATE TABLE dim (k INT, name STRING) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 'a', 10), (2, 'b', 20), (3, 'a', 30)")
+    spark.sql("INSERT INTO dim VALUES (1, 'one'), (4, 'four')")
+    run(
+        mt,
+        """
+        CREATE MATERIALIZED TABLE named FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT s.v, d.name FROM src s LEFT JOIN dim d ON s.k = d.k;
+        CREATE MATERIALIZED TABLE firsts FRESHNESS = INTERVAL '1' MINUTE
+          AS SELECT v FROM (SELECT g, v, row_number() OVER (PARTITION BY g ORDER BY v) AS rn FROM src) t
+          WHERE rn = 1""",
+    )
+    spark.sql("UPDATE dim SET k = 2 WHERE k = 4")
+    spark.sql("INSERT INTO src VALUES (5, 'b', 1)")
+
+    assert_fell_back(mt, "named", refresh(mt, "named"), FallbackReason.JOIN_KEY_NOT_SHOWN)
+    assert_fell_back(mt, "firsts", refresh(mt, "firsts"), FallbackReason.WINDOW_PARTITION_NOT_SHOWN)
+    _, definition = mt.workspace.catalog.load_materialized(qualified(mt, "named"))
+    assert definition.mode_reason.endswith(f"CONTINUOUS · fallback: {FallbackReason.JOIN_KEY_NOT_SHOWN.sentence}")
+    assert "add it to the SELECT list" in FallbackReason.JOIN_KEY_NOT_SHOWN.sentence
+
+    run(mt, "ALTER MATERIALIZED TABLE named AS SELECT s.v, d.name, s.k FROM src s LEFT JOIN dim d ON s.k = d.k")
+    spark.sql("DELETE FROM dim WHERE k = 1")
+    refresh(mt, "named")  # the ALTER's definition version: one full refresh
+    spark.sql("INSERT INTO dim VALUES (3, 'three')")
+    assert "  join key shown by:  k\n" in str(explain(mt.workspace, qualified(mt, "named")))
+    outcome = refresh(mt, "named")
+    assert outcome.strategy == (
+        f"incremental: {Strategy.AFFECTED_KEYS.label} · (1 of 2 sources changed) · join keys k (1 value(s))"
+    ), outcome.strategy
+    assert_matches_oracle(mt, "named")
 
 
 def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
@@ -122,7 +178,7 @@ def test_strict_is_refused_at_create_when_no_refresh_could_honour_it(mt, spark) 
     with pytest.raises(
         DefinitionError,
         match=r"ranked: WITH \('incremental' = 'strict'\) can never be honoured: "
-        r"window functions need the whole input.*`%mt explain`",
+        r"a window without PARTITION BY .*needs the whole input.*`%mt explain`",
     ):
         run(
             mt,

@@ -23,8 +23,10 @@ from mt_magic.sql.query.facts import (
     QueryFacts,
     SetOperation,
     SetOpKind,
+    Union,
     WindowCall,
 )
+from mt_magic.sql.query.keys import join_keys, window_keys
 from mt_magic.sql.query.result_shape import result_facts
 from mt_magic.sql.query.tree import DIALECT, aggregate_calls, function_name, spark_sql
 
@@ -77,7 +79,32 @@ def analyze_query(sql: str, *, statement: str | None = None, origin: Position | 
         lateral_views=tree.find(exp.Lateral) is not None,
         result=result_facts(tree),
         repeated_sources=_repeated_sources(tree, {c.lower() for c in ctes}),
+        join_keys=join_keys(tree),
+        window_keys=window_keys(tree),
+        union=_union(tree),
     )
+
+
+def _union(tree: exp.Expr) -> Union | None:
+    """The branches of a top-level UNION chain (``None`` for anything else, e.g. INTERSECT or WITH around it)."""
+    if not isinstance(tree, exp.Union) or tree.args.get("with") or tree.args.get("with_"):
+        return None
+    leaves: list[exp.Expr] = []
+    inner_distinct = False
+
+    def walk(node: exp.Expr, top: bool) -> bool:
+        nonlocal inner_distinct
+        if isinstance(node, exp.Union):
+            inner_distinct = inner_distinct or (not top and bool(node.args.get("distinct")))
+            return walk(node.this, False) and walk(node.expression, False)
+        leaves.append(node)
+        return isinstance(node, exp.Select)
+
+    if not walk(tree, True) or any(tree.args.get(k) for k in ("order", "limit")):
+        return None
+    distinct = bool(tree.args.get("distinct"))
+    branches = tuple(analyze_query(spark_sql(leaf)) for leaf in leaves)
+    return Union(branches, distinct, inner_distinct and not distinct)
 
 
 def _parse(sql: str, statement: str | None, origin: Position | None) -> exp.Query:

@@ -146,6 +146,54 @@ class ResultSelect:
 
 
 @dataclass(frozen=True)
+class KeyColumn:
+    """One joined table's column of the join key: ``source`` is the table's name as written (dotted parts)."""
+
+    source: str
+    column: str
+
+
+@dataclass(frozen=True)
+class JoinKeys:
+    """The equi-join key of a result SELECT with outer, semi or anti joins, read from its ON/USING clauses.
+
+    Every result row's joined rows share one value of the key (or are NULL-extended), so the result rows with
+    key value K depend only on the sources' rows with key value K: the fact affected-key recompute rests on.
+    """
+
+    columns: tuple[KeyColumn, ...] | None
+    """One key column per joined table (FROM order); ``None`` when no equality chain reaches every table."""
+    locating: tuple[str, ...]
+    """Output columns whose COALESCE is the key value of every result row (empty: the key is not shown)."""
+    subqueries: int = 0
+    """``IN (SELECT …)`` / ``[NOT] EXISTS (…)`` conjuncts of WHERE read as semi/anti joins of one table."""
+    not_in: bool = False
+    """A ``NOT IN (SELECT …)``: true for a NULL key only when the subquery is empty, so not key-local."""
+
+
+@dataclass(frozen=True)
+class WindowKeys:
+    """The window functions' partitioning, for affected-partition recompute."""
+
+    partitioned: bool
+    """Every window has ``PARTITION BY``, all windows sit in one non-aggregating SELECT (the result SELECT or
+    the one subquery it filters, e.g. a top-N ``WHERE rn <= 3``) over tables and inner joins."""
+    locating: tuple[str, ...]
+    """Output columns that are, unchanged, a partition expression of every window (empty: none shown)."""
+
+
+@dataclass(frozen=True)
+class Union:
+    """A query that is ``b₁ UNION [ALL] b₂ …``: each branch's own facts, and whether the result is distinct."""
+
+    branches: tuple[QueryFacts, ...]
+    distinct: bool
+    """The outermost operator is ``UNION`` (DISTINCT over every branch, as any inner ``UNION`` is then too)."""
+    mixed: bool
+    """An inner ``UNION`` under an outer ``UNION ALL``: not a plain sum of the branches."""
+
+
+@dataclass(frozen=True)
 class QueryFacts:
     """Everything the planner may need to know about a query's shape."""
 
@@ -181,6 +229,12 @@ class QueryFacts:
     """The result SELECT's shape; ``None`` when the query is a set operation."""
     repeated_sources: tuple[TableName, ...] = ()
     """Sources read more than once (self-joins, a CTE over a source referenced twice)."""
+    join_keys: JoinKeys | None = None
+    """Set when the result SELECT has an outer, semi or anti join (also as IN / EXISTS / NOT IN subqueries)."""
+    window_keys: WindowKeys | None = None
+    """Set when the query has window functions."""
+    union: Union | None = None
+    """Set when the query is a chain of UNION [ALL] of SELECTs."""
 
     @property
     def is_aggregate(self) -> bool:

@@ -32,8 +32,23 @@ def without_having(query: str) -> str:
     return tree.sql(dialect=DIALECT)
 
 
+def window_probe(query: str) -> str:
+    """The query without the filter of an outer SELECT over its windows (``WHERE rn <= 3`` of a top-N).
+
+    Over a delta, such a filter could drop every row of a partition the delta touches; without it each
+    touched partition's key appears (the probe only locates partitions, a superset is correct).
+    """
+    tree, select = _result(query)
+    own = any(w.find_ancestor(exp.Select) is select for w in select.find_all(exp.Window))
+    if not own:
+        select.set("where", None)
+    return tree.sql(dialect=DIALECT)
+
+
 def with_input_filter(query: str, predicates: Sequence[exp.Expr]) -> str:
     """The query with ``predicates`` ANDed into the result SELECT's WHERE (filtering its input rows)."""
+    if not predicates:
+        return query
     tree, select = _result(query)
     for predicate in predicates:
         select.where(predicate, append=True, copy=False)

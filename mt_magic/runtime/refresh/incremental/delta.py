@@ -12,7 +12,7 @@ snapshots, sources after it at their consumed ones, so the terms sum to exactly 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -38,11 +38,21 @@ class DeltaViews:
     deleted: dict[str, str] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
     changelogs: list[str] = field(default_factory=list)
+    empty: dict[str, str] = field(default_factory=dict)
+    """Every source as an empty relation (registered for UNIONs: other branches' sources in a delta term)."""
+    filtered: list[str] = field(default_factory=list)
+    """Sources restricted to the affected join keys (:func:`.strategies.affected_groups`)."""
 
     def release(self) -> None:
         for df in self.cached:
             df.unpersist()
-        for view in (*self.inserted.values(), *self.deleted.values(), *self.changelogs):
+        for view in (
+            *self.inserted.values(),
+            *self.deleted.values(),
+            *self.changelogs,
+            *self.empty.values(),
+            *self.filtered,
+        ):
             self.session.catalog.dropTempView(view)
 
 
@@ -68,11 +78,12 @@ def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFr
     return session.table(identifier(view))
 
 
-def register_deltas(session: SparkSession, changes: Sequence[SourceChange]) -> DeltaViews:
+def register_deltas(session: SparkSession, changes: Sequence[SourceChange], empty: bool = False) -> DeltaViews:
     """Register the delta views of every changed source (lazy: no Spark job runs here).
 
     Changelog deltas are cached: the changelog's carry-over removal sorts the changed files' rows, and
-    several delta terms (and the affected-keys action) read the same delta.
+    several delta terms (and the affected-keys action) read the same delta. With ``empty``, every source is
+    also registered as an empty relation (a UNION's delta terms read other branches' sources so).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -97,23 +108,40 @@ def register_deltas(session: SparkSession, changes: Sequence[SourceChange]) -> D
         log.where(F.col("_change_type").isin(*DELETED_TYPES)).select(*data).createOrReplaceTempView(deleted)
         views.inserted[change.name] = inserted
         views.deleted[change.name] = deleted
+    for index, change in enumerate(changes if empty else ()):
+        view = f"__mt_none_{index}_{tag}"
+        session.table(qualified(change.name)).where(F.lit(False)).createOrReplaceTempView(view)
+        views.empty[change.name] = view
     return views
 
 
-def delta_terms(query: str, changes: Sequence[SourceChange], deltas: dict[str, str]) -> list[str]:
+def delta_terms(
+    query: str,
+    changes: Sequence[SourceChange],
+    deltas: dict[str, str],
+    branches: Sequence[frozenset[str]] = (),
+    empty: Mapping[str, str] | None = None,
+) -> list[str]:
     """One query per changed source i: source i read from ``deltas[i]``, sources before i at their pinned
     snapshot, sources after i at their consumed one. A term with an empty side (a source that was or is
     empty) is left out: over inner joins it produces no rows.
+
+    For a UNION (``branches``: each branch's sources) the sources outside i's branch read ``empty``: their
+    branches' terms are other terms, and a branch with an empty source contributes no rows.
     """
     terms = []
     for i, change in enumerate(changes):
         if change.name not in deltas:
             continue
+        branch = next((b for b in branches if change.name in b), None)
         snapshots: dict[str, int | None] = {}
+        views = {change.name: deltas[change.name]}
         for j, other in enumerate(changes):
-            if j != i:
+            if branch is not None and other.name not in branch and empty is not None:
+                views[other.name] = empty[other.name]
+            elif j != i:
                 snapshots[other.name] = other.pinned if j < i else other.consumed
         if any(snapshot is None for snapshot in snapshots.values()):
             continue
-        terms.append(pin_sources(query, snapshots, {change.name: deltas[change.name]}))
+        terms.append(pin_sources(query, snapshots, views))
     return terms

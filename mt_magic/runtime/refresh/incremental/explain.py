@@ -14,7 +14,7 @@ from mt_magic.runtime.refresh.context import is_strict
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.planner import plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
-from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
+from mt_magic.runtime.refresh.incremental.shape import QueryPlan, QueryShape, plan_query
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.query.analysis import analyze_query
 from mt_magic.vocabulary import RefreshMode
@@ -75,8 +75,10 @@ class Explanation:
             text = strategy.label if strategy else f"full recompute ({FallbackReason.GROUPS_NOT_LOCATABLE.sentence})"
             lines.append(f"  {label + ':':<20}{text}")
         if self.plan.slice_columns:
+            labels = {QueryShape.KEYED_JOIN: "join key shown by:", QueryShape.WINDOW: "window partitions:"}
+            label = labels.get(self.plan.shape, "groups located by:") if self.plan.shape else "groups located by:"
             lines.append(
-                f"  {'groups located by:':<20}{', '.join(self.plan.slice_columns)}"
+                f"  {label:<20}{', '.join(self.plan.slice_columns)}"
                 + (f" (input filtered by {', '.join(c for c, _ in self.plan.pushdown)})" if self.plan.pushdown else "")
             )
         if scoped and len(scoped) == len(self.partition_columns):
@@ -93,7 +95,7 @@ class Explanation:
         lines = [
             head,
             f"  {'query:':<20}{shape}"
-            + (f", delta joins over {self.plan.joins} sources" if self.plan.joins > 1 else ""),
+            + (f", delta joins over {self.plan.joins} sources" if self.plan.delta_joins else ""),
         ]
         lines += self._strategy_lines()
         lines.append("  sources:")

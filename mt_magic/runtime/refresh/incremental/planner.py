@@ -39,7 +39,7 @@ class RefreshPlan:
         """
         if self.strategy is Strategy.AGGREGATE_MERGE:
             allowed = {c.lower() for c in self.query.merge_keys}
-        elif self.strategy in (Strategy.AFFECTED_GROUPS, Strategy.AFFECTED_PARTITIONS):
+        elif self.strategy in (Strategy.AFFECTED_GROUPS, Strategy.AFFECTED_PARTITIONS, Strategy.AFFECTED_WINDOWS):
             allowed = {c.lower() for c in self.query.slice_columns}
         elif self.strategy is Strategy.APPLY_CHANGES:
             allowed = {c.lower() for c in self.identity_partitions}

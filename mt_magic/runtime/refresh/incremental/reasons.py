@@ -28,6 +28,12 @@ class Strategy(enum.Enum):
     AFFECTED_PARTITIONS = "recompute the affected partitions"
     """Affected-groups recompute on a partitioned table whose partition columns are group keys: only the
     partitions the change touches are read back and overwritten."""
+    AFFECTED_KEYS = "recompute the affected join keys"
+    """Outer, semi and anti joins on one equi-join key shown in the output: the key values in the sources'
+    deltas are collected, the result rows with those keys deleted and the query's rows with them inserted."""
+    AFFECTED_WINDOWS = "recompute the affected window partitions"
+    """Window functions (and top-N filters over them) partitioned by an output column: the partition values
+    the change touches are collected and only those partitions are recomputed and replaced."""
     NO_LOGICAL_CHANGE = "record the new source snapshots"
     """The sources changed only physically (compaction) or the change cannot reach the result: the commit
     carries the new refresh state and no data."""
@@ -41,8 +47,16 @@ class FallbackReason(enum.Enum):
     """Why a CONTINUOUS refresh recomputed fully instead of incrementally."""
 
     # --- the query's shape (known before the table exists; ``%mt explain`` shows them)
-    WINDOW_FUNCTION = "window functions need the whole input, so every refresh recomputes fully"
-    """``… OVER (…)`` anywhere in the query."""
+    WINDOW_FUNCTION = (
+        "a window without PARTITION BY (or windows in several SELECTs, or over GROUP BY or an outer join) "
+        "needs the whole input, so every refresh recomputes fully"
+    )
+    """``… OVER (…)`` that affected-partition recompute cannot handle."""
+    WINDOW_PARTITION_NOT_SHOWN = (
+        "window functions are maintained by recomputing the window partitions a change touches, but no "
+        "output column is a PARTITION BY column shared by every window: add it to the SELECT list"
+    )
+    """Every window is partitioned, but the partition is not visible in the table."""
     LIMIT = "LIMIT keeps rows that depend on the whole input, so every refresh recomputes fully"
     """``LIMIT`` anywhere in the query."""
     ORDER_BY = "ORDER BY orders the whole result, so every refresh recomputes fully"
@@ -52,17 +66,36 @@ class FallbackReason(enum.Enum):
         "every run, so earlier results cannot be reused"
     )
     """A function whose value changes between runs or rows."""
-    SET_OPERATION = "set operations (UNION, INTERSECT, EXCEPT) are not maintained incrementally"
-    """``UNION [ALL]``, ``INTERSECT``, ``EXCEPT`` anywhere in the query."""
-    OUTER_JOIN = (
-        "outer joins are not maintained incrementally: a new match can retract a NULL-padded row, so "
-        "every refresh recomputes fully"
+    SET_OPERATION = (
+        "INTERSECT, EXCEPT, set operations inside a subquery, and UNION whose branches aggregate, rank or "
+        "outer-join are not maintained incrementally (a UNION [ALL] of projections and inner joins is)"
     )
-    """``LEFT``/``RIGHT``/``FULL [OUTER] JOIN``."""
-    SEMI_ANTI_JOIN = "semi and anti joins depend on whether any match exists, so every refresh recomputes fully"
-    """``LEFT SEMI JOIN`` / ``LEFT ANTI JOIN``."""
+    """A set operation other than a top-level UNION [ALL] chain of projection/inner-join branches."""
+    OUTER_JOIN = (
+        "an outer, semi or anti join inside a subquery or CTE, or under GROUP BY, DISTINCT or a window, "
+        "is not maintained incrementally (a projection of such a join is)"
+    )
+    """``LEFT``/``RIGHT``/``FULL``/``SEMI``/``ANTI`` joins anywhere but directly in a projection's FROM."""
+    JOIN_KEY_NOT_SHARED = (
+        "outer, semi and anti joins are maintained by recomputing the join keys a change touches, which needs "
+        "tables (not subqueries or CTEs) joined on one equi-join key (ON a.k = b.k [AND b.k = c.k …])"
+    )
+    """No column equality in the ON/USING clauses reaches every joined table."""
+    JOIN_KEY_NOT_SHOWN = (
+        "outer, semi and anti joins are maintained by recomputing the join keys a change touches, but the "
+        "join key is not in the output: add it to the SELECT list (the left table's key for LEFT, SEMI and "
+        "ANTI joins, the right table's for RIGHT joins, both or COALESCE(a.k, b.k) for FULL joins)"
+    )
+    """The key is joined on but no output column shows it on every result row."""
+    NOT_IN_SUBQUERY = (
+        "NOT IN (SELECT …) keeps a row with a NULL key only while the subquery is empty and drops every row "
+        "once it returns a NULL, so any change can flip every row: write NOT EXISTS (SELECT … WHERE b.k = a.k)"
+    )
+    """``k NOT IN (SELECT …)`` in WHERE."""
     SUBQUERY_EXPRESSION = (
-        "subqueries in expressions (IN (SELECT …), EXISTS, scalar subqueries) are not maintained incrementally"
+        "subqueries in expressions are maintained only as IN (SELECT b.k FROM b …) or [NOT] EXISTS "
+        "(SELECT … FROM b WHERE b.k = a.k …) conditions of WHERE over one table; scalar subqueries and others "
+        "are not"
     )
     """A subquery outside FROM/JOIN."""
     SELF_JOIN = (
@@ -85,8 +118,11 @@ class FallbackReason(enum.Enum):
 
     # --- the sources' history since the consumed snapshots
     MERGE_ON_READ_DELETES = (
-        "a source has merge-on-read delete files, which Iceberg's changelog cannot read; "
-        "use copy-on-write deletes/updates/merges on sources, or compact them"
+        "a source has merge-on-read delete files (position or equality deletes, deletion vectors), and "
+        "Iceberg's changelog scan refuses them ('Delete files are currently not supported in changelog scans', "
+        "in Iceberg 1.10 and 1.12 alike); make the source copy-on-write (write.delete.mode, "
+        "write.update.mode, write.merge.mode) "
+        "or compact it (rewrite_data_files with delete-file-threshold = 1) — appends stay incremental"
     )
     """Delete files were added since the consumed snapshot (or exist in a table with row-level changes)."""
     SCHEMA_CHANGED = "a source's schema changed since the last refresh"

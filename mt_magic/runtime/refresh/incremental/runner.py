@@ -30,7 +30,8 @@ def describe(execution: Execution, plan: RefreshPlan) -> str:
     text = f"incremental: {execution.strategy.label}"
     if len(plan.changes) > 1:
         changed = sum(1 for c in plan.changes if c.changed)
-        text += f" · delta join ({changed} of {len(plan.changes)} sources changed)"
+        what = "delta join (" if plan.query.delta_joins else "("
+        text += f" · {what}{changed} of {len(plan.changes)} sources changed)"
     if execution.write.scope:
         text += f" · {execution.write.scope}"
     return text
@@ -101,7 +102,7 @@ def run_incremental(
     session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         with phase("deltas"):
-            views = register_deltas(session, plan.changes)
+            views = register_deltas(session, plan.changes, empty=bool(plan.query.branches))
         try:
             with phase("strategy"):
                 result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))

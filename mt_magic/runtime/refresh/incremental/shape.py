@@ -7,10 +7,16 @@ incrementally. The same plan feeds CREATE's mode reason, ``%mt explain`` and eac
 Correctness rests on two properties of the supported shapes:
 
 * a projection/filter/inner-join query is *multilinear* in its sources (as multisets), so its change is the
-  union of delta terms Q(S₁new … Sᵢ₋₁new, ΔSᵢ, Sᵢ₊₁old …);
+  union of delta terms Q(S₁new … Sᵢ₋₁new, ΔSᵢ, Sᵢ₊₁old …); a UNION ALL of such branches over disjoint
+  sources is their sum, so its term for Sᵢ is Sᵢ's branch term with the other branches empty (a UNION is
+  DISTINCT over that sum: an aggregation by every column);
 * an aggregating query's output row depends only on its group's input rows, and a key-derived output
   column (a grouping expression or a function of them) has one value per group, so replacing every row
-  whose key columns take a value the change touched — by the recomputed rows with those values — is exact.
+  whose key columns take a value the change touched — by the recomputed rows with those values — is exact;
+* the same slice argument holds for a window's partitions (a row's window values depend only on its
+  partition) and for outer, semi and anti joins on one equi-join key (a result row's joined rows, and the
+  absence of matches that NULL-extends it, all have its key value; a NULL key never matches, so each
+  NULL-key row depends on its own source row only, and the NULL slice is recomputed whole).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
-from mt_magic.sql.query.facts import JoinKind, OutputColumn, OutputKind, QueryFacts
+from mt_magic.sql.query.facts import JoinKind, KeyColumn, OutputColumn, OutputKind, QueryFacts
 
 COMBINE = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
 """Decomposable aggregates → how partial results combine (counts and sums add)."""
@@ -33,6 +39,10 @@ class QueryShape(enum.Enum):
     """Select-project-(inner-)join: no aggregation anywhere."""
     AGGREGATE = "aggregation"
     """GROUP BY, aggregates or SELECT DISTINCT in the outermost SELECT, a projection/join below it."""
+    KEYED_JOIN = "outer/semi/anti join on one key"
+    """A projection of LEFT/RIGHT/FULL/SEMI/ANTI joins of tables sharing one equi-join key, shown in the output."""
+    WINDOW = "window functions over partitions"
+    """Window functions partitioned by an output column (possibly filtered by an outer SELECT: top-N)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,10 @@ class QueryPlan:
     """Output columns that locate groups (key-derived), for affected-groups recompute."""
     pushdown: tuple[tuple[str, str], ...] = ()
     """(output column, grouping expression) pairs whose filter may be added to the aggregation's input."""
+    join_key: tuple[KeyColumn, ...] = ()
+    """A keyed join's key column in each source (their values in the deltas are the affected keys)."""
+    branches: tuple[frozenset[str], ...] = ()
+    """A UNION's sources per branch: a delta term reads the other branches' sources as empty."""
     joins: int = 0
 
     @property
@@ -59,10 +73,20 @@ class QueryPlan:
         """Aggregate merge is correct over appends (a DISTINCT-only query merges by its keys alone)."""
         return bool(self.merge or self.merge_keys)
 
+    @property
+    def delta_joins(self) -> bool:
+        """Several sources joined (inner) whose change is a sum of delta terms, one per source."""
+        summed = self.shape in (QueryShape.PROJECTION, QueryShape.AGGREGATE) and not self.branches
+        return summed and self.joins > 1
+
     def strategy_for(self, kind: ChangeKind) -> Strategy | None:
         """The strategy for a change of this kind (before runtime checks), ``None`` when none is correct."""
         if self.fallback is not None or kind in (ChangeKind.NONE, ChangeKind.RULES_OUT):
             return None
+        if self.shape is QueryShape.KEYED_JOIN:
+            return Strategy.AFFECTED_KEYS
+        if self.shape is QueryShape.WINDOW:
+            return Strategy.AFFECTED_WINDOWS
         if self.shape is QueryShape.PROJECTION:
             return Strategy.APPEND_DELTA if kind is ChangeKind.APPENDS else Strategy.APPLY_CHANGES
         if kind is ChangeKind.APPENDS and self.mergeable:
@@ -82,25 +106,65 @@ class QueryPlan:
                 f"{on_appends.label} on appends" if on_appends else "full recompute on appends",
                 f"{on_changes.label} on updates/deletes" if on_changes else "full recompute on updates/deletes",
             ]
-        joined = f", delta joins over {self.joins} sources" if self.joins > 1 else ""
+        joined = f", delta joins over {self.joins} sources" if self.delta_joins else ""
         return f"incremental ({'; '.join(parts)}{joined})"
+
+
+OUTER_KINDS = (JoinKind.LEFT, JoinKind.RIGHT, JoinKind.FULL, JoinKind.SEMI, JoinKind.ANTI)
+
+
+def _operator_reasons(facts: QueryFacts) -> list[FallbackReason]:
+    """Why windows or outer/semi/anti joins cannot be located by output columns (empty when they can)."""
+    windows, keys = facts.window_keys, facts.join_keys
+    aggregated = facts.result is not None and facts.result.aggregated
+    reasons = []
+    if windows is not None:
+        if not windows.partitioned or aggregated or keys is not None:
+            reasons.append(FallbackReason.WINDOW_FUNCTION)
+        elif not windows.locating:
+            reasons.append(FallbackReason.WINDOW_PARTITION_NOT_SHOWN)
+    if keys is not None and keys.not_in:
+        reasons.append(FallbackReason.NOT_IN_SUBQUERY)
+    if any(j.kind in OUTER_KINDS for j in facts.joins) or (keys is not None and keys.subqueries):
+        if keys is None or aggregated or windows is not None:
+            reasons.append(FallbackReason.OUTER_JOIN)
+        elif keys.columns is None:
+            reasons.append(FallbackReason.JOIN_KEY_NOT_SHARED)
+        elif not keys.locating:
+            reasons.append(FallbackReason.JOIN_KEY_NOT_SHOWN)
+    return reasons
+
+
+def _plain_union(facts: QueryFacts) -> bool:
+    """A UNION [ALL] chain whose branches are projections/inner joins (each a sum of delta terms)."""
+    union = facts.union
+    if union is None or union.mixed:
+        return False
+    plans = [plan_query(b) for b in union.branches]
+    return all(p.shape is QueryShape.PROJECTION and p.fallback is None for p in plans)
+
+
+def _semi_subqueries(facts: QueryFacts) -> int:
+    """Expression subqueries maintained as semi/anti joins (only when the join key locates rows)."""
+    keys = facts.join_keys
+    return keys.subqueries if keys is not None and keys.columns is not None else 0
 
 
 def _shape_reasons(facts: QueryFacts) -> list[FallbackReason]:
     checks = [
-        (bool(facts.window_functions), FallbackReason.WINDOW_FUNCTION),
         (facts.limit, FallbackReason.LIMIT),
         (facts.order_by, FallbackReason.ORDER_BY),
         (bool(facts.nondeterministic), FallbackReason.NONDETERMINISTIC),
-        (bool(facts.set_operations) or facts.result is None, FallbackReason.SET_OPERATION),
-        (any(j.kind in (JoinKind.LEFT, JoinKind.RIGHT, JoinKind.FULL) for j in facts.joins), FallbackReason.OUTER_JOIN),
-        (any(j.kind in (JoinKind.SEMI, JoinKind.ANTI) for j in facts.joins), FallbackReason.SEMI_ANTI_JOIN),
-        (facts.expression_subqueries > 0, FallbackReason.SUBQUERY_EXPRESSION),
+        (
+            not _plain_union(facts) and (bool(facts.set_operations) or facts.result is None),
+            FallbackReason.SET_OPERATION,
+        ),
+        (facts.expression_subqueries > _semi_subqueries(facts), FallbackReason.SUBQUERY_EXPRESSION),
         (bool(facts.repeated_sources), FallbackReason.SELF_JOIN),
         (bool(facts.table_functions) or facts.lateral_views, FallbackReason.TABLE_FUNCTION),
         (facts.result is not None and facts.result.nested_aggregation, FallbackReason.NESTED_AGGREGATION),
     ]
-    return [reason for failed, reason in checks if failed]
+    return _operator_reasons(facts) + [reason for failed, reason in checks if failed]
 
 
 def _combine(column: OutputColumn) -> str | None:
@@ -151,7 +215,29 @@ def plan_query(facts: QueryFacts) -> QueryPlan:
     joins = len(facts.sources)
     if reasons:
         return QueryPlan(None, Fallback(tuple(reasons)), joins=joins)
+    if facts.union is not None:
+        return _union_plan(facts, joins)
     assert facts.result is not None
+    keys = facts.join_keys
+    if keys is not None and keys.columns is not None:
+        return QueryPlan(QueryShape.KEYED_JOIN, slice_columns=keys.locating, join_key=keys.columns, joins=joins)
+    if facts.window_keys is not None:
+        return QueryPlan(QueryShape.WINDOW, slice_columns=facts.window_keys.locating, joins=joins)
     if not facts.result.aggregated:
         return QueryPlan(QueryShape.PROJECTION, joins=joins)
     return _aggregate_plan(facts, joins)
+
+
+def _union_plan(facts: QueryFacts, joins: int) -> QueryPlan:
+    """UNION ALL is the sum of its branches (delta terms per branch); UNION is DISTINCT over that sum, so it
+    merges over appends and recomputes the touched rows (every output column locates them) otherwise."""
+    union = facts.union
+    assert union is not None
+    branches = tuple(frozenset(str(s) for s in b.sources) for b in union.branches)
+    if not union.distinct:
+        return QueryPlan(QueryShape.PROJECTION, branches=branches, joins=joins)
+    names = facts.output_columns
+    if names is None or any(n is None for n in names):
+        return QueryPlan(QueryShape.AGGREGATE, Fallback((FallbackReason.STAR_OVER_AGGREGATE,)), joins=joins)
+    keys = tuple(str(n) for n in names)
+    return QueryPlan(QueryShape.AGGREGATE, merge_keys=keys, slice_columns=keys, branches=branches, joins=joins)

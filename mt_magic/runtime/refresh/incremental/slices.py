@@ -50,11 +50,11 @@ class SliceValues:
             return [F.timestamp_micros(F.lit(v)) for v in self.values]
         return [F.lit(v) for v in self.values]
 
-    def member(self) -> Column:
-        """True for rows whose column takes one of the values; never NULL (safe under NOT)."""
+    def member(self, column: Column | None = None) -> Column:
+        """True for rows whose column (or ``column``) takes one of the values; never NULL (safe under NOT)."""
         from pyspark.sql import functions as F
 
-        col = F.col(identifier(self.column))
+        col = F.col(identifier(self.column)) if column is None else column
         cond = F.coalesce(col.isin(self._literals()), F.lit(False)) if self.values else F.lit(False)
         return cond | col.isNull() if self.has_null else cond
 

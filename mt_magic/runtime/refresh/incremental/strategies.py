@@ -6,7 +6,8 @@ small affected-slice collection (one action over the delta) that scoped strategi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
 from functools import cached_property, reduce
 from typing import TYPE_CHECKING
 
@@ -16,13 +17,15 @@ from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
-from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
-from mt_magic.sql.query.result_rewrite import key_probe, with_input_filter, without_having
+from mt_magic.sql.query.result_rewrite import key_probe, window_probe, with_input_filter, without_having
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+JOIN_KEY = "__mt_join_key"
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,34 @@ class StrategyContext:
 
     def frames(self, query: str, deltas: dict[str, str]) -> list[DataFrame]:
         target = self.current
-        return [conform(self.session.sql(t), target) for t in delta_terms(query, self.plan.changes, deltas)]
+        terms = delta_terms(query, self.plan.changes, deltas, self.plan.query.branches, self.views.empty)
+        return [conform(self.session.sql(t), target) for t in terms]
 
     def pinned(self, query: str) -> str:
         return pin_sources(query, {c.name: c.pinned for c in self.plan.changes})
+
+    def pinned_to_keys(self, query: str, keys: SliceValues) -> str:
+        """The query at the pinned snapshots with every source restricted to the join keys ``keys``.
+
+        Exact for a keyed join: a result row with key K reads only sources' rows with key K, and a NULL key
+        matches nothing, so the restricted query's rows are exactly the full query's rows with those keys.
+        Literal filters on each source push down into its scan, also through a FULL join.
+        """
+        from pyspark.sql import functions as F
+
+        views = {}
+        for index, key in enumerate(self.plan.query.join_key):
+            pinned = next(c.pinned for c in self.plan.changes if c.name == key.source)
+            table = (
+                table_at(self.session, key.source, pinned)
+                if pinned is not None
+                else self.session.table(qualified(key.source))
+            )
+            view = f"__mt_keyed_{index}_{uuid.uuid4().hex[:12]}"
+            table.where(keys.member(F.col(identifier(key.column)))).createOrReplaceTempView(view)
+            self.views.filtered.append(view)
+            views[key.source] = view
+        return pin_sources(query, {c.name: c.pinned for c in self.plan.changes}, views)
 
     def union(self, frames: list[DataFrame]) -> DataFrame:
         return reduce(lambda a, b: a.union(b), frames) if frames else self.empty()
@@ -168,33 +195,78 @@ def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
     return Execution(Write(df, WriteMode.OVERWRITE), Strategy.AGGREGATE_MERGE)
 
 
+def _touched_join_keys(ctx: StrategyContext, type_name: str) -> tuple[dict[str, SliceValues], Column]:
+    """The join-key values in every changed source's delta, and the output expression that locates them."""
+    from pyspark.sql import functions as F
+
+    frames = [
+        ctx.session.table(identifier(views[key.source])).select(
+            F.col(identifier(key.column)).cast(type_name).alias(JOIN_KEY)
+        )
+        for key in ctx.plan.query.join_key
+        for views in (ctx.views.inserted, ctx.views.deleted)
+        if key.source in views
+    ]
+    assert frames, "an affected-keys refresh has a changed source"
+    found = collect_slices(reduce(lambda a, b: a.union(b), frames), {JOIN_KEY: type_name})
+    names = [ctx.column(c) for c in ctx.plan.query.slice_columns]
+    located = [F.col(identifier(c)) for c in names]
+    values = {names[0] if len(names) == 1 else ", ".join(names): replace(v, column=names[0]) for v in found.values()}
+    return values, located[0] if len(located) == 1 else F.coalesce(*located)
+
+
+def _touched(ctx: StrategyContext, columns: list[str]) -> tuple[dict[str, SliceValues], Column | None]:
+    """The slice values the change touches; for join keys also the expression they locate rows by."""
+    types = ctx.types
+    if ctx.plan.strategy is Strategy.AFFECTED_KEYS:
+        return _touched_join_keys(ctx, types[columns[0]])
+    if ctx.plan.strategy is Strategy.AFFECTED_WINDOWS:
+        probe = window_probe(ctx.query)
+    else:
+        probe = ctx.query if ctx.plan.query.branches else without_having(ctx.query)
+    touched = ctx.frames(probe, ctx.views.inserted) + ctx.frames(probe, ctx.views.deleted)
+    return collect_slices(ctx.union(touched), {c: types[c] for c in columns}), None
+
+
 def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
-    """Collect the slice values the change touches, recompute those groups at the new snapshots, replace."""
+    """Collect the slice values the change touches, recompute those slices at the new snapshots, replace.
+
+    Slices are aggregate groups, window partitions or join keys (:class:`~.shape.QueryShape`); which
+    one only changes how the touched values are found (:func:`_touched`).
+    """
     types = ctx.types
     columns = [ctx.column(c) for c in ctx.plan.query.slice_columns]
     columns = [c for c in columns if sliceable_type(types[c])]
-    if not columns:
+    keyed = bool(ctx.plan.query.join_key)  # a join key is located by all its columns at once (COALESCE)
+    if not columns or (keyed and len(columns) < len(ctx.plan.query.slice_columns)):
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "no group column of a sliceable type")
-    probe = without_having(ctx.query)
-    touched = ctx.frames(probe, ctx.views.inserted) + ctx.frames(probe, ctx.views.deleted)
-    values = collect_slices(ctx.union(touched), {c: types[c] for c in columns})
+    values, located = _touched(ctx, columns)
     if not values:
         return Fallback((FallbackReason.TOO_MANY_AFFECTED_GROUPS,), ", ".join(columns))
     if any(v.empty for v in values.values()):
         return no_change(ctx)
-    replaced = all_of([v.member() for v in values.values()])
+    replaced = all_of([v.member(located) for v in values.values()])
     predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown if ctx.column(c) in values]
     query = with_input_filter(ctx.query, [p for p in predicates if p is not None])
-    fresh = conform(ctx.session.sql(ctx.pinned(query)), ctx.current).where(replaced)
+    sql = ctx.pinned_to_keys(query, next(iter(values.values()))) if keyed else ctx.pinned(query)
+    fresh = conform(ctx.session.sql(sql), ctx.current).where(replaced)
+    strategy = ctx.plan.strategy if ctx.plan.strategy in SLICED else Strategy.AFFECTED_GROUPS
     partitions = [ctx.column(c) for c in ctx.plan.partition_columns]
     if partitions and all(p in values for p in partitions):
         scope = {p: values[p] for p in partitions}
         region = all_of([v.member() for v in scope.values()])
         df = ctx.current.where(region & ~replaced).union(fresh)
         condition = all_of([v.overwrite_condition() for v in scope.values()])
-        return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(scope)), Strategy.AFFECTED_PARTITIONS)
+        if strategy is Strategy.AFFECTED_GROUPS:
+            strategy = Strategy.AFFECTED_PARTITIONS
+        return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(scope)), strategy)
     df = ctx.current.where(~replaced).union(fresh)
-    return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, "groups")), Strategy.AFFECTED_GROUPS)
+    what = {Strategy.AFFECTED_KEYS: "join keys", Strategy.AFFECTED_WINDOWS: "window partitions"}.get(strategy, "groups")
+    return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, what)), strategy)
+
+
+SLICED = (Strategy.AFFECTED_KEYS, Strategy.AFFECTED_WINDOWS)
+"""Strategies that always run as an affected-slice recompute (their label names the slice)."""
 
 
 def execute(ctx: StrategyContext) -> Execution | Fallback:
