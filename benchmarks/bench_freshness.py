@@ -25,20 +25,15 @@ NS = "fresh"
 TABLES = {"f10": 10, "f30": 30, "f60": 60}
 
 
-def staleness(catalog: Any, table: str, source_snapshots: list[tuple[int, float]]) -> float | None:
-    """Seconds since the oldest source commit the table's last refresh has not consumed (None: no refresh yet)."""
-    from mt_magic.catalog.definitions import RefreshState
+def staleness(tables: Any, table: str, source_snapshots: list[tuple[int, float]]) -> float | None:
+    """Seconds since the oldest source commit the table's last refresh has not consumed (None: no refresh yet).
 
-    meta = catalog.load_table((NS, table)).metadata
-    consumed = None
-    for snapshot in reversed(meta.snapshots):
-        summary = snapshot.summary.additional_properties if snapshot.summary else {}
-        state = RefreshState.from_summary(summary)
-        if state is not None and state.source_states:
-            consumed = state.source_states[0].snapshot_id
-            break
-    if consumed is None:
+    ``tables``: the connection's catalog client; the refresh state is read the way the engine reads it.
+    """
+    last = tables.load(f"fresh.{NS}.{table}").last_refresh()
+    if last is None or not last[1].source_states:
         return None
+    consumed = last[1].source_states[0].snapshot_id
     ids = [s for s, _ in source_snapshots]
     if consumed not in ids:
         return None
@@ -51,7 +46,8 @@ class Appender:
 
     def __init__(self, catalog: Any) -> None:
         self.catalog = catalog
-        self.snapshots: list[tuple[int, float]] = []
+        first = catalog.load_table((NS, "events")).current_snapshot()
+        self.snapshots: list[tuple[int, float]] = [(first.snapshot_id, first.timestamp_ms / 1000)]
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self._batch = 0
@@ -112,7 +108,7 @@ def main() -> None:
             time.sleep(1.0)
             known = list(appender.snapshots)
             for table in TABLES:
-                value = staleness(catalog, table, known)
+                value = staleness(conn.service.workspace.catalog, table, known)
                 if value is not None:
                     samples[table].append(value)
         appender.stop.set()

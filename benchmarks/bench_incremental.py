@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 DAYS = 10
@@ -169,11 +170,14 @@ class Bench:
         return int(self.spark.sql(f"SELECT count(*) FROM {table}").first()[0])
 
 
+@dataclass(frozen=True)
 class Run:
     """One timed refresh."""
 
-    def __init__(self, seconds: float, strategy: str, phases: dict[str, float], jobs: int) -> None:
-        self.seconds, self.strategy, self.phases, self.jobs = seconds, strategy, phases, jobs
+    seconds: float
+    strategy: str
+    phases: dict[str, float]
+    jobs: int
 
 
 def median(values: list[float]) -> float:

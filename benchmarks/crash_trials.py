@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -27,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "live"))
 
-from live_support import SUBPROCESS_SPARK, Kernel, process_group_alive, wait_until, write_kernel_spec  # noqa: E402
+from live_support import Kernel, embedded_catalog, process_group_alive, wait_until, write_kernel_spec  # noqa: E402
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState  # noqa: E402
 
@@ -198,15 +196,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--out", type=Path, default=Path("crash_trials.json"))
     args = parser.parse_args()
-    from pyiceberg.catalog import load_catalog
+    from mt_magic.catalog.embedded import stop_embedded_server
 
-    from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
-
-    work = Path(tempfile.mkdtemp(prefix="mt_crash_"))
-    home = work / "home"
-    server = ensure_embedded_server(home)
-    env = {**os.environ, "MT_MAGIC_HOME": str(home), "PYTHONUNBUFFERED": "1", **SUBPROCESS_SPARK}
-    catalog = load_catalog("mt", type="rest", uri=server.uri, **({"token": server.token} if server.token else {}))
+    work, home, env, server, catalog = embedded_catalog("mt_crash_")
     try:
         records, finals = run_trials(catalog, write_kernel_spec(work / "kernels"), env, work, args.trials, args.seed)
     finally:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,7 +27,7 @@ from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "live"))
 
-from live_support import SUBPROCESS_SPARK, Kernel, write_kernel_spec  # noqa: E402
+from live_support import Kernel, embedded_catalog, write_kernel_spec  # noqa: E402
 
 NS = "res"
 SOURCE = (NS, "events")
@@ -175,15 +173,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("resource_run.json"))
     args = parser.parse_args()
     import psutil
-    from pyiceberg.catalog import load_catalog
 
-    from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
+    from mt_magic.catalog.embedded import stop_embedded_server
 
-    work = Path(tempfile.mkdtemp(prefix="mt_resources_"))
-    home = work / "home"
-    server = ensure_embedded_server(home)
-    env = {**os.environ, "MT_MAGIC_HOME": str(home), "PYTHONUNBUFFERED": "1", **SUBPROCESS_SPARK}
-    catalog = load_catalog("mt", type="rest", uri=server.uri, **({"token": server.token} if server.token else {}))
+    work, home, env, server, catalog = embedded_catalog("mt_resources_")
     prepare(catalog)
     kernel = Kernel(write_kernel_spec(work / "kernels"), env, work)
     samples: list[dict[str, Any]] = []

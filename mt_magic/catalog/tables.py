@@ -186,7 +186,12 @@ class MaterializedCatalog:
             )
         return tuple(parts[1:])
 
-    def _load_table(self, name: str) -> Table:
+    def iceberg_table(self, name: str) -> Table:
+        """The pyiceberg table (for what TableInfo does not carry, e.g. schema evolution).
+
+        Raises:
+            NoSuchMaterializedTableError: no such table.
+        """
         from pyiceberg.exceptions import NoSuchTableError
 
         try:
@@ -201,7 +206,7 @@ class MaterializedCatalog:
         Raises:
             NoSuchMaterializedTableError: no such table.
         """
-        return _info(name, self._load_table(name))
+        return _info(name, self.iceberg_table(name))
 
     def load_materialized(self, name: str) -> tuple[TableInfo, MaterializedTableDefinition]:
         """Metadata and definition of a materialized table.
@@ -270,7 +275,7 @@ class MaterializedCatalog:
         tag name → the snapshot it marks (kept from expiry), or ``None`` to remove the tag, in the same commit."""
         from pyiceberg.table.update.snapshot import ManageSnapshots
 
-        table = self._load_table(name)
+        table = self.iceberg_table(name)
         with reaching(name), table.transaction() as tx:
             if appended is not None and len(appended):
                 with tx.update_schema() as schema:

@@ -213,7 +213,7 @@ class MaterializedViews:
 
     def _schema(self, table: str, appended: pa.Schema | None = None) -> Schema:
         """The table's schema, with ``appended`` columns as the table will have them once they are committed."""
-        loaded = self.tables._load_table(table)
+        loaded = self.tables.iceberg_table(table)
         if appended is None or not len(appended):
             return loaded.schema()
         return loaded.update_schema().union_by_name(appended)._apply()

@@ -109,6 +109,23 @@ def actual_staleness(appended: dict[int, datetime], present: set[int], now: date
 # -- Jupyter kernels ---------------------------------------------------------------------------------------
 
 
+def embedded_catalog(prefix: str) -> tuple[Path, Path, dict[str, str], Any, Any]:
+    """A throw-away embedded catalog for scripts driving kernels: (work dir, MT_MAGIC_HOME, kernel environment,
+    the server, a pyiceberg client of it). Stop it with ``stop_embedded_server(home)``."""
+    import tempfile
+
+    from pyiceberg.catalog import load_catalog
+
+    from mt_magic.catalog.embedded import ensure_embedded_server
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    home = work / "home"
+    server = ensure_embedded_server(home)
+    env = {**os.environ, "MT_MAGIC_HOME": str(home), "PYTHONUNBUFFERED": "1", **SUBPROCESS_SPARK}
+    catalog = load_catalog("mt", type="rest", uri=server.uri, **({"token": server.token} if server.token else {}))
+    return work, home, env, server, catalog
+
+
 def write_kernel_spec(directory: Path) -> Path:
     """A kernelspec that runs this interpreter (the project's venv), so the kernel imports this checkout."""
     spec_dir = directory / KERNEL_NAME
