@@ -1,5 +1,5 @@
 """Edges of the incremental path: a source that was empty, a CREATE column list (a renaming wrapper), and
-group keys of date, timestamp and decimal types located by literal filters."""
+group keys of date, timestamp and decimal types located by literal filters, and the one-stage small merge."""
 
 from __future__ import annotations
 
@@ -73,3 +73,32 @@ def test_date_timestamp_and_decimal_keys_slice_exactly(mt, spark) -> None:
     spark.sql("DELETE FROM events WHERE u = 2")
     assert refresh(mt, "uv").kind is RefreshKind.INCREMENTAL
     assert_matches_oracle(mt, "uv")
+
+
+def test_a_small_merge_runs_as_one_spark_stage(mt, spark) -> None:
+    """A small delta merged into a small table: one job, one stage — no shuffle between the delta's partial
+    aggregate, the table's rows and the write (each shuffle is a stage of fixed cost on every refresh)."""
+    from datetime import datetime, timezone
+
+    from mt_magic.runtime.status import RefreshRequest
+    from mt_magic.vocabulary import RefreshTrigger
+
+    spark.sql(f"CREATE TABLE clicks (k INT, v INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO clicks SELECT CAST(id % 50 AS INT), CAST(id AS INT) FROM range(1000)")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE click_totals FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT k, count(*) AS n, sum(v) AS total, max(v) AS top FROM clicks GROUP BY k",
+    )
+    spark.sql("INSERT INTO clicks SELECT CAST(id % 70 AS INT), CAST(id AS INT) FROM range(500)")
+    request = RefreshRequest(
+        qualified(mt, "click_totals"), RefreshTrigger.SCHEDULED, datetime.now(timezone.utc), job_group="one-stage"
+    )
+
+    outcome = mt.engine.refresh(request)
+
+    assert outcome.strategy.startswith(f"incremental: {Strategy.AGGREGATE_MERGE.label}")
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup("one-stage")]
+    assert [len(job.stageIds) for job in jobs] == [1]
+    assert_matches_oracle(mt, "click_totals")

@@ -78,12 +78,15 @@ def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFr
     return session.table(identifier(view))
 
 
-def register_deltas(session: SparkSession, changes: Sequence[SourceChange], empty: bool = False) -> DeltaViews:
+def register_deltas(
+    session: SparkSession, changes: Sequence[SourceChange], empty: bool = False, single_task: bool = False
+) -> DeltaViews:
     """Register the delta views of every changed source (lazy: no Spark job runs here).
 
     Changelog deltas are cached: the changelog's carry-over removal sorts the changed files' rows, and
     several delta terms (and the affected-keys action) read the same delta. With ``empty``, every source is
-    also registered as an empty relation (a UNION's delta terms read other branches' sources so).
+    also registered as an empty relation (a UNION's delta terms read other branches' sources so). With
+    ``single_task``, each delta is read as one partition, so the query's aggregation over it needs no shuffle.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -95,13 +98,14 @@ def register_deltas(session: SparkSession, changes: Sequence[SourceChange], empt
             continue
         inserted, deleted = f"__mt_ins_{index}_{tag}", f"__mt_del_{index}_{tag}"
         if change.kind is ChangeKind.APPENDS:
-            _append_delta(session, change).createOrReplaceTempView(inserted)
+            appended = _append_delta(session, change)
+            (appended.coalesce(1) if single_task else appended).createOrReplaceTempView(inserted)
             views.inserted[change.name] = inserted
             continue
         log_view = f"__mt_log_{index}_{tag}"
         log = _changelog(session, change, log_view)
         data = [identifier(c) for c in log.columns if c not in CHANGELOG_META]
-        log = log.persist(StorageLevel.MEMORY_AND_DISK)
+        log = (log.coalesce(1) if single_task else log).persist(StorageLevel.MEMORY_AND_DISK)
         views.changelogs.append(log_view)
         views.cached.append(log)
         log.where(F.col("_change_type").isin(*INSERTED_TYPES)).select(*data).createOrReplaceTempView(inserted)

@@ -51,7 +51,8 @@ def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str]
     extra task is fixed overhead on a refresh that may run every few seconds. Only for strategies whose
     input is the delta plus the table (no joins), and never over an explicit setting. When one partition
     is enough, adaptive execution is off too: it would run every shuffle stage as a job of its own (three
-    jobs for a merge instead of one) to re-plan data that is small anyway.
+    jobs for a merge instead of one) to re-plan data that is small anyway, and the strategy reads the delta
+    and the table as one partition each, so the merge needs no shuffle at all (one stage).
     """
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
     if (
@@ -99,13 +100,18 @@ def run_incremental(
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
     )
-    session = ctx.jobs.child_session(sized_options(plan, info, dict(request.options), configured))
+    options = sized_options(plan, info, dict(request.options), configured)
+    single_task = SHUFFLE_PARTITIONS not in request.options and options.get(SHUFFLE_PARTITIONS) == "1"
+    session = ctx.jobs.child_session(options)
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         with phase("deltas"):
-            views = register_deltas(session, plan.changes, empty=bool(plan.query.branches))
+            views = register_deltas(session, plan.changes, bool(plan.query.branches), single_task)
         try:
             with phase("strategy"):
-                result = execute(StrategyContext(session, plan, definition.expanded_query, request.table, views))
+                strategy_context = StrategyContext(
+                    session, plan, definition.expanded_query, request.table, views, single_task
+                )
+                result = execute(strategy_context)
             if isinstance(result, Fallback):
                 return result
             text = describe(result, plan)

@@ -45,11 +45,18 @@ class StrategyContext:
     query: str
     table: str
     views: DeltaViews
+    single_task: bool = False
+    """The delta and the table are small enough for one task: read them as one partition each, so the merge's
+    aggregations need no shuffle and the whole refresh is one Spark stage (:func:`.runner.sized_options`)."""
 
     @cached_property
     def current(self) -> DataFrame:
         """The table as of the snapshot the plan read (the commit validates it is still current)."""
-        return table_at(self.session, self.table, self.plan.table_snapshot)
+        return self.one_task(table_at(self.session, self.table, self.plan.table_snapshot))
+
+    def one_task(self, df: DataFrame) -> DataFrame:
+        """``df`` as a single partition in single-task mode: an aggregation over it then needs no shuffle."""
+        return df.coalesce(1) if self.single_task else df
 
     @cached_property
     def types(self) -> dict[str, str]:
@@ -92,7 +99,7 @@ class StrategyContext:
         return pin_sources(query, {c.name: c.pinned for c in self.plan.changes}, views)
 
     def union(self, frames: list[DataFrame]) -> DataFrame:
-        return reduce(lambda a, b: a.union(b), frames) if frames else self.empty()
+        return self.one_task(reduce(lambda a, b: a.union(b), frames)) if frames else self.empty()
 
     def empty(self) -> DataFrame:
         from pyspark.sql import functions as F
@@ -145,10 +152,10 @@ def apply_changes(ctx: StrategyContext) -> Execution:
             if any(v.empty for v in values.values()):
                 return no_change(ctx)
             region = all_of([v.member() for v in values.values()])
-            df = ctx.current.where(region).union(inserted).exceptAll(deleted)
+            df = ctx.one_task(ctx.current.where(region).union(inserted)).exceptAll(deleted)
             condition = all_of([v.overwrite_condition() for v in values.values()])
             return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(values)), Strategy.APPLY_CHANGES)
-    df = ctx.current.union(inserted).exceptAll(deleted)
+    df = ctx.one_task(ctx.current.union(inserted)).exceptAll(deleted)
     return Execution(Write(df, WriteMode.OVERWRITE), Strategy.APPLY_CHANGES)
 
 
@@ -167,6 +174,7 @@ def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
     functions = {"sum": F.sum, "min": F.min, "max": F.max}
     keys = [identifier(ctx.column(k)) for k in ctx.plan.query.merge_keys]
     merge = ctx.plan.query.merge
+    frame = ctx.one_task(frame)
     if not merge:
         return frame.distinct()
     aggs = [functions[f](identifier(ctx.column(c))).alias(ctx.column(c)) for c, f in merge]
