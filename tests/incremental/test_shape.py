@@ -142,31 +142,44 @@ def test_every_reason_and_strategy_has_a_sentence() -> None:
 
 
 KEYED_JOINS = [
-    ("SELECT a.k, a.x, b.y FROM a LEFT JOIN b ON a.k = b.k", ("k",)),
-    ("SELECT a.k, b.y FROM a LEFT OUTER JOIN b ON b.k = a.k AND b.y > 0 LEFT JOIN c ON c.k = b.k", ("k",)),
-    ("SELECT b.k, a.x FROM a RIGHT JOIN b ON a.k = b.k", ("k",)),
-    ("SELECT a.k AS ak, b.k AS bk, b.y FROM a FULL OUTER JOIN b ON a.k = b.k", ("ak", "bk")),
-    ("SELECT coalesce(a.k, b.k) AS k, b.y FROM a FULL JOIN b ON a.k = b.k", ("k",)),
-    ("SELECT k, a.x, b.y FROM a FULL JOIN b USING (k)", ("k",)),
-    ("SELECT a.k, a.x FROM a LEFT SEMI JOIN b ON a.k = b.k", ("k",)),
-    ("SELECT a.k, a.x FROM a LEFT ANTI JOIN b ON a.k = b.k WHERE a.x > 0", ("k",)),
-    ("SELECT a.k, a.x, b.y FROM a JOIN b ON a.k = b.k LEFT JOIN c ON b.k = c.k", ("k",)),
-    ("SELECT a.k, a.x FROM a WHERE a.k IN (SELECT b.k FROM b WHERE b.y > 0) AND a.x > 1", ("k",)),
-    ("SELECT k, x FROM a WHERE k IN (SELECT k FROM b)", ("k",)),
-    ("SELECT a.k, a.x FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.y > a.x)", ("k",)),
-    ("SELECT a.k, a.x FROM a WHERE NOT EXISTS (SELECT * FROM b WHERE a.k = b.k)", ("k",)),
-    ("SELECT a.k, c.z FROM a LEFT JOIN c ON a.k = c.k WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k)", ("k",)),
+    ("SELECT a.k, a.x, b.y FROM a LEFT JOIN b ON a.k = b.k", ("k",), ("a",)),
+    ("SELECT a.k, b.y FROM a LEFT OUTER JOIN b ON b.k = a.k AND b.y > 0 LEFT JOIN c ON c.k = b.k", ("k",), ("a",)),
+    ("SELECT b.k, a.x FROM a RIGHT JOIN b ON a.k = b.k", ("k",), ("b",)),
+    ("SELECT a.k AS ak, b.k AS bk, b.y FROM a FULL OUTER JOIN b ON a.k = b.k", ("ak", "bk"), ()),
+    ("SELECT coalesce(a.k, b.k) AS k, b.y FROM a FULL JOIN b ON a.k = b.k", ("k",), ()),
+    ("SELECT k, a.x, b.y FROM a FULL JOIN b USING (k)", ("k",), ()),
+    ("SELECT a.k, a.x FROM a LEFT SEMI JOIN b ON a.k = b.k", ("k",), ("a",)),
+    ("SELECT a.k, a.x FROM a LEFT ANTI JOIN b ON a.k = b.k WHERE a.x > 0", ("k",), ("a",)),
+    ("SELECT a.k, a.x, b.y FROM a JOIN b ON a.k = b.k LEFT JOIN c ON b.k = c.k", ("k",), ("a", "b")),
+    ("SELECT a.k, a.x FROM a WHERE a.k IN (SELECT b.k FROM b WHERE b.y > 0) AND a.x > 1", ("k",), ("a",)),
+    ("SELECT k, x FROM a WHERE k IN (SELECT k FROM b)", ("k",), ("a",)),
+    ("SELECT a.k, a.x FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.y > a.x)", ("k",), ("a",)),
+    ("SELECT a.k, a.x FROM a WHERE NOT EXISTS (SELECT * FROM b WHERE a.k = b.k)", ("k",), ("a",)),
+    (
+        "SELECT a.k, c.z FROM a LEFT JOIN c ON a.k = c.k WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k)",
+        ("k",),
+        ("a",),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("query", "located"), KEYED_JOINS)
-def test_outer_semi_and_anti_joins_on_one_shown_key_recompute_the_affected_keys(query: str, located: tuple) -> None:
+@pytest.mark.parametrize(("query", "located", "preserved"), KEYED_JOINS)
+def test_outer_semi_and_anti_joins_on_one_shown_key_recompute_the_affected_keys(
+    query: str, located: tuple, preserved: tuple
+) -> None:
     plan = plan_query(analyze_query(query))
     assert plan.fallback is None and plan.shape is QueryShape.KEYED_JOIN
     assert plan.slice_columns == located
     assert plan.strategy_for(ChangeKind.APPENDS) is S.AFFECTED_KEYS
     assert plan.strategy_for(ChangeKind.ROW_LEVEL) is S.AFFECTED_KEYS
     assert [c.column for c in plan.join_key] == ["k"] * len(plan.join_key)
+    # a change to the preserved tables alone (present in every result row) is a sum of delta terms
+    assert plan.linear_sources == frozenset(preserved)
+    for table in preserved:
+        assert plan.strategy_for(ChangeKind.APPENDS, [table.upper()]) is S.APPEND_DELTA
+        assert plan.strategy_for(ChangeKind.ROW_LEVEL, [table]) is S.APPLY_CHANGES
+    assert plan.strategy_for(ChangeKind.APPENDS, ["a", "b", "c"]) is S.AFFECTED_KEYS
+    assert ("when only" in plan.describe()) == bool(preserved)
 
 
 WINDOWS = [

@@ -169,6 +169,10 @@ class JoinKeys:
     """``IN (SELECT …)`` / ``[NOT] EXISTS (…)`` conjuncts of WHERE read as semi/anti joins of one table."""
     not_in: bool = False
     """A ``NOT IN (SELECT …)``: true for a NULL key only when the subquery is empty, so not key-local."""
+    preserved: tuple[str, ...] = ()
+    """Tables present (not NULL-extended, not a semi/anti side) in every result row. The result is linear in
+    each of them: with the other tables fixed, each of its rows yields its own result rows, so a change to
+    these tables alone is a sum of delta terms, like an inner join's."""
 
 
 @dataclass(frozen=True)

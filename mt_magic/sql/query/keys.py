@@ -113,7 +113,9 @@ def join_keys(tree: exp.Expr) -> JoinKeys | None:
     columns = tuple(KeyColumn(names[a], next(c for m, c in sorted(key) if m == a)) for a in aliases)
     kinds = [_kind(j) for j in joins] + ["SEMI"] * len(subqueries)
     visible, preserved = _visibility(aliases, kinds)
-    return JoinKeys(columns, _locating(select, key, using, visible, preserved), len(subqueries), not_in)
+    locating = _locating(select, key, using, visible, preserved)
+    linear = tuple(names[a] for a in aliases if a in preserved)
+    return JoinKeys(columns, locating, len(subqueries), not_in, linear)
 
 
 def _equate(classes: _Classes, names: dict[str, str], left: exp.Expr, right: exp.Expr) -> None:

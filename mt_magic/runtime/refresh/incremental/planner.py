@@ -109,7 +109,7 @@ def plan_refresh(
     if not kinds & {ChangeKind.APPENDS, ChangeKind.ROW_LEVEL}:
         return RefreshPlan(Strategy.NO_LOGICAL_CHANGE, query, changes, info.current_snapshot_id)
     kind = ChangeKind.ROW_LEVEL if ChangeKind.ROW_LEVEL in kinds else ChangeKind.APPENDS
-    strategy = query.strategy_for(kind)
+    strategy = query.strategy_for(kind, [c.name for c in changes if c.changed])
     if strategy is None:
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), f"{kind.value} changes")
     return RefreshPlan(strategy, query, changes, info.current_snapshot_id, _identity_partitions(info))

@@ -16,12 +16,17 @@ Correctness rests on two properties of the supported shapes:
 * the same slice argument holds for a window's partitions (a row's window values depend only on its
   partition) and for outer, semi and anti joins on one equi-join key (a result row's joined rows, and the
   absence of matches that NULL-extends it, all have its key value; a NULL key never matches, so each
-  NULL-key row depends on its own source row only, and the NULL slice is recomputed whole).
+  NULL-key row depends on its own source row only, and the NULL slice is recomputed whole);
+* a keyed join is still linear in its *preserved* tables (present in every result row: the FROM table of
+  LEFT, SEMI and ANTI joins, the right table of a RIGHT join, inner-joined tables): with the other tables
+  fixed, each of their rows yields its own result rows. A change to preserved tables alone is therefore a
+  sum of delta terms — appended or applied, not recomputed by key.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
@@ -66,6 +71,8 @@ class QueryPlan:
     """A keyed join's key column in each source (their values in the deltas are the affected keys)."""
     branches: tuple[frozenset[str], ...] = ()
     """A UNION's sources per branch: a delta term reads the other branches' sources as empty."""
+    linear_sources: frozenset[str] = frozenset()
+    """A keyed join's preserved tables (lower case): a change to these alone is a sum of delta terms."""
     joins: int = 0
 
     @property
@@ -79,15 +86,20 @@ class QueryPlan:
         summed = self.shape in (QueryShape.PROJECTION, QueryShape.AGGREGATE) and not self.branches
         return summed and self.joins > 1
 
-    def strategy_for(self, kind: ChangeKind) -> Strategy | None:
-        """The strategy for a change of this kind (before runtime checks), ``None`` when none is correct."""
+    def linear_in(self, changed: Collection[str]) -> bool:
+        """Whether a keyed join's change to ``changed`` (source names) alone is a sum of delta terms."""
+        return bool(changed) and all(name.lower() in self.linear_sources for name in changed)
+
+    def strategy_for(self, kind: ChangeKind, changed: Collection[str] = ()) -> Strategy | None:
+        """The strategy for a change of this kind to the ``changed`` sources (before runtime checks), ``None``
+        when none is correct. Without ``changed``: the strategy for a change to any source."""
         if self.fallback is not None or kind in (ChangeKind.NONE, ChangeKind.RULES_OUT):
             return None
-        if self.shape is QueryShape.KEYED_JOIN:
+        if self.shape is QueryShape.KEYED_JOIN and not self.linear_in(changed):
             return Strategy.AFFECTED_KEYS
         if self.shape is QueryShape.WINDOW:
             return Strategy.AFFECTED_WINDOWS
-        if self.shape is QueryShape.PROJECTION:
+        if self.shape in (QueryShape.PROJECTION, QueryShape.KEYED_JOIN):
             return Strategy.APPEND_DELTA if kind is ChangeKind.APPENDS else Strategy.APPLY_CHANGES
         if kind is ChangeKind.APPENDS and self.mergeable:
             return Strategy.AGGREGATE_MERGE
@@ -107,6 +119,11 @@ class QueryPlan:
                 f"{on_changes.label} on updates/deletes" if on_changes else "full recompute on updates/deletes",
             ]
         joined = f", delta joins over {self.joins} sources" if self.delta_joins else ""
+        if self.linear_sources:
+            names = ", ".join(sorted(self.linear_sources))
+            terms = f"{Strategy.APPEND_DELTA.label} / {Strategy.APPLY_CHANGES.label}"
+            verb = "changes" if len(self.linear_sources) == 1 else "change"
+            parts = [f"{terms} when only {names} {verb}", f"{Strategy.AFFECTED_KEYS.label} otherwise"]
         return f"incremental ({'; '.join(parts)}{joined})"
 
 
@@ -220,7 +237,13 @@ def plan_query(facts: QueryFacts) -> QueryPlan:
     assert facts.result is not None
     keys = facts.join_keys
     if keys is not None and keys.columns is not None:
-        return QueryPlan(QueryShape.KEYED_JOIN, slice_columns=keys.locating, join_key=keys.columns, joins=joins)
+        return QueryPlan(
+            QueryShape.KEYED_JOIN,
+            slice_columns=keys.locating,
+            join_key=keys.columns,
+            linear_sources=frozenset(name.lower() for name in keys.preserved),
+            joins=joins,
+        )
     if facts.window_keys is not None:
         return QueryPlan(QueryShape.WINDOW, slice_columns=facts.window_keys.locating, joins=joins)
     if not facts.result.aggregated:
