@@ -8,8 +8,8 @@ Three parts, each printing medians and ratios:
    check, write, read back), Spark jobs per refresh, and a refresh whose sources did not change (no Spark job).
 2. **Change rates** — five tables over one ``--matrix-rows`` source (a filter, an aggregate, a join, an outer
    join and a partitioned COUNT DISTINCT) at 0.01 %, 0.1 %, 1 %, 10 % and 50 % appended: incremental (the
-   strategy the engine chose, ADAPTIVE included), full and INSERT OVERWRITE, and the aggregate once more with
-   ``'incremental' = 'always'`` so the crossover where a recompute becomes cheaper shows.
+   strategy the engine chose, ADAPTIVE included), full and INSERT OVERWRITE, and the aggregate and the filter
+   once more with ``'incremental' = 'always'`` so the crossover where a recompute becomes cheaper shows.
 3. **Scaling** — the GROUP BY's incremental refresh at a fixed delta as its source grows 1×, 10×, 100×
    (target ≤ 1.5×).
 
@@ -46,6 +46,7 @@ TABLES = {
     "outer join": "outer_joined",
     "partitioned": "daily_uv",
     "aggregate always": "agg_always",
+    "filter always": "filtered_always",
 }
 SHAPES = {
     "filter": ("", "SELECT item_id, user_id, price, ds FROM {src} WHERE price > 50"),
@@ -60,6 +61,10 @@ SHAPES = {
         "SELECT ds, item_id, count(*) AS pv, count(DISTINCT user_id) AS uv FROM {src} GROUP BY ds, item_id",
     ),
 }
+
+
+ALWAYS = ("aggregate always", "filter always")
+"""Shapes also kept with ``'incremental' = 'always'``: their incremental cost at every rate, for the crossover."""
 
 
 def parse_args() -> argparse.Namespace:
@@ -256,10 +261,11 @@ def rates(bench: Bench, args: argparse.Namespace) -> None:
         )
         bench.spark.sql(f"CREATE TABLE plain_{table} USING iceberg {head}AS {sql}")
     always = "WITH ('incremental' = 'always') "
-    bench.create(
-        f"CREATE MATERIALIZED TABLE agg_always {always}FRESHNESS = INTERVAL '1' MINUTE AS "
-        + SHAPES["aggregate"][1].format(src="events")
-    )
+    for shape in ALWAYS:
+        bench.create(
+            f"CREATE MATERIALIZED TABLE {TABLES[shape]} {always}FRESHNESS = INTERVAL '1' MINUTE AS "
+            + SHAPES[shape.removesuffix(" always")][1].format(src="events")
+        )
     print(f"\n2. Change rates — over {rows:,} source rows (growing as rows are appended); medians in seconds")
     print(
         f"  {'table':<12} {'change':>7} {'incremental':>11} {'full':>7} {'INSERT OVERWRITE':>17} "
@@ -271,7 +277,7 @@ def rates(bench: Bench, args: argparse.Namespace) -> None:
         strategies: dict[str, str] = {}
         for _ in range(repeat):
             bench.append("events", max(1, int(rows * rate)))
-            for shape in (*SHAPES, "aggregate always"):
+            for shape in (*SHAPES, *ALWAYS):
                 run = bench.refresh(TABLES[shape])
                 times[shape]["inc"].append(run.seconds)
                 strategies[shape] = run.strategy
@@ -279,10 +285,11 @@ def rates(bench: Bench, args: argparse.Namespace) -> None:
                 table = TABLES[shape]
                 times[shape]["full"].append(bench.refresh(table, full=True).seconds)
                 times[shape]["ins"].append(bench.insert_overwrite(f"plain_{table}", query.format(src="events")))
-        for shape in (*SHAPES, "aggregate always"):
+        for shape in (*SHAPES, *ALWAYS):
+            base = shape.removesuffix(" always")
             inc = median(times[shape]["inc"])
-            full = median(times[shape]["full"] or times["aggregate"]["full"])
-            ins = median(times[shape]["ins"] or times["aggregate"]["ins"])
+            full = median(times[shape]["full"] or times[base]["full"])
+            ins = median(times[shape]["ins"] or times[base]["ins"])
             print(
                 f"  {shape:<12} {rate * 100:6.2f}% {inc:11.3f} {full:7.3f} {ins:17.3f} {full / inc:7.1f}× "
                 f"{ins / inc:7.1f}×  {strategies[shape][:90]}",
