@@ -1,5 +1,6 @@
 """Edges of the incremental path: a source that was empty, a CREATE column list (a renaming wrapper), and
-group keys of date, timestamp and decimal types located by literal filters, and the one-stage small merge."""
+group keys of date, timestamp and decimal types located by literal filters, the one-stage small merge, and a
+partition recomputed whole when it has many touched groups."""
 
 from __future__ import annotations
 
@@ -102,3 +103,53 @@ def test_a_small_merge_runs_as_one_spark_stage(mt, spark) -> None:
     jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup("one-stage")]
     assert [len(job.stageIds) for job in jobs] == [1]
     assert_matches_oracle(mt, "click_totals")
+
+
+def test_many_touched_groups_in_a_partition_recompute_the_whole_partition(mt, spark) -> None:
+    """Past SCOPED_MAX_VALUES groups in the touched partition, the slice is the partition (coarser, exact);
+    the other partitions keep their rows and files."""
+    from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES
+
+    spark.sql(f"CREATE TABLE visits (ds STRING, item INT, u INT) USING iceberg PARTITIONED BY (ds) {COW}")
+    spark.sql(
+        "INSERT INTO visits SELECT IF(id % 2 = 0, 'd1', 'd2'), CAST(id % 300 AS INT), CAST(id AS INT) FROM range(2000)"
+    )
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE daily_items PARTITIONED BY (ds) FRESHNESS = INTERVAL '1' MINUTE "
+        "AS SELECT ds, item, count(*) AS n, count(DISTINCT u) AS users FROM visits GROUP BY ds, item",
+    )
+    untouched = {
+        r.file_path
+        for r in spark.sql(
+            f"SELECT file_path FROM {qualified(mt, 'daily_items')}.files WHERE partition.ds = 'd1'"
+        ).collect()
+    }
+    touched = 4 * SCOPED_MAX_VALUES
+    spark.sql(f"INSERT INTO visits SELECT 'd2', CAST(id AS INT), CAST(id AS INT) + 5000 FROM range({touched})")
+
+    outcome = refresh(mt, "daily_items")
+
+    assert outcome.strategy == f"incremental: {Strategy.AFFECTED_PARTITIONS.label} · partitions ds (1 value(s))"
+    assert_matches_oracle(mt, "daily_items")
+    kept = {
+        r.file_path
+        for r in spark.sql(
+            f"SELECT file_path FROM {qualified(mt, 'daily_items')}.files WHERE partition.ds = 'd1'"
+        ).collect()
+    }
+    assert kept == untouched
+
+
+def test_a_finer_slice_is_dropped_only_inside_bounding_partitions() -> None:
+    from mt_magic.runtime.refresh.incremental.slices import SliceValues
+    from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, _coarsened
+
+    day = SliceValues("ds", "string", ("d2",), False)
+    few = SliceValues("item", "int", tuple(range(SCOPED_MAX_VALUES)), False)
+    many = SliceValues("item", "int", tuple(range(SCOPED_MAX_VALUES + 1)), True)
+    assert _coarsened({"ds": day, "item": few}, ["ds"], keyed=False) == {"ds": day, "item": few}
+    assert _coarsened({"ds": day, "item": many}, ["ds"], keyed=False) == {"ds": day}
+    assert _coarsened({"ds": day, "item": many}, [], keyed=False) == {"ds": day, "item": many}  # no partition bound
+    assert _coarsened({"item": many}, ["ds"], keyed=False) == {"item": many}  # partitions not located
+    assert _coarsened({"ds": day, "item": many}, ["ds"], keyed=True) == {"ds": day, "item": many}
