@@ -1,7 +1,7 @@
 """What a refresh costs, side by side in one process: mt_magic incremental vs mt_magic full vs a plain Spark
 ``INSERT OVERWRITE`` of the same query (what open-source Spark's declarative pipelines run on every update).
 
-Three parts, each printing medians and ratios:
+Four parts, each printing medians and ratios:
 
 1. **Floor** — a GROUP BY over ``--rows`` source rows receiving 10,000 new rows: incremental and full refresh,
    their ratio, where the incremental refresh's time goes (median per phase: metadata, plan, deltas, strategy,
@@ -12,10 +12,12 @@ Three parts, each printing medians and ratios:
    once more with ``'incremental' = 'always'`` so the crossover where a recompute becomes cheaper shows.
 3. **Scaling** — the GROUP BY's incremental refresh at a fixed delta as its source grows 1×, 10×, 100×
    (target ≤ 1.5×).
+4. **Dimension changes** — the outer join when its dimension is updated (0.1 %, 1 %, 10 % of its rows): the
+   touched join keys recomputed (ADAPTIVE, and pinned with ``'always'``) against full and INSERT OVERWRITE.
 
 Everything runs against a private embedded catalog in a temporary ``MT_MAGIC_HOME``.
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_incremental.py [--rows 10000000]
-[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling]``.
+[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling,dimension]``.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--matrix-rows", type=int, default=2_000_000, help="source rows of the change-rate tables")
     parser.add_argument("--scale-base", type=int, default=100_000, help="smallest source of the scaling part")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure (median reported)")
-    parser.add_argument("--parts", default="floor,rates,scaling")
+    parser.add_argument("--parts", default="floor,rates,scaling,dimension")
     parser.add_argument("--master", default="local[*]")
     return parser.parse_args()
 
@@ -297,6 +299,49 @@ def rates(bench: Bench, args: argparse.Namespace) -> None:
             )
 
 
+def dimension(bench: Bench, args: argparse.Namespace) -> None:
+    """The outer join when its dimension changes: the touched join keys recomputed, against a recompute."""
+    rows = args.matrix_rows
+    timed(f"facts ({rows:,} rows)", lambda: bench.events("facts", rows))
+    bench.spark.sql(
+        "CREATE TABLE dim_items (item_id INT, brand STRING, category STRING) USING iceberg "
+        "TBLPROPERTIES ('write.update.mode' = 'copy-on-write')"
+    )
+    bench.spark.sql(
+        f"INSERT INTO dim_items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) FROM range({ITEMS})"
+    )
+    query = SHAPES["outer join"][1].format(src="facts").replace("JOIN items", "JOIN dim_items")
+    for table, head in (("dim_auto", ""), ("dim_always", "WITH ('incremental' = 'always') ")):
+        timed(
+            table,
+            lambda t=table, h=head: bench.create(
+                f"CREATE MATERIALIZED TABLE {t} {h}FRESHNESS = INTERVAL '1' MINUTE AS {query}"
+            ),
+        )
+    bench.spark.sql(f"CREATE TABLE plain_dim USING iceberg AS {query}")
+    print(
+        f"\n4. Dimension changes — the outer join over {rows:,} facts, UPDATE of the {ITEMS:,}-row dimension; seconds"
+    )
+    print(f"  {'items updated':>13} {'auto':>7} {'always':>7} {'full':>7} {'INSERT OVERWRITE':>17}  strategy (auto)")
+    for rate in (0.001, 0.01, 0.1):
+        touched = max(1, int(ITEMS * rate))
+        times: dict[str, list[float]] = defaultdict(list)
+        strategy = ""
+        for round_ in range(args.repeat):
+            stride = ITEMS // touched
+            bench.spark.sql(
+                f"UPDATE dim_items SET brand = concat(brand, 'x') WHERE item_id % {stride} = {round_ % stride}"
+            )
+            auto = bench.refresh("dim_auto")
+            times["auto"].append(auto.seconds)
+            strategy = auto.strategy
+            times["always"].append(bench.refresh("dim_always").seconds)
+            times["full"].append(bench.refresh("dim_auto", full=True).seconds)
+            times["ins"].append(bench.insert_overwrite("plain_dim", query))
+        cells = "".join(f"{median(times[k]):8.3f}" for k in ("auto", "always", "full"))
+        print(f"  {touched:>13,}{cells} {median(times['ins']):17.3f}  {strategy[:90]}", flush=True)
+
+
 def scaling(bench: Bench, args: argparse.Namespace) -> None:
     """The GROUP BY's incremental refresh at a fixed delta over sources 1×, 10× and 100× as large."""
     base, delta = args.scale_base, 1_000
@@ -337,6 +382,8 @@ def main() -> None:
             rates(bench, args)
         if "scaling" in parts:
             scaling(bench, args)
+        if "dimension" in parts:
+            dimension(bench, args)
     finally:
         bench.conn.close()
         stop_embedded_server()
