@@ -132,10 +132,16 @@ class Bench:
                    {day}
             FROM range({rows})""")
 
-    def items(self) -> None:
-        self.spark.sql("CREATE TABLE IF NOT EXISTS items (item_id INT, brand STRING, category STRING) USING iceberg")
+    def items(self, table: str = "items") -> None:
+        """The dimension: ``ITEMS`` rows, copy-on-write (the dimension part updates it; merge-on-read deletes
+        would rule the changelog out)."""
         self.spark.sql(
-            f"INSERT INTO items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) FROM range({ITEMS})"
+            f"CREATE TABLE IF NOT EXISTS {table} (item_id INT, brand STRING, category STRING) USING iceberg "
+            "TBLPROPERTIES ('write.update.mode' = 'copy-on-write')"
+        )
+        self.spark.sql(
+            f"INSERT INTO {table} SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) "
+            f"FROM range({ITEMS})"
         )
 
     def create(self, cell: str) -> None:
@@ -303,13 +309,7 @@ def dimension(bench: Bench, args: argparse.Namespace) -> None:
     """The outer join when its dimension changes: the touched join keys recomputed, against a recompute."""
     rows = args.matrix_rows
     timed(f"facts ({rows:,} rows)", lambda: bench.events("facts", rows))
-    bench.spark.sql(
-        "CREATE TABLE dim_items (item_id INT, brand STRING, category STRING) USING iceberg "
-        "TBLPROPERTIES ('write.update.mode' = 'copy-on-write')"
-    )
-    bench.spark.sql(
-        f"INSERT INTO dim_items SELECT CAST(id AS INT), concat('b', id % 97), concat('c', id % 13) FROM range({ITEMS})"
-    )
+    bench.items("dim_items")
     query = SHAPES["outer join"][1].format(src="facts").replace("JOIN items", "JOIN dim_items")
     for table, head in (("dim_auto", ""), ("dim_always", "WITH ('incremental' = 'always') ")):
         timed(

@@ -75,8 +75,11 @@ class Explanation:
             text = strategy.label if strategy else f"full recompute ({FallbackReason.GROUPS_NOT_LOCATABLE.sentence})"
             lines.append(f"  {label + ':':<20}{text}")
         if self.plan.slice_columns:
-            labels = {QueryShape.KEYED_JOIN: "join key shown by:", QueryShape.WINDOW: "window partitions:"}
-            label = labels.get(self.plan.shape, "groups located by:") if self.plan.shape else "groups located by:"
+            labels: dict[QueryShape | None, str] = {
+                QueryShape.KEYED_JOIN: "join key shown by:",
+                QueryShape.WINDOW: "window partitions:",
+            }
+            label = labels.get(self.plan.shape, "groups located by:")
             lines.append(
                 f"  {label:<20}{', '.join(self.plan.slice_columns)}"
                 + (f" (input filtered by {', '.join(c for c, _ in self.plan.pushdown)})" if self.plan.pushdown else "")

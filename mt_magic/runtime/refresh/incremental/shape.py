@@ -109,6 +109,11 @@ class QueryPlan:
         """One line for the card, e.g. "incremental (merge the aggregated delta on appends; …)"."""
         if self.fallback is not None:
             return f"fallback: {self.fallback.describe()}"
+        if self.linear_sources:  # a keyed join: by which tables changed, not by the kind of change
+            names = ", ".join(sorted(self.linear_sources))
+            terms = f"{Strategy.APPEND_DELTA.label} / {Strategy.APPLY_CHANGES.label}"
+            verb = "changes" if len(self.linear_sources) == 1 else "change"
+            return f"incremental ({terms} when only {names} {verb}; {Strategy.AFFECTED_KEYS.label} otherwise)"
         on_appends = self.strategy_for(ChangeKind.APPENDS)
         on_changes = self.strategy_for(ChangeKind.ROW_LEVEL)
         if on_changes is on_appends:
@@ -119,11 +124,6 @@ class QueryPlan:
                 f"{on_changes.label} on updates/deletes" if on_changes else "full recompute on updates/deletes",
             ]
         joined = f", delta joins over {self.joins} sources" if self.delta_joins else ""
-        if self.linear_sources:
-            names = ", ".join(sorted(self.linear_sources))
-            terms = f"{Strategy.APPEND_DELTA.label} / {Strategy.APPLY_CHANGES.label}"
-            verb = "changes" if len(self.linear_sources) == 1 else "change"
-            parts = [f"{terms} when only {names} {verb}", f"{Strategy.AFFECTED_KEYS.label} otherwise"]
         return f"incremental ({'; '.join(parts)}{joined})"
 
 

@@ -236,6 +236,10 @@ def _touched(ctx: StrategyContext, columns: list[str]) -> tuple[dict[str, SliceV
     return collect_slices(ctx.union(touched), {c: types[c] for c in columns}), None
 
 
+SLICED = (Strategy.AFFECTED_KEYS, Strategy.AFFECTED_WINDOWS)
+"""Strategies that always run as an affected-slice recompute (their label names the slice)."""
+
+
 SCOPED_MAX_VALUES = 50
 """Inside the table partitions a change touches, most values of a finer slice column worth listing.
 
@@ -294,10 +298,6 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
     df = ctx.current.where(~replaced).union(fresh)
     what = {Strategy.AFFECTED_KEYS: "join keys", Strategy.AFFECTED_WINDOWS: "window partitions"}.get(strategy, "groups")
     return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, what)), strategy)
-
-
-SLICED = (Strategy.AFFECTED_KEYS, Strategy.AFFECTED_WINDOWS)
-"""Strategies that always run as an affected-slice recompute (their label names the slice)."""
 
 
 def execute(ctx: StrategyContext) -> Execution | Fallback:
