@@ -103,6 +103,9 @@ def test_refused_statements_leave_the_manager_and_the_cards_as_they_were(shell) 
     """,
     )
     service = shell._mt_magic_magics.connection.service
+    # --wait returns when the refresh settles; its success event reaches subscribers on the manager's thread
+    # just after, so wait for that delivery before listening (else this test hears the CREATE's own refresh)
+    assert service.manager.wait_idle(timeout=30)
 
     def statuses() -> list:
         return [replace(s, staleness=None, next_refresh_at=None, progress=None) for s in service.statuses()]
