@@ -3,9 +3,10 @@
 
 Four parts, each printing medians and ratios:
 
-1. **Floor** — a GROUP BY over ``--rows`` source rows receiving 10,000 new rows: incremental and full refresh,
-   their ratio, where the incremental refresh's time goes (median per phase: metadata, plan, deltas, strategy,
-   check, write, read back), Spark jobs per refresh, and a refresh whose sources did not change (no Spark job).
+1. **Floor** — a GROUP BY over ``--rows`` source rows receiving 10,000 new rows: incremental (in process, and
+   a twin table pinned to Spark with ``'incremental.engine' = 'spark'``) and full refresh, their ratios, where
+   the incremental refresh's time goes (median per phase: metadata, plan, deltas, strategy, check, write, read
+   back), Spark jobs per refresh, and a refresh whose sources did not change (no Spark job).
 2. **Change rates** — five tables over one ``--matrix-rows`` source (a filter, an aggregate, a join, an outer
    join and a partitioned COUNT DISTINCT) at 0.01 %, 0.1 %, 1 %, 10 % and 50 % appended: incremental (the
    strategy the engine chose, ADAPTIVE included), full and INSERT OVERWRITE, and the aggregate and the filter
@@ -215,37 +216,45 @@ def floor(bench: Bench, args: argparse.Namespace) -> None:
 
 
 def floor_at(bench: Bench, rows: int, repeat: int) -> None:
-    source, table = f"events_floor_{rows}", f"item_stats_{rows}"
+    source, table, twin = f"events_floor_{rows}", f"item_stats_{rows}", f"item_stats_spark_{rows}"
     timed(f"{source} ({rows:,} rows)", lambda: bench.events(source, rows))
-    timed(
-        table,
-        lambda: bench.create(
-            f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '1' MINUTE AS " + GROUP_BY.format(src=source)
-        ),
-    )
+    for name, head in ((table, ""), (twin, "WITH ('incremental.engine' = 'spark') ")):
+        timed(
+            name,
+            lambda n=name, h=head: bench.create(
+                f"CREATE MATERIALIZED TABLE {n} {h}FRESHNESS = INTERVAL '1' MINUTE AS " + GROUP_BY.format(src=source)
+            ),
+        )
     for _ in range(2):  # warm-up: JIT, first-use class loading
         bench.append(source, FLOOR_DELTA)
         bench.refresh(table)
+        bench.refresh(twin)
     incremental: list[Run] = []
+    on_spark: list[Run] = []
     full: list[Run] = []
     for _ in range(max(repeat, 5)):
         bench.append(source, FLOOR_DELTA)
         incremental.append(bench.refresh(table))
+        on_spark.append(bench.refresh(twin))
     for _ in range(repeat):
         bench.append(source, FLOOR_DELTA)
         full.append(bench.refresh(table, full=True))
     noop = [bench.refresh(table) for _ in range(max(repeat, 5))]
-    inc, whole = median([r.seconds for r in incremental]), median([r.seconds for r in full])
+    inc, spark, whole = (median([r.seconds for r in runs]) for runs in (incremental, on_spark, full))
     print(f"\n1. Floor — GROUP BY over {rows:,} source rows, +{FLOOR_DELTA:,} rows per refresh")
     print(f"  full refresh          {whole:7.3f} s")
     jobs = f"{incremental[-1].strategy}; {incremental[-1].jobs} Spark job(s)"
     print(f"  incremental refresh   {inc:7.3f} s   ({jobs}; target ≤ 0.15 s)")
+    jobs = f"{on_spark[-1].strategy}; {on_spark[-1].jobs} Spark job(s)"
+    print(f"  incremental on Spark  {spark:7.3f} s   ({jobs}; 'incremental.engine' = 'spark')")
     print(f"  ratio                 {whole / inc:7.1f}×  (target ≥ 10× at 10 M rows, ≥ 50× at 100 M)")
-    phases: dict[str, list[float]] = defaultdict(list)
-    for run in incremental:
-        for name, seconds in run.phases.items():
-            phases[name].append(seconds)
-    print("  incremental phases    " + "  ".join(f"{n} {median(v) * 1000:.0f} ms" for n, v in phases.items()))
+    print(f"  on Spark / in process {spark / inc:7.1f}×")
+    for label, runs in (("in process", incremental), ("on Spark", on_spark)):
+        phases: dict[str, list[float]] = defaultdict(list)
+        for run in runs:
+            for name, seconds in run.phases.items():
+                phases[name].append(seconds)
+        print(f"  phases, {label:<12}  " + "  ".join(f"{n} {median(v) * 1000:.0f} ms" for n, v in phases.items()))
     print(
         f"  no source changed     {median([r.seconds for r in noop]) * 1000:7.1f} ms, "
         f"{max(r.jobs for r in noop)} Spark job(s)  (target ≤ 20 ms, no job)"

@@ -128,7 +128,8 @@ def _ancestry(table: Table) -> tuple[SnapshotInfo, ...]:
     return tuple(reversed(chain))
 
 
-def _info(name: str, table: Table) -> TableInfo:
+def table_info(name: str, table: Table) -> TableInfo:
+    """The metadata of a loaded pyiceberg table, as mt_magic reads it."""
     schema = table.schema()
     spec = table.spec()
     return TableInfo(
@@ -206,7 +207,7 @@ class MaterializedCatalog:
         Raises:
             NoSuchMaterializedTableError: no such table.
         """
-        return _info(name, self.iceberg_table(name))
+        return table_info(name, self.iceberg_table(name))
 
     def load_materialized(self, name: str) -> tuple[TableInfo, MaterializedTableDefinition]:
         """Metadata and definition of a materialized table.
@@ -256,7 +257,7 @@ class MaterializedCatalog:
                 for ident in idents:
                     name = ".".join((self.spark_name, *ident))
                     try:
-                        info = _info(name, self.catalog.load_table(ident))
+                        info = table_info(name, self.catalog.load_table(ident))
                     except NoSuchTableError:  # dropped between list and load
                         continue
                     if info.definition is not None:

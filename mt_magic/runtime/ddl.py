@@ -27,6 +27,8 @@ from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import (
+    ENGINE_OPTION,
+    ENGINE_VALUES,
     INCREMENTAL_OPTION,
     INCREMENTAL_VALUES,
     MAX_CHANGE_OPTION,
@@ -117,6 +119,13 @@ def _check_incremental_option(label: str, options: dict[str, str], mode: Refresh
         raise DefinitionError(
             f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
             "a full recompute is chosen over an incremental refresh."
+        )
+    engine = options.get(ENGINE_OPTION)
+    if engine is not None and engine.strip().lower() not in ENGINE_VALUES:
+        raise DefinitionError(
+            f"{label}: WITH ('{ENGINE_OPTION}' = '{engine}') is not a known value. Use 'auto' (the default: small "
+            "append-only refreshes of simple queries run in process, without a Spark job) or 'spark' (every "
+            "refresh runs on Spark)."
         )
     why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:

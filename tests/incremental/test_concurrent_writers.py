@@ -5,7 +5,8 @@ the table equals its query at the source snapshots its last commit names.
 
 The other writers strike inside the refresh's commit: before its snapshot check (caught by ``commit.py``) or
 between that check and Spark's commit (caught by Iceberg's serializable validation inside Spark's commit, which
-surfaces as a Py4J error that the engine classifies as a conflict).
+surfaces as a Py4J error that the engine classifies as a conflict — or, for a refresh run in process, by the
+catalog refusing pyiceberg's commit whose base snapshot is no longer current).
 """
 
 from __future__ import annotations

@@ -51,7 +51,10 @@ def test_explain_an_existing_table_lists_fallbacks_and_the_next_refresh(mt, spar
     assert sums.next_refresh == (
         f"incremental: {Strategy.AGGREGATE_MERGE.label} ({qualified(mt, 'src')}: appends (1 snapshot(s)))"
     )
+    assert sums.engine.startswith("appends in process (DuckDB, no Spark job) while delta plus table ≤ 1,000,000")
+    assert f"  engine:             {sums.engine}" in str(sums)
     firsts = str(explain(mt.workspace, qualified(mt, "firsts")))
+    assert "engine:" not in firsts  # every refresh recomputes, on Spark
     assert f"    - {FallbackReason.LIMIT.sentence} [LIMIT]" in firsts
     assert f"    - {FallbackReason.ORDER_BY.sentence} [ORDER_BY]" in firsts
     _, definition = mt.workspace.catalog.load_materialized(qualified(mt, "sums"))

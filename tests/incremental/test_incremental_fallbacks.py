@@ -63,7 +63,7 @@ def test_merge_on_read_deletes_fall_back_and_appends_after_them_do_not(mt, spark
     assert_fell_back(mt, "kept", refresh(mt, "kept"), FallbackReason.MERGE_ON_READ_DELETES)
     spark.sql("INSERT INTO src VALUES (4, 40)")
     outcome = refresh(mt, "kept")
-    assert outcome.strategy == f"incremental: {Strategy.APPEND_DELTA.label}"
+    assert outcome.strategy.startswith(f"incremental: {Strategy.APPEND_DELTA.label}")
     assert_matches_oracle(mt, "kept")
 
 
@@ -146,7 +146,7 @@ def test_expired_and_rolled_back_source_snapshots_fall_back(mt, spark) -> None:
 
     before = mt.workspace.catalog.load(qualified(mt, "src")).current_snapshot_id
     spark.sql("INSERT INTO src VALUES (4, 40)")
-    assert refresh(mt, "sums").strategy == f"incremental: {Strategy.AGGREGATE_MERGE.label}"
+    assert refresh(mt, "sums").strategy.startswith(f"incremental: {Strategy.AGGREGATE_MERGE.label}")
     spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{mt.workspace.default_namespace}.src', {before})")
     assert_fell_back(mt, "sums", refresh(mt, "sums"), FallbackReason.HISTORY_REWRITTEN)
 

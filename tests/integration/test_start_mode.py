@@ -74,10 +74,10 @@ def test_from_timestamp_holds_only_the_rows_after_it_and_refreshes_incrementally
 
     insert(mt, "src", "(5, 50), (3, 30)")
     appended = refresh(mt, "recent")
-    assert appended.strategy == f"incremental: {Strategy.APPEND_DELTA.label}"
+    assert appended.strategy.startswith(f"incremental: {Strategy.APPEND_DELTA.label}")
     assert rows(spark, mt, "recent") == Counter({(3, 30): 2, (4, 40): 1, (5, 50): 1})
     merged = refresh(mt, "parity")
-    assert merged.strategy == f"incremental: {Strategy.AGGREGATE_MERGE.label}"
+    assert merged.strategy.startswith(f"incremental: {Strategy.AGGREGATE_MERGE.label}")
     assert rows(spark, mt, "parity") == Counter({(1, 3, 110): 1, (0, 1, 40): 1})
 
     spark.sql("DELETE FROM src WHERE k IN (1, 4)")  # 1 is older than the start: never in; 4 came after it
@@ -111,7 +111,7 @@ def test_from_now_starts_empty_and_a_full_mode_table_recomputes_over_the_rows_si
     )
     assert rows(spark, mt, "fresh") == Counter() and rows(spark, mt, "hourly") == Counter({(0,): 1})
     insert(mt, "src", "(3, 30)")
-    assert refresh(mt, "fresh").strategy == f"incremental: {Strategy.APPEND_DELTA.label}"
+    assert refresh(mt, "fresh").strategy.startswith(f"incremental: {Strategy.APPEND_DELTA.label}")
     assert rows(spark, mt, "fresh") == Counter({(3, 30): 1})
     assert refresh(mt, "hourly").kind is RefreshKind.FULL
     assert rows(spark, mt, "hourly") == Counter({(1,): 1})
@@ -142,7 +142,7 @@ def test_resume_or_from_beginning_continues_from_the_consumed_snapshots(mt, spar
     refresh(mt, "copy")
     assert rows(spark, mt, "copy") == Counter({(1, 10, None): 1, (2, 20, None): 1, (3, 30, 60): 1})
     insert(mt, "src", "(4, 40)")
-    assert refresh(mt, "copy").strategy == f"incremental: {Strategy.APPEND_DELTA.label}"
+    assert refresh(mt, "copy").strategy.startswith(f"incremental: {Strategy.APPEND_DELTA.label}")
     assert rows(spark, mt, "copy") == Counter({(1, 10, None): 1, (2, 20, None): 1, (3, 30, 60): 1, (4, 40, 80): 1})
 
     run(mt, "CREATE MATERIALIZED TABLE fresh START_MODE = RESUME_OR_FROM_NOW AS SELECT k FROM src")  # nothing to resume

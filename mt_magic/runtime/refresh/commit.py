@@ -3,7 +3,9 @@
 Every refresh — full, partition or incremental — ends in a single DataFrameWriterV2 call, ``append()`` or
 ``overwrite(condition)``, whose ``snapshot-property.*`` options carry the new refresh state, so the data and
 the record of what it consumed land in the same Iceberg snapshot (exactly once: a crash before it repeats the
-work, a crash after it finds the sources already consumed).
+work, a crash after it finds the sources already consumed). A refresh run in process
+(:mod:`.incremental.in_process`) commits its Arrow rows the same way through pyiceberg: one snapshot, the
+state in its summary, :class:`RowsWrite`.
 
 Concurrency: the table's current snapshot is checked right before the write (another writer committed since
 the refresh read it → :class:`RefreshConflictError`, nothing written, the next attempt starts from the new
@@ -19,13 +21,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import RefreshState
-from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import qualified
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
     from pyspark.sql import Column, DataFrame
 
 REFRESH_ID_KEY = "mt.refresh-id"
@@ -54,6 +59,18 @@ class Write:
 
 
 @dataclass(frozen=True)
+class RowsWrite:
+    """Rows computed in process, committed through pyiceberg (:func:`mt_magic.catalog.rows.commit_rows`)."""
+
+    table: Table
+    """The table as loaded when the refresh read it: the commit asserts it is still at that snapshot."""
+    rows: pa.Table
+    replaced: tuple[DataFile, ...] | None
+    """``None``: append ``rows``; else the data files ``rows`` replace (all of the table's, as read)."""
+    scope: str = ""
+
+
+@dataclass(frozen=True)
 class Committed:
     """The snapshot a refresh committed."""
 
@@ -65,7 +82,7 @@ class Committed:
 def commit(
     catalog: MaterializedCatalog,
     table: str,
-    write: Write,
+    write: Write | RowsWrite,
     state: RefreshState,
     refresh_id: str,
     read_snapshot: int | None,
@@ -92,6 +109,8 @@ def commit(
         view = MaterializedViews(catalog).of_table(table, info.uuid)
     if view is not None:  # the proposal's view-version-id: the view version holding the definition that ran
         state = replace(state, view_version_id=view.version_for(state.definition_version))
+    if isinstance(write, RowsWrite):
+        return _commit_rows(table, write, {**state.to_summary(), REFRESH_ID_KEY: refresh_id}, refresh_id)
     writer = write.df.writeTo(qualified(table))
     for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
         writer = writer.option(f"snapshot-property.{key}", value)
@@ -107,9 +126,30 @@ def commit(
         return committed_snapshot(catalog, table, refresh_id)
 
 
+def _commit_rows(table: str, write: RowsWrite, properties: dict[str, str], refresh_id: str) -> Committed:
+    from pyiceberg.exceptions import CommitFailedException
+
+    from mt_magic.catalog.rows import commit_rows
+
+    with phase("write"):
+        try:
+            with reaching(table):
+                commit_rows(write.table, write.rows, write.replaced, properties)
+        except CommitFailedException as exc:
+            raise RefreshConflictError(
+                f"{table} changed during the refresh (another writer?); nothing was committed, the next refresh "
+                f"starts from the new state. ({exc})"
+            ) from exc
+    with phase("read back"):  # the transaction left the committed metadata on the table object: no reload
+        return _tagged(table_info(table, write.table), refresh_id)
+
+
 def committed_snapshot(catalog: MaterializedCatalog, table: str, refresh_id: str) -> Committed:
     """The commit tagged ``refresh_id`` (``Committed(None, 0, None)`` when there is none)."""
-    info = catalog.load(table)
+    return _tagged(catalog.load(table), refresh_id)
+
+
+def _tagged(info: TableInfo, refresh_id: str) -> Committed:
     for snap in reversed(info.snapshots):
         if snap.summary.get(REFRESH_ID_KEY) == refresh_id:
             return Committed(snap.snapshot_id, int(snap.summary.get("added-records", "0")), snap.committed_at)

@@ -24,6 +24,10 @@ INCREMENTAL_OPTION = "incremental"
 """WITH option: how a CONTINUOUS table chooses between an incremental refresh and a full recompute."""
 MAX_CHANGE_OPTION = "incremental.max-change-fraction"
 """WITH option for ``'auto'``: past this fraction of the changed sources' rows, a full recompute is chosen."""
+ENGINE_OPTION = "incremental.engine"
+"""WITH option: ``'auto'`` (the default: small append-only refreshes of simple queries run in process, see
+:mod:`.incremental.in_process`) or ``'spark'`` (every refresh runs on Spark)."""
+ENGINE_VALUES = ("auto", "spark")
 DEFAULT_MAX_CHANGE = 0.3
 """Incremental work grows with the change and a recompute does not: past about a third of the input changed,
 recomputing wins (pg_trickle measured incremental at 0.6–0.7× of a recompute at 50 % changed)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.context import is_strict
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
+from mt_magic.runtime.refresh.incremental.in_process import engine_line
 from mt_magic.runtime.refresh.incremental.planner import plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, QueryShape, plan_query
@@ -48,6 +49,8 @@ class Explanation:
     partition_columns: tuple[str, ...] = ()
     next_refresh: str = ""
     """For an existing table: what a refresh started now would do."""
+    engine: str = ""
+    """Where incremental refreshes of appends run (:func:`.in_process.engine_line`); empty when none do."""
 
     @property
     def on_appends(self) -> Strategy | None:
@@ -101,6 +104,8 @@ class Explanation:
             + (f", delta joins over {self.plan.joins} sources" if self.plan.delta_joins else ""),
         ]
         lines += self._strategy_lines()
+        if self.engine:
+            lines.append(f"  {'engine:':<20}{self.engine}")
         lines.append("  sources:")
         for source in self.sources:
             lines.append(f"    {source.name}: appends → {source.on_appends}; updates/deletes → {source.on_changes}")
@@ -168,19 +173,24 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
         mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode
         options, partitioned, info = target.options_dict, tuple(target.partitioned_by), None
+        split = bool(partitioned) or target.distribution is not None
     else:
         info, definition = ws.catalog.load_materialized(target)
         name, query, upstream, mode = target, definition.expanded_query, definition.upstream, definition.refresh_mode
         options, partitioned = dict(definition.options), definition.partitioned_by
+        split = bool(info.partition_columns)
     sources = [_load(ws, s) for s in upstream]
+    plan = plan_query(analyze_query(query))
+    maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
     return Explanation(
         table=name,
         mode=mode,
         strict=is_strict(options),
-        plan=plan_query(analyze_query(query)),
+        plan=plan,
         sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
         partition_columns=partitioned,
         next_refresh=_describe_next(ws, info, sources) if info is not None and mode is RefreshMode.CONTINUOUS else "",
+        engine=engine_line(options, plan, split, query, sources) if maintained else "",
     )
 
 

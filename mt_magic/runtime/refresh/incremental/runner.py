@@ -8,7 +8,7 @@ from datetime import datetime
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.runtime.refresh.commit import commit
+from mt_magic.runtime.refresh.commit import RowsWrite, Write, commit
 from mt_magic.runtime.refresh.context import (
     IncrementalPolicy,
     RefreshContext,
@@ -16,24 +16,25 @@ from mt_magic.runtime.refresh.context import (
     max_change_fraction,
 )
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
+from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
-from mt_magic.runtime.refresh.incremental.strategies import Execution, StrategyContext, execute
+from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, execute
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshKind
 
 
-def describe(execution: Execution, plan: RefreshPlan) -> str:
+def describe(strategy: Strategy, plan: RefreshPlan, scope: str = "") -> str:
     """The outcome's strategy line, e.g. "incremental: merge the aggregated delta · delta join (1 of 2 changed)"."""
-    text = f"incremental: {execution.strategy.label}"
+    text = f"incremental: {strategy.label}"
     if len(plan.changes) > 1:
         changed = sum(1 for c in plan.changes if c.changed)
         what = "delta join (" if plan.query.delta_joins else "("
         text += f" · {what}{changed} of {len(plan.changes)} sources changed)"
-    if execution.write.scope:
-        text += f" · {execution.write.scope}"
+    if scope:
+        text += f" · {scope}"
     return text
 
 
@@ -97,6 +98,11 @@ def run_incremental(
             cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
             if cheaper is not None:
                 return cheaper
+    if len(sources) == 1 and in_process_plan(plan, info, sources[0], definition) is None:
+        rows = in_process_write(ctx, request.table, definition, plan, sources[0])
+        if rows is not None:
+            text = f"{describe(plan.strategy, plan)} · {IN_PROCESS}"
+            return _committed(ctx, request, definition, plan, states, started, rows, text)
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
     )
@@ -114,19 +120,33 @@ def run_incremental(
                 result = execute(strategy_context)
             if isinstance(result, Fallback):
                 return result
-            text = describe(result, plan)
-            state = RefreshState(
-                states,
-                started,
-                RefreshKind.INCREMENTAL,
-                request.trigger,
-                request.scheduled_time,
-                definition.definition_version,
-                {},
-                text,
-            )
-            ctx.jobs.check_cancelled(request.job_group)
-            done = commit(ctx.catalog, request.table, result.write, state, uuid.uuid4().hex, plan.table_snapshot)
+            text = describe(result.strategy, plan, result.write.scope)
+            return _committed(ctx, request, definition, plan, states, started, result.write, text)
         finally:
             views.release()
+
+
+def _committed(
+    ctx: RefreshContext,
+    request: RefreshRequest,
+    definition: MaterializedTableDefinition,
+    plan: RefreshPlan,
+    states: tuple[SourceState, ...],
+    started: datetime,
+    write: Write | RowsWrite,
+    text: str,
+) -> RefreshOutcome:
+    """Commit the write with the new refresh state (one snapshot), unless the refresh was cancelled meanwhile."""
+    state = RefreshState(
+        states,
+        started,
+        RefreshKind.INCREMENTAL,
+        request.trigger,
+        request.scheduled_time,
+        definition.definition_version,
+        {},
+        text,
+    )
+    ctx.jobs.check_cancelled(request.job_group)
+    done = commit(ctx.catalog, request.table, write, state, uuid.uuid4().hex, plan.table_snapshot)
     return RefreshOutcome(RefreshKind.INCREMENTAL, done.snapshot_id, done.rows_written, done.committed_at, text)

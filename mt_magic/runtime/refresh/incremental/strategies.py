@@ -7,6 +7,7 @@ small affected-slice collection (one action over the delta) that scoped strategi
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, reduce
 from typing import TYPE_CHECKING
@@ -168,17 +169,27 @@ def _rollup_keys_non_null(ctx: StrategyContext) -> bool:
     return not any(f.nullable for f in schema.fields)
 
 
-def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
+def combine_sql(relation: str, keys: Sequence[str], merge: Sequence[tuple[str, str]]) -> str:
+    """The merge of stored groups with the delta's partial aggregates (both in ``relation``), as Spark SQL.
 
-    functions = {"sum": F.sum, "min": F.min, "max": F.max}
-    keys = [identifier(ctx.column(k)) for k in ctx.plan.query.merge_keys]
-    merge = ctx.plan.query.merge
-    frame = ctx.one_task(frame)
+    One group per merge key; each merged column combined by its function (counts and sums add, minima and
+    maxima take theirs); a DISTINCT-only query keeps each distinct row. Run by Spark here and, transpiled,
+    by DuckDB in process (:mod:`.in_process`).
+    """
     if not merge:
-        return frame.distinct()
-    aggs = [functions[f](identifier(ctx.column(c))).alias(ctx.column(c)) for c, f in merge]
-    return conform(frame.groupBy(*keys).agg(*aggs), ctx.current)
+        return f"SELECT DISTINCT * FROM {relation}"
+    columns = [identifier(k) for k in keys] + [f"{f}({identifier(c)}) AS {identifier(c)}" for c, f in merge]
+    grouped = f" GROUP BY {', '.join(identifier(k) for k in keys)}" if keys else ""
+    return f"SELECT {', '.join(columns)} FROM {relation}{grouped}"
+
+
+def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
+    view = f"__mt_merge_{uuid.uuid4().hex[:12]}"
+    ctx.one_task(frame).createOrReplaceTempView(view)
+    ctx.views.filtered.append(view)
+    keys = [ctx.column(k) for k in ctx.plan.query.merge_keys]
+    merge = [(ctx.column(c), f) for c, f in ctx.plan.query.merge]
+    return conform(ctx.session.sql(combine_sql(identifier(view), keys, merge)), ctx.current)
 
 
 def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:

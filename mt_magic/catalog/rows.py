@@ -1,0 +1,111 @@
+"""Rows of Iceberg tables as Arrow, read and committed through pyiceberg, for refreshes that run in process.
+
+Reads go through pyiceberg's own scan (field ids, schema evolution, projection); writes through its snapshot
+producers, so a commit is one Iceberg snapshot like Spark's: an append, or an overwrite that removes the data
+files the refresh read and adds the new ones. pyiceberg asserts, in the same catalog commit, that the table's
+``main`` branch is still at the snapshot the table was loaded at, so a concurrent writer makes the commit fail
+with :class:`~pyiceberg.exceptions.CommitFailedException` and nothing lands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+
+
+class NotReadableInProcess(Exception):
+    """The rows cannot be read here exactly (delete files, a non-append snapshot): read them with Spark."""
+
+
+def _projection(table: Table, columns: Sequence[str] | None) -> Schema:
+    schema = table.schema()
+    return schema if columns is None else schema.select(*columns, case_sensitive=False)
+
+
+def appended_rows(table: Table, after: int | None, upto: int, columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows the snapshots after ``after`` (exclusive) up to ``upto`` (inclusive) appended.
+
+    Compactions (``replace``) in the range add no rows and are skipped; ``after=None`` reads all of ``upto``.
+
+    Raises:
+        NotReadableInProcess: the range holds a snapshot that is not an append or a compaction, or
+            ``after`` is not an ancestor of ``upto``.
+    """
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+    from pyiceberg.table import FileScanTask
+
+    if after is None:
+        return table.scan(snapshot_id=upto, selected_fields=tuple(columns or ("*",)), case_sensitive=False).to_arrow()
+    by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
+    tasks: list[FileScanTask] = []
+    current: int | None = upto
+    while current != after:
+        snapshot = by_id.get(current) if current is not None else None
+        if snapshot is None:
+            raise NotReadableInProcess(f"snapshot {after} is not an ancestor of {upto}")
+        operation = snapshot.summary.operation.value if snapshot.summary is not None else "append"
+        if operation == "append":
+            for manifest in snapshot.manifests(table.io):
+                if manifest.content != ManifestContent.DATA or manifest.added_snapshot_id != snapshot.snapshot_id:
+                    continue
+                for entry in manifest.fetch_manifest_entry(table.io):
+                    if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
+                        tasks.append(FileScanTask(entry.data_file))
+        elif operation != "replace":
+            raise NotReadableInProcess(f"snapshot {snapshot.snapshot_id} is a {operation}, not an append")
+        current = snapshot.parent_snapshot_id
+    projected = _projection(table, columns)
+    return ArrowScan(table.metadata, table.io, projected, AlwaysTrue()).to_table(tasks)
+
+
+def rows_at(table: Table, snapshot_id: int | None) -> tuple[pa.Table, list[DataFile]]:
+    """Every row of the table at ``snapshot_id`` and the data files holding them (what an overwrite replaces).
+
+    Raises:
+        NotReadableInProcess: the snapshot has delete files (an overwrite could not remove them cleanly).
+    """
+    if snapshot_id is None:
+        return table.schema().as_arrow().empty_table(), []
+    scan = table.scan(snapshot_id=snapshot_id)
+    tasks = list(scan.plan_files())
+    if any(task.delete_files for task in tasks):
+        raise NotReadableInProcess(f"{table.name()} has delete files at snapshot {snapshot_id}")
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    rows = ArrowScan(table.metadata, table.io, table.schema(), scan.row_filter).to_table(tasks)
+    return rows, [task.file for task in tasks]
+
+
+def commit_rows(
+    table: Table, rows: pa.Table, replaced: Iterable[DataFile] | None, properties: Mapping[str, str]
+) -> None:
+    """One snapshot: ``rows`` appended (``replaced=None``), or the ``replaced`` files swapped for ``rows``.
+
+    ``properties`` go into the snapshot summary. The commit asserts ``main`` is still where ``table`` was
+    loaded (pyiceberg adds the requirement), so it fails on a concurrent commit.
+
+    Raises:
+        pyiceberg.exceptions.CommitFailedException: another writer committed first; nothing was written.
+    """
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files  # pyiceberg's own writer (file names, metrics)
+
+    with table.transaction() as transaction:
+        update = transaction.update_snapshot(snapshot_properties=dict(properties))
+        producer = update.fast_append() if replaced is None else update.overwrite()
+        with producer as files:
+            for data_file in replaced or ():
+                files.delete_data_file(data_file)
+            if rows.num_rows:
+                written = _dataframe_to_data_files(
+                    table_metadata=transaction.table_metadata, write_uuid=files.commit_uuid, df=rows, io=table.io
+                )
+                for data_file in written:
+                    files.append_data_file(data_file)

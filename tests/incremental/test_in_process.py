@@ -1,0 +1,157 @@
+"""Small append-only refreshes run in process (DuckDB over Arrow, committed by pyiceberg): which queries may,
+that the rows equal a full recompute, that the commit is one snapshot Spark reads, that a concurrent writer
+still fails the commit, and that anything going wrong before the commit runs the refresh on Spark instead."""
+
+from __future__ import annotations
+
+import pytest
+from incremental_testing import assert_matches_oracle, qualified, refresh, run
+
+from mt_magic.errors import RefreshConflictError
+from mt_magic.runtime.refresh.incremental import in_process
+from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS
+
+TYPES = {"k": "int", "g": "string", "v": "long", "p": "decimal(10, 2)", "f": "double", "ts": "timestamptz"}
+SRC = "cat.ns.src"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        f"SELECT g, count(*) AS n, sum(v) AS s, min(ts) AS lo, max(p) AS hi FROM {SRC} GROUP BY g",
+        f"SELECT count(*) AS n, sum(p) AS s FROM {SRC} WHERE g IN ('a', 'b') AND NOT v BETWEEN 1 AND 5",
+        f"SELECT DISTINCT g, k FROM {SRC} WHERE v IS NOT NULL OR k <> 3",
+        f"SELECT k, g FROM {SRC} WHERE g >= 'm'",
+        f"SELECT * FROM {SRC}",
+    ],
+)
+def test_simple_queries_may_run_in_process(query: str) -> None:
+    assert in_process._unsupported(query, TYPES) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        (f"SELECT k, v * 2 AS v2 FROM {SRC}", "Mul"),
+        (f"SELECT g, min(f) AS m FROM {SRC} GROUP BY g", "type not run in process"),
+        (f"SELECT g, sum(g) AS s FROM {SRC} GROUP BY g", "non-integral"),
+        (f"SELECT g, count(DISTINCT k) AS n FROM {SRC} GROUP BY g", "COUNT(DISTINCT …)"),
+        (f"SELECT g, count(*) FROM {SRC} GROUP BY g", "without a name"),
+        (f"SELECT k FROM {SRC} WHERE g = 1", "across types"),
+        (f"SELECT k FROM {SRC} WHERE k = '1'", "across types"),
+        (f"SELECT k FROM {SRC} WHERE ts > '2024-01-01'", "across types"),
+        (f"SELECT upper(g) AS u FROM {SRC}", "Upper"),
+        (f"SELECT g, sum(v + 1) AS s FROM {SRC} GROUP BY g", "expression"),
+    ],
+)
+def test_queries_whose_semantics_could_differ_run_on_spark(query: str, why: str) -> None:
+    reason = in_process._unsupported(query, TYPES)
+    assert reason is not None and why in reason, reason
+
+
+@pytest.fixture
+def src(spark, mt):
+    name = qualified(mt, "src")
+    spark.sql(f"CREATE TABLE {name} (k INT, g STRING, v BIGINT, p DECIMAL(10, 2), ts TIMESTAMP) USING iceberg")
+    spark.sql(
+        f"INSERT INTO {name} SELECT CAST(id % 7 AS INT), concat('g', id % 3), id, CAST(id / 10 AS DECIMAL(10, 2)), "
+        "TIMESTAMP '2024-12-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) FROM range(40)"
+    )
+    return name
+
+
+def _append(spark, name: str, start: int) -> None:
+    spark.sql(
+        f"INSERT INTO {name} SELECT CAST(id % 7 AS INT), concat('g', id % 4), IF(id % 5 = 0, NULL, id), "
+        "CAST(id / 10 AS DECIMAL(10, 2)), TIMESTAMP '2024-12-02 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) "
+        f"FROM range({start}, {start + 25})"
+    )
+
+
+AGG = (
+    "SELECT g, count(*) AS n, count(v) AS nv, sum(v) AS s, sum(p) AS sp, min(ts) AS lo, max(ts) AS hi "
+    "FROM src WHERE k <> 3 GROUP BY g"
+)
+
+
+def test_an_aggregate_over_appends_merges_in_process_and_equals_a_recompute(spark, mt, src) -> None:
+    from datetime import datetime, timezone
+
+    from mt_magic.runtime.status import RefreshRequest
+    from mt_magic.vocabulary import RefreshTrigger
+
+    run(mt, f"CREATE MATERIALIZED TABLE agg FRESHNESS = INTERVAL '1' MINUTE AS {AGG}")
+    for start in (100, 200):
+        _append(spark, src, start)
+        group = f"in-process-{start}"
+        now = datetime.now(timezone.utc)
+        outcome = mt.engine.refresh(
+            RefreshRequest(qualified(mt, "agg"), RefreshTrigger.SCHEDULED, now, job_group=group)
+        )
+        assert outcome.strategy == f"incremental: merge the aggregated delta · {IN_PROCESS}"
+        assert spark.sparkContext.statusTracker().getJobIdsForGroup(group) == []
+        assert_matches_oracle(mt, "agg")
+    info = mt.workspace.catalog.load(qualified(mt, "agg"))
+    last = info.snapshots[-1]
+    assert last.operation == "overwrite" and last.refresh_state is not None  # one snapshot: rows and state
+    assert last.refresh_state.source_states[0].snapshot_id == mt.workspace.catalog.load(src).current_snapshot_id
+
+
+def test_a_projection_over_appends_appends_in_process(spark, mt, src) -> None:
+    run(mt, "CREATE MATERIALIZED TABLE proj FRESHNESS = INTERVAL '1' MINUTE AS SELECT k, g, v FROM src WHERE k < 4")
+    _append(spark, src, 300)
+    outcome = refresh(mt, "proj")
+    assert outcome.strategy == f"incremental: append the delta · {IN_PROCESS}", outcome.strategy
+    assert outcome.rows_written == sum(1 for i in range(300, 325) if i % 7 < 4)
+    assert mt.workspace.catalog.load(qualified(mt, "proj")).snapshots[-1].operation == "append"
+    assert_matches_oracle(mt, "proj")
+
+
+def test_the_engine_option_pins_spark_and_is_checked(spark, mt, src) -> None:
+    run(
+        mt,
+        f"CREATE MATERIALIZED TABLE on_spark WITH ('incremental.engine' = 'spark') "
+        f"FRESHNESS = INTERVAL '1' MINUTE AS {AGG}",
+    )
+    _append(spark, src, 400)
+    outcome = refresh(mt, "on_spark")
+    assert outcome.strategy == "incremental: merge the aggregated delta"
+    assert_matches_oracle(mt, "on_spark")
+    with pytest.raises(Exception, match="'incremental.engine' = 'duck'.*'auto'.*'spark'"):
+        run(mt, f"CREATE MATERIALIZED TABLE bad WITH ('incremental.engine' = 'duck') AS {AGG}")
+    assert not spark.catalog.tableExists(qualified(mt, "bad"))
+
+
+def test_a_failure_before_the_commit_runs_the_refresh_on_spark(spark, mt, src, monkeypatch) -> None:
+    from mt_magic.catalog import rows
+
+    run(mt, f"CREATE MATERIALIZED TABLE agg2 FRESHNESS = INTERVAL '1' MINUTE AS {AGG}")
+
+    def unreadable(*args, **kwargs):
+        raise rows.NotReadableInProcess("test: delete files")
+
+    monkeypatch.setattr(rows, "appended_rows", unreadable)
+    _append(spark, src, 500)
+    outcome = refresh(mt, "agg2")
+    assert outcome.strategy == "incremental: merge the aggregated delta"
+    assert_matches_oracle(mt, "agg2")
+
+
+def test_a_writer_committing_between_the_check_and_the_commit_fails_it(spark, mt, src, monkeypatch) -> None:
+    from mt_magic.catalog import rows
+
+    run(mt, f"CREATE MATERIALIZED TABLE agg3 FRESHNESS = INTERVAL '1' MINUTE AS {AGG}")
+    table = qualified(mt, "agg3")
+    real = rows.commit_rows
+
+    def after_another_writer(*args, **kwargs):
+        spark.sql(f"INSERT INTO {table} SELECT * FROM {table} LIMIT 1")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rows, "commit_rows", after_another_writer)
+    _append(spark, src, 600)
+    before = mt.workspace.catalog.load(table).current_snapshot_id
+    with pytest.raises(RefreshConflictError, match="changed during the refresh"):
+        refresh(mt, "agg3")
+    after = mt.workspace.catalog.load(table)
+    assert after.snapshots[-2].snapshot_id == before and after.snapshots[-1].refresh_state is None  # only the intruder
