@@ -169,6 +169,7 @@ QUERIES = {
     "total": "SELECT count(*) AS n, sum(p) AS sp, max(g) AS top, min(ts) AS lo FROM src WHERE g IN ('g1', 'g2')",
     "distinct": "SELECT DISTINCT g, k FROM src WHERE v IS NULL OR v >= 10",
     "rows": "SELECT k, g, p, ts FROM src WHERE p BETWEEN 1 AND 4 OR g = 'g0'",
+    "star": "SELECT * FROM src WHERE k > 2",
 }
 
 

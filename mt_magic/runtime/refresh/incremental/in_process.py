@@ -183,11 +183,15 @@ def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _referenced_columns(query: str, source: TableInfo) -> list[str]:
+def _referenced_columns(query: str, source: TableInfo) -> list[str] | None:
+    """The source columns the query reads (``None``: all of them, for a ``*``)."""
     import sqlglot
     from sqlglot import exp
 
-    names = {c.name.lower() for c in sqlglot.parse_one(query, read="spark").find_all(exp.Column)}
+    tree = sqlglot.parse_one(query, read="spark")
+    if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
+        return None
+    names = {c.name.lower() for c in tree.find_all(exp.Column)}
     columns = [name for name, _, _ in source.columns if name.lower() in names]
     return columns or [source.columns[0][0]]  # count(*) alone still needs the rows
 
