@@ -15,10 +15,14 @@ Four parts, each printing medians and ratios:
    (target ≤ 1.5×).
 4. **Dimension changes** — the outer join when its dimension is updated (0.1 %, 1 %, 10 % of its rows): the
    touched join keys recomputed (ADAPTIVE, and pinned with ``'always'``) against full and INSERT OVERWRITE.
+5. **Crossover** — where a recompute becomes cheaper than the incremental refresh: a filter, an aggregate and
+   the partitioned COUNT DISTINCT pinned to incremental (``'always'``) against a full refresh of the same
+   table, as one append grows to 10 %, 20 %, 30 %, 50 % and 67 % of the source's rows (the fraction ADAPTIVE
+   weighs); a twin table under the default policy shows what ADAPTIVE chose at each fraction.
 
 Everything runs against a private embedded catalog in a temporary ``MT_MAGIC_HOME``.
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_incremental.py [--rows 10000000]
-[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling,dimension]``.
+[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling,dimension,crossover]``.
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--matrix-rows", type=int, default=2_000_000, help="source rows of the change-rate tables")
     parser.add_argument("--scale-base", type=int, default=100_000, help="smallest source of the scaling part")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure (median reported)")
-    parser.add_argument("--parts", default="floor,rates,scaling,dimension")
+    parser.add_argument("--parts", default="floor,rates,scaling,dimension,crossover")
     parser.add_argument("--master", default="local[*]")
     return parser.parse_args()
 
@@ -373,6 +377,47 @@ def scaling(bench: Bench, args: argparse.Namespace) -> None:
     print(f"  100× / 1×            {medians[-1] / medians[0]:.2f}×  (target ≤ 1.5×)")
 
 
+CROSSOVER_FRACTIONS = (0.1, 0.2, 0.3, 0.5, 0.67)
+CROSSOVER_SHAPES = ("filter", "aggregate", "partitioned")
+
+
+def crossover(bench: Bench, args: argparse.Namespace) -> None:
+    """Incremental ('always') against full as one append grows to a large fraction of the source.
+
+    Each step appends ``f / (1 - f)`` times the source's rows, so the append is the fraction ``f`` of the rows
+    the refresh pins — the number ADAPTIVE compares with its threshold. A fresh source per shape keeps the steps
+    independent of the other shapes' refreshes.
+    """
+    rows = args.matrix_rows
+    print(f"\n5. Crossover — one append of a growing fraction of a {rows:,}-row source; seconds")
+    print(f"  {'table':<12} {'fraction':>8} {'appended':>11} {'always':>7} {'full':>7} {'full/inc':>8}  ADAPTIVE chose")
+    for shape in CROSSOVER_SHAPES:
+        head, query = SHAPES[shape]
+        source = f"events_cross_{shape}"
+        timed(f"{source} ({rows:,} rows)", lambda s=source: bench.events(s, rows))
+        always, auto = f"cross_{shape}_always", f"cross_{shape}_auto"
+        sql = query.format(src=source)
+        for table, policy in ((always, "WITH ('incremental' = 'always') "), (auto, "")):
+            bench.create(f"CREATE MATERIALIZED TABLE {table} {head}{policy}FRESHNESS = INTERVAL '1' MINUTE AS {sql}")
+        crossed = None
+        for fraction in CROSSOVER_FRACTIONS:
+            current = bench.source_rows(source)
+            appended = round(current * fraction / (1 - fraction))
+            bench.append(source, appended)
+            inc = bench.refresh(always)
+            chose = bench.refresh(auto).strategy
+            full = bench.refresh(always, full=True)
+            if crossed is None and full.seconds < inc.seconds:
+                crossed = fraction
+            print(
+                f"  {shape:<12} {fraction * 100:7.0f}% {appended:11,} {inc.seconds:7.3f} {full.seconds:7.3f} "
+                f"{full.seconds / inc.seconds:7.2f}×  {chose[:80]}",
+                flush=True,
+            )
+        where = f"at {crossed * 100:.0f} %" if crossed is not None else f"not up to {CROSSOVER_FRACTIONS[-1]:.0%}"
+        print(f"  {shape:<12} a recompute is cheaper {where}")
+
+
 def main() -> None:
     from mt_magic.catalog.embedded import stop_embedded_server
 
@@ -393,6 +438,8 @@ def main() -> None:
             scaling(bench, args)
         if "dimension" in parts:
             dimension(bench, args)
+        if "crossover" in parts:
+            crossover(bench, args)
     finally:
         bench.conn.close()
         stop_embedded_server()

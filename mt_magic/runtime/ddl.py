@@ -115,7 +115,7 @@ def _check_incremental_option(label: str, options: dict[str, str], mode: Refresh
         fraction = max_change_fraction(options)
     except ValueError:
         fraction = -1.0
-    if raw is not None and not 0 < fraction <= 1:
+    if fraction is not None and not 0 < fraction <= 1:
         raise DefinitionError(
             f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
             "a full recompute is chosen over an incremental refresh."

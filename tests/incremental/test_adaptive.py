@@ -41,6 +41,27 @@ def test_a_large_change_recomputes_and_says_why_a_small_one_merges(mt, spark, bi
     assert_matches_oracle(mt, "adaptive")
 
 
+def test_a_large_append_to_a_filter_stays_incremental_unless_the_table_sets_a_fraction(mt, spark, big) -> None:
+    """Appending the delta reads a subset of what a recompute reads: no change is large enough to recompute
+    it, unless the table's own ``'incremental.max-change-fraction'`` says so."""
+    from mt_magic.runtime.refresh.incremental import Strategy
+
+    query = "AS SELECT k, k % 7 AS r FROM big WHERE k % 3 = 0"
+    run(
+        mt,
+        f"""CREATE MATERIALIZED TABLE filtered FRESHNESS = INTERVAL '1' MINUTE {query};
+        CREATE MATERIALIZED TABLE capped WITH ('incremental.max-change-fraction' = '0.3')
+        FRESHNESS = INTERVAL '1' MINUTE {query}""",
+    )
+    append(spark, 150_000, 350_000)  # 70 % of the source's rows are new
+    outcome = refresh(mt, "filtered")
+    assert outcome.strategy.startswith(f"incremental: {Strategy.APPEND_DELTA.label}")
+    capped = refresh(mt, "capped")
+    assert capped.kind is RefreshKind.FULL and "changed 70% of" in capped.strategy
+    for table in ("filtered", "capped"):
+        assert_matches_oracle(mt, table)
+
+
 def test_the_option_pins_either_choice(mt, spark, big) -> None:
     run(
         mt,

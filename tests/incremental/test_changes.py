@@ -132,6 +132,27 @@ def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None
     assert sized_options(replace(plan, strategy=Strategy.AFFECTED_GROUPS), target, {}, 8) == {}
 
 
+def test_adaptive_never_recomputes_an_append_of_the_delta_from_one_source_unless_the_table_says_so() -> None:
+    """An append of the delta reads a subset of a recompute's input; merges and multi-source terms can cost more."""
+    from dataclasses import replace
+
+    from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute
+    from mt_magic.runtime.refresh.incremental.reasons import Strategy
+    from mt_magic.runtime.refresh.incremental.shape import QueryPlan
+
+    source = table(snap(1, total_records=200_000), snap(2, added_records=200_000, total_records=400_000))
+    change = classify(source, recorded(1))  # half of the pinned rows are new
+    append = RefreshPlan(Strategy.APPEND_DELTA, QueryPlan(shape=None), (change,), 1)
+    assert cheaper_to_recompute(append, [source], None) is None
+    explicit = cheaper_to_recompute(append, [source], 0.3)
+    assert explicit is not None and "changed 50% of c.db.src, past 30%" in explicit.detail
+    merge = cheaper_to_recompute(replace(append, strategy=Strategy.AGGREGATE_MERGE), [source], None)
+    assert merge is not None and "past 30%" in merge.detail
+    both = replace(append, changes=(change, replace(change, name="c.db.other")))
+    assert cheaper_to_recompute(both, [source, source], None) is not None  # two terms, each reading a source whole
+    assert cheaper_to_recompute(replace(append, strategy=Strategy.AGGREGATE_MERGE), [source], 0.6) is None
+
+
 def test_a_union_delta_term_reads_the_other_branches_sources_as_empty() -> None:
     from mt_magic.runtime.refresh.incremental.changes import SourceChange
     from mt_magic.runtime.refresh.incremental.delta import delta_terms
