@@ -4,7 +4,8 @@
 Four parts, each printing medians and ratios:
 
 1. **Floor** — a GROUP BY over ``--rows`` source rows receiving 10,000 new rows: incremental (in process, and
-   a twin table pinned to Spark with ``'incremental.engine' = 'spark'``) and full refresh, their ratios, where
+   a twin table pinned to Spark with ``'incremental.engine' = 'spark'``; the same pair for a filter into a table
+   partitioned by day) and full refresh, their ratios, where
    the incremental refresh's time goes (median per phase: metadata, plan, deltas, strategy, check, write, read
    back), Spark jobs per refresh, and a refresh whose sources did not change (no Spark job).
 2. **Change rates** — five tables over one ``--matrix-rows`` source (a filter, an aggregate, a join, an outer
@@ -46,6 +47,8 @@ GROUP_BY = (
     "SELECT item_id, count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen "
     "FROM {src} GROUP BY item_id"
 )
+PARTITIONED_FILTER = "SELECT ds, item_id, user_id, price FROM {src} WHERE price > 50"
+"""The floor's second pair: an append of the delta into a table partitioned by day."""
 TABLES = {
     "filter": "filtered",
     "aggregate": "agg",
@@ -229,17 +232,27 @@ def floor_at(bench: Bench, rows: int, repeat: int) -> None:
                 f"CREATE MATERIALIZED TABLE {n} {h}FRESHNESS = INTERVAL '1' MINUTE AS " + GROUP_BY.format(src=source)
             ),
         )
+    daily, daily_twin = f"daily_{rows}", f"daily_spark_{rows}"
+    for name, head in ((daily, ""), (daily_twin, "WITH ('incremental.engine' = 'spark') ")):
+        bench.create(
+            f"CREATE MATERIALIZED TABLE {name} PARTITIONED BY (ds) {head}FRESHNESS = INTERVAL '1' MINUTE AS "
+            + PARTITIONED_FILTER.format(src=source)
+        )
+    pairs = ((table, twin), (daily, daily_twin))
     for _ in range(2):  # warm-up: JIT, first-use class loading
         bench.append(source, FLOOR_DELTA)
-        bench.refresh(table)
-        bench.refresh(twin)
+        for name in (t for pair in pairs for t in pair):
+            bench.refresh(name)
     incremental: list[Run] = []
     on_spark: list[Run] = []
     full: list[Run] = []
+    daily_runs: dict[str, list[float]] = defaultdict(list)
     for _ in range(max(repeat, 5)):
         bench.append(source, FLOOR_DELTA)
         incremental.append(bench.refresh(table))
         on_spark.append(bench.refresh(twin))
+        daily_runs["in process"].append(bench.refresh(daily).seconds)
+        daily_runs["on Spark"].append(bench.refresh(daily_twin).seconds)
     for _ in range(repeat):
         bench.append(source, FLOOR_DELTA)
         full.append(bench.refresh(table, full=True))
@@ -253,6 +266,8 @@ def floor_at(bench: Bench, rows: int, repeat: int) -> None:
     print(f"  incremental on Spark  {spark:7.3f} s   ({jobs}; 'incremental.engine' = 'spark')")
     print(f"  ratio                 {whole / inc:7.1f}×  (target ≥ 10× at 10 M rows, ≥ 50× at 100 M)")
     print(f"  on Spark / in process {spark / inc:7.1f}×")
+    local, remote = median(daily_runs["in process"]), median(daily_runs["on Spark"])
+    print(f"  filter PARTITIONED BY (ds): in process {local:.3f} s, on Spark {remote:.3f} s ({remote / local:.1f}×)")
     for label, runs in (("in process", incremental), ("on Spark", on_spark)):
         phases: dict[str, list[float]] = defaultdict(list)
         for run in runs:

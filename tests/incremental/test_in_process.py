@@ -173,6 +173,18 @@ QUERIES = {
 }
 
 
+PARTITIONED = {"groups_by_g": "groups", "rows_by_g": "rows"}
+"""Shapes also kept in a table partitioned by ``g`` (identity; NULL and string partition values): pyiceberg
+writes the partitions in process."""
+
+
+def test_identity_partitions_may_run_in_process_other_transforms_run_on_spark() -> None:
+    assert in_process.partitioning_reason(()) is None
+    assert in_process.partitioning_reason(("identity", "identity")) is None
+    assert in_process.partitioning_reason(("identity", "bucket[16]")) == "a bucket[16] partition transform"
+    assert in_process.partitioning_reason(("identity",), spec_count=2) == "an evolved partition spec"
+
+
 def _random_rows(rng, count: int) -> str:
     def value(make) -> str:  # type: ignore[no-untyped-def]
         return "NULL" if rng.random() < 0.15 else make()
@@ -193,19 +205,30 @@ def test_in_process_and_spark_agree_under_random_appends(spark, mt, src) -> None
     import random
 
     rng = random.Random(15)
+    shapes = {name: (query, "") for name, query in QUERIES.items()}
+    shapes.update({name: (QUERIES[base], "PARTITIONED BY (g) ") for name, base in PARTITIONED.items()})
     cells = []
-    for name, query in QUERIES.items():
+    for name, (query, head) in shapes.items():
         for engine in ("auto", "spark"):
             cells.append(
-                f"CREATE MATERIALIZED TABLE {name}_{engine} WITH ('incremental.engine' = '{engine}') "
+                f"CREATE MATERIALIZED TABLE {name}_{engine} {head}WITH ('incremental.engine' = '{engine}') "
                 f"FRESHNESS = INTERVAL '1' MINUTE AS {query}"
             )
     run(mt, ";".join(cells))
     for _ in range(4):
         spark.sql(f"INSERT INTO {src} VALUES {_random_rows(rng, rng.randint(1, 30))}")
-        for name in QUERIES:
+        for name in shapes:
             in_process_outcome, spark_outcome = refresh(mt, f"{name}_auto"), refresh(mt, f"{name}_spark")
             assert in_process_outcome.strategy.endswith(IN_PROCESS), in_process_outcome.strategy
             assert IN_PROCESS not in spark_outcome.strategy
             assert_matches_oracle(mt, f"{name}_auto")
             assert_matches_oracle(mt, f"{name}_spark")
+        for name in PARTITIONED:  # Spark prunes by the partition values pyiceberg wrote
+            for where in ("g = 'g1'", "g IS NULL", "g > 'g2'"):
+                rows = [
+                    sorted(
+                        map(repr, spark.sql(f"SELECT * FROM {qualified(mt, f'{name}_{e}')} WHERE {where}").collect())
+                    )
+                    for e in ("auto", "spark")
+                ]
+                assert rows[0] == rows[1], f"{name} WHERE {where}: {rows[0]} != {rows[1]}"

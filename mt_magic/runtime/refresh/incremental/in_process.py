@@ -7,8 +7,10 @@ the refresh reads the delta's data files and the table with pyiceberg, runs the 
 term of :func:`.delta.delta_terms`, the merge of :func:`.strategies.combine_sql`) transpiled by sqlglot to
 DuckDB, and commits one snapshot with the refresh state (:class:`~mt_magic.runtime.refresh.commit.RowsWrite`).
 
-Only where both engines give the same rows: one source, appends only, APPEND_DELTA or AGGREGATE_MERGE, an
-unpartitioned table, at most :data:`IN_PROCESS_MAX_ROWS` rows read (the delta, and for a merge the table), and
+Only where both engines give the same rows: one source, appends only, APPEND_DELTA or AGGREGATE_MERGE, a
+table unpartitioned or partitioned by identity (pyiceberg writes the partitions; a merge rewrites every
+partition, which the row bound keeps small), at most :data:`IN_PROCESS_MAX_ROWS` rows read (the delta, and for
+a merge the table), and
 a query made only of columns, literals, comparisons of like types, AND/OR/NOT, IS [NOT] NULL, IN, BETWEEN,
 DISTINCT, and ``count``, ``sum`` (of integers and decimals), ``min``, ``max`` over columns of integer, decimal,
 string, boolean, date or timestamp type — no arithmetic, functions or floating point, whose semantics differ
@@ -113,11 +115,21 @@ def _mixed_comparison(node: exp.Expr, types: Mapping[str, str]) -> str | None:
     return None if len(kinds) <= 1 else "a comparison across types"
 
 
+def partitioning_reason(transforms: Sequence[str], spec_count: int = 1) -> str | None:
+    """Why pyiceberg does not write this table's partitions here (``None``: unpartitioned, or identity
+    partitions of the one spec the table ever had). Other transforms (``bucket``, ``truncate``) need
+    pyiceberg's native extension; an evolved spec is left to Spark."""
+    if spec_count > 1:
+        return "an evolved partition spec"
+    other = next((t for t in transforms if t != "identity"), None)
+    return None if other is None else f"a {other} partition transform"
+
+
 def _spark_reason(
     options: Mapping[str, str],
     query: QueryPlan,
     strategy: Strategy | None,
-    partitioned: bool,
+    partitioning: str | None,
     sql: str,
     source: TableInfo,
 ) -> str | None:
@@ -128,8 +140,8 @@ def _spark_reason(
         return f"strategy {strategy.value if strategy else 'full'}"
     if query.branches or query.rollup_keys or query.joins > 1:
         return "a join, a UNION or grouping sets"
-    if partitioned:
-        return "a partitioned table"
+    if partitioning is not None:
+        return partitioning
     return _unsupported(sql, {name.lower(): kind for name, kind, _ in source.columns})
 
 
@@ -144,18 +156,23 @@ def in_process_plan(
         table_rows = "0"  # appending reads only the delta
     if not table_rows.isdigit() or int(table_rows) + plan.changes[0].rows > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
-    partitioned = bool(info.partition_columns)
-    return _spark_reason(definition.options, plan.query, plan.strategy, partitioned, definition.expanded_query, source)
+    partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
+    return _spark_reason(definition.options, plan.query, plan.strategy, partitioning, definition.expanded_query, source)
 
 
 def engine_line(
-    options: Mapping[str, str], query: QueryPlan, partitioned: bool, sql: str, sources: Sequence[TableInfo | None]
+    options: Mapping[str, str],
+    query: QueryPlan,
+    partitioning: str | None,
+    sql: str,
+    sources: Sequence[TableInfo | None],
 ) -> str:
-    """``%mt explain``'s engine line: where the refreshes of appends run."""
+    """``%mt explain``'s engine line: where the refreshes of appends run (``partitioning``: see
+    :func:`partitioning_reason`)."""
     source = sources[0] if len(sources) == 1 else None
     if source is None:
         return "Spark"
-    why = _spark_reason(options, query, query.strategy_for(ChangeKind.APPENDS), partitioned, sql, source)
+    why = _spark_reason(options, query, query.strategy_for(ChangeKind.APPENDS), partitioning, sql, source)
     if why is not None:
         return f"Spark ({why})"
     return (
