@@ -4,8 +4,8 @@
 Four parts, each printing medians and ratios:
 
 1. **Floor** — a GROUP BY over ``--rows`` source rows receiving 10,000 new rows: incremental (in process, and
-   a twin table pinned to Spark with ``'incremental.engine' = 'spark'``; the same pair for a filter into a table
-   partitioned by day) and full refresh, their ratios, where
+   a twin table pinned to Spark with ``'incremental.engine' = 'spark'``; the same pairs for a filter and a daily
+   GROUP BY into tables partitioned by day) and full refresh, their ratios, where
    the incremental refresh's time goes (median per phase: metadata, plan, deltas, strategy, check, write, read
    back), Spark jobs per refresh, and a refresh whose sources did not change (no Spark job).
 2. **Change rates** — five tables over one ``--matrix-rows`` source (a filter, an aggregate, a join, an outer
@@ -47,8 +47,12 @@ GROUP_BY = (
     "SELECT item_id, count(*) AS pv, sum(price) AS gmv, min(ts) AS first_seen, max(ts) AS last_seen "
     "FROM {src} GROUP BY item_id"
 )
-PARTITIONED_FILTER = "SELECT ds, item_id, user_id, price FROM {src} WHERE price > 50"
-"""The floor's second pair: an append of the delta into a table partitioned by day."""
+PARTITIONED_BY_DAY = {
+    "filter": "SELECT ds, item_id, user_id, price FROM {src} WHERE price > 50",
+    "daily GROUP BY": "SELECT ds, item_id, count(*) AS pv, sum(price) AS gmv FROM {src} GROUP BY ds, item_id",
+}
+"""The floor's other pairs, in tables partitioned by day: an append of the delta, and a merge that reads and
+rewrites only the day the delta touches."""
 TABLES = {
     "filter": "filtered",
     "aggregate": "agg",
@@ -232,13 +236,15 @@ def floor_at(bench: Bench, rows: int, repeat: int) -> None:
                 f"CREATE MATERIALIZED TABLE {n} {h}FRESHNESS = INTERVAL '1' MINUTE AS " + GROUP_BY.format(src=source)
             ),
         )
-    daily, daily_twin = f"daily_{rows}", f"daily_spark_{rows}"
-    for name, head in ((daily, ""), (daily_twin, "WITH ('incremental.engine' = 'spark') ")):
-        bench.create(
-            f"CREATE MATERIALIZED TABLE {name} PARTITIONED BY (ds) {head}FRESHNESS = INTERVAL '1' MINUTE AS "
-            + PARTITIONED_FILTER.format(src=source)
-        )
-    pairs = ((table, twin), (daily, daily_twin))
+    pairs = [(table, twin)]
+    for index, query in enumerate(PARTITIONED_BY_DAY.values()):
+        pair = (f"daily_{index}_{rows}", f"daily_{index}_spark_{rows}")
+        for name, head in zip(pair, ("", "WITH ('incremental.engine' = 'spark') "), strict=True):
+            bench.create(
+                f"CREATE MATERIALIZED TABLE {name} PARTITIONED BY (ds) {head}FRESHNESS = INTERVAL '1' MINUTE AS "
+                + query.format(src=source)
+            )
+        pairs.append(pair)
     for _ in range(2):  # warm-up: JIT, first-use class loading
         bench.append(source, FLOOR_DELTA)
         for name in (t for pair in pairs for t in pair):
@@ -246,13 +252,13 @@ def floor_at(bench: Bench, rows: int, repeat: int) -> None:
     incremental: list[Run] = []
     on_spark: list[Run] = []
     full: list[Run] = []
-    daily_runs: dict[str, list[float]] = defaultdict(list)
+    daily_runs: dict[str, list[Run]] = defaultdict(list)
     for _ in range(max(repeat, 5)):
         bench.append(source, FLOOR_DELTA)
         incremental.append(bench.refresh(table))
         on_spark.append(bench.refresh(twin))
-        daily_runs["in process"].append(bench.refresh(daily).seconds)
-        daily_runs["on Spark"].append(bench.refresh(daily_twin).seconds)
+        for name in (t for pair in pairs[1:] for t in pair):
+            daily_runs[name].append(bench.refresh(name))
     for _ in range(repeat):
         bench.append(source, FLOOR_DELTA)
         full.append(bench.refresh(table, full=True))
@@ -266,8 +272,12 @@ def floor_at(bench: Bench, rows: int, repeat: int) -> None:
     print(f"  incremental on Spark  {spark:7.3f} s   ({jobs}; 'incremental.engine' = 'spark')")
     print(f"  ratio                 {whole / inc:7.1f}×  (target ≥ 10× at 10 M rows, ≥ 50× at 100 M)")
     print(f"  on Spark / in process {spark / inc:7.1f}×")
-    local, remote = median(daily_runs["in process"]), median(daily_runs["on Spark"])
-    print(f"  filter PARTITIONED BY (ds): in process {local:.3f} s, on Spark {remote:.3f} s ({remote / local:.1f}×)")
+    for label, (local_table, remote_table) in zip(PARTITIONED_BY_DAY, pairs[1:], strict=True):
+        local, remote = (median([r.seconds for r in daily_runs[t]]) for t in (local_table, remote_table))
+        print(
+            f"  {label} PARTITIONED BY (ds): in process {local:.3f} s, on Spark {remote:.3f} s "
+            f"({remote / local:.1f}×; {daily_runs[local_table][-1].strategy})"
+        )
     for label, runs in (("in process", incremental), ("on Spark", on_spark)):
         phases: dict[str, list[float]] = defaultdict(list)
         for run in runs:

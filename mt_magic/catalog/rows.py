@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
@@ -66,21 +67,31 @@ def appended_rows(table: Table, after: int | None, upto: int, columns: Sequence[
     return ArrowScan(table.metadata, table.io, projected, AlwaysTrue()).to_table(tasks)
 
 
-def rows_at(table: Table, snapshot_id: int | None) -> tuple[pa.Table, list[DataFile]]:
-    """Every row of the table at ``snapshot_id`` and the data files holding them (what an overwrite replaces).
+def rows_at(
+    table: Table, snapshot_id: int | None, files: BooleanExpression | None = None, max_rows: int | None = None
+) -> tuple[pa.Table, list[DataFile]]:
+    """Every row of the data files of the table at ``snapshot_id`` (those ``files`` selects: scan planning
+    prunes by partition values and column bounds, and each selected file is read whole), and those files (what
+    an overwrite replaces).
 
     Raises:
-        NotReadableInProcess: the snapshot has delete files (an overwrite could not remove them cleanly).
+        NotReadableInProcess: the files have delete files (an overwrite could not remove them cleanly), or
+            hold more than ``max_rows`` rows.
     """
+    from pyiceberg.expressions import AlwaysTrue
+
     if snapshot_id is None:
         return table.schema().as_arrow().empty_table(), []
-    scan = table.scan(snapshot_id=snapshot_id)
+    scan = table.scan(snapshot_id=snapshot_id, row_filter=files if files is not None else AlwaysTrue())
     tasks = list(scan.plan_files())
     if any(task.delete_files for task in tasks):
         raise NotReadableInProcess(f"{table.name()} has delete files at snapshot {snapshot_id}")
+    held = sum(task.file.record_count for task in tasks)
+    if max_rows is not None and held > max_rows:
+        raise NotReadableInProcess(f"the files to rewrite hold {held:,} rows, more than {max_rows:,}")
     from pyiceberg.io.pyarrow import ArrowScan
 
-    rows = ArrowScan(table.metadata, table.io, table.schema(), scan.row_filter).to_table(tasks)
+    rows = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(tasks)
     return rows, [task.file for task in tasks]
 
 

@@ -114,6 +114,33 @@ def test_a_projection_over_appends_appends_in_process(spark, mt, src) -> None:
     )
 
 
+def test_a_merge_partitioned_by_a_group_key_reads_and_rewrites_only_the_touched_partitions(
+    spark, mt, src, monkeypatch
+) -> None:
+    table = qualified(mt, "by_g")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE by_g PARTITIONED BY (g) FRESHNESS = INTERVAL '1' MINUTE AS "
+        "SELECT g, k, count(*) AS n, max(ts) AS hi FROM src GROUP BY g, k",
+    )
+
+    def files() -> dict[str, set[str]]:
+        by_partition: dict[str, set[str]] = {}
+        for row in spark.sql(f"SELECT partition.g AS g, file_path FROM {table}.files").collect():
+            by_partition.setdefault(row.g, set()).add(row.file_path)
+        return by_partition
+
+    before = files()
+    assert sorted(before) == ["g0", "g1", "g2"]  # 7 groups each: 21 rows
+    monkeypatch.setattr(in_process, "IN_PROCESS_MAX_ROWS", 12)  # over the table, not over one partition + delta
+    spark.sql(f"INSERT INTO {src} VALUES (1, 'g1', 5, 1.00, TIMESTAMP '2024-12-05 00:00:00')")
+    outcome = refresh(mt, "by_g")
+    assert outcome.strategy == f"incremental: merge the aggregated delta · partitions g (1 value(s)) · {IN_PROCESS}"
+    after = files()
+    assert after["g0"] == before["g0"] and after["g2"] == before["g2"] and after["g1"] != before["g1"]
+    assert_matches_oracle(mt, "by_g")
+
+
 def test_the_engine_option_pins_spark_and_is_checked(spark, mt, src) -> None:
     run(
         mt,

@@ -8,9 +8,9 @@ term of :func:`.delta.delta_terms`, the merge of :func:`.strategies.combine_sql`
 DuckDB, and commits one snapshot with the refresh state (:class:`~mt_magic.runtime.refresh.commit.RowsWrite`).
 
 Only where both engines give the same rows: one source, appends only, APPEND_DELTA or AGGREGATE_MERGE, a
-table unpartitioned or partitioned by identity (pyiceberg writes the partitions; a merge rewrites every
-partition, which the row bound keeps small), at most :data:`IN_PROCESS_MAX_ROWS` rows read (the delta, and for
-a merge the table), and
+table unpartitioned or partitioned by identity (pyiceberg writes the partitions; a merge whose group keys
+include the partition columns reads and rewrites only the partitions the delta touches), at most
+:data:`IN_PROCESS_MAX_ROWS` rows read (the delta, and for a merge the table or its touched partitions), and
 a query made only of columns, literals, comparisons of like types, AND/OR/NOT, IS [NOT] NULL, IN, BETWEEN,
 DISTINCT, and ``count``, ``sum`` (of integers and decimals), ``min``, ``max`` over columns of integer, decimal,
 string, boolean, date or timestamp type — no arithmetic, functions or floating point, whose semantics differ
@@ -23,7 +23,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from functools import reduce
+from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
@@ -34,11 +35,12 @@ from mt_magic.runtime.refresh.incremental.delta import delta_terms
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan
-from mt_magic.runtime.refresh.incremental.strategies import combine_sql
+from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql
 from mt_magic.runtime.refresh.phases import phase
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
     from sqlglot import exp
 
 log = logging.getLogger(__name__)
@@ -152,8 +154,8 @@ def in_process_plan(
     if len(plan.changes) != 1 or plan.changes[0].kind is not ChangeKind.APPENDS:
         return "not appends to one source"
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
-    if plan.strategy is Strategy.APPEND_DELTA:
-        table_rows = "0"  # appending reads only the delta
+    if plan.strategy is Strategy.APPEND_DELTA or plan.partition_columns:
+        table_rows = "0"  # appending reads only the delta; a scoped merge counts its partitions' rows when read
     if not table_rows.isdigit() or int(table_rows) + plan.changes[0].rows > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
@@ -213,6 +215,38 @@ def _referenced_columns(query: str, source: TableInfo) -> list[str] | None:
     return columns or [source.columns[0][0]]  # count(*) alone still needs the rows
 
 
+def _touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[BooleanExpression | None, str]:
+    """A pyiceberg filter selecting the identity partitions ``rows`` fall in, and the scope line ("partitions ds
+    (2 value(s))"); ``(None, "")`` when the merge is not scoped or touches more than
+    :data:`~.strategies.SCOPED_MAX_VALUES` partitions (the whole table is read and rewritten then).
+
+    ``columns`` (:attr:`.planner.RefreshPlan.partition_columns`) are among the merge keys, so a group lies in
+    one partition and merging the touched partitions' rows with the delta's groups is the whole change.
+    """
+    from pyiceberg.expressions import And, EqualTo, IsNull, Or
+
+    if not columns:
+        return None, ""
+    by_name = {name.lower(): name for name in rows.column_names}
+    names = [by_name[c.lower()] for c in columns]
+    touched = set(zip(*(rows.column(name).to_pylist() for name in names), strict=True))
+    if len(touched) > SCOPED_MAX_VALUES:
+        return None, ""
+
+    def cell(name: str, value: Any) -> BooleanExpression:
+        return IsNull(name) if value is None else EqualTo(name, value)
+
+    def both(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
+        return And(left, right)
+
+    def either(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
+        return Or(left, right)
+
+    terms = [reduce(both, [cell(n, v) for n, v in zip(names, values, strict=True)]) for values in touched]
+    counts = ", ".join(f"{n} ({len({values[i] for values in touched})} value(s))" for i, n in enumerate(names))
+    return reduce(either, terms), f"partitions {counts}"
+
+
 def in_process_write(
     ctx: RefreshContext, table_name: str, definition: MaterializedTableDefinition, plan: RefreshPlan, source: TableInfo
 ) -> RowsWrite | None:
@@ -240,7 +274,10 @@ def in_process_write(
                 partial = _conformed(con.sql(_duckdb_sql(term)).to_arrow_table(), schema)
                 if plan.strategy is Strategy.APPEND_DELTA:
                     return RowsWrite(table, partial, None)
-                current, files = rows_at(table, plan.table_snapshot)
+                if not partial.num_rows:
+                    return RowsWrite(table, partial, None)  # no group changed: the commit carries the state
+                touched, scope = _touched_partitions(partial, plan.partition_columns)
+                current, files = rows_at(table, plan.table_snapshot, touched, IN_PROCESS_MAX_ROWS - delta.num_rows)
                 con.register("__mt_current", current)
                 con.register("__mt_partial", partial)
                 merged = combine_sql(
@@ -248,7 +285,8 @@ def in_process_write(
                     plan.query.merge_keys,
                     plan.query.merge,
                 )
-                return RowsWrite(table, _conformed(con.sql(_duckdb_sql(merged)).to_arrow_table(), schema), tuple(files))
+                rows = _conformed(con.sql(_duckdb_sql(merged)).to_arrow_table(), schema)
+                return RowsWrite(table, rows, tuple(files), scope)
     except (NotReadableInProcess, duckdb.Error, ArithmeticError, ValueError, TypeError, NotImplementedError) as exc:
         log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", table_name, exc)
         return None

@@ -101,7 +101,7 @@ def run_incremental(
     if len(sources) == 1 and in_process_plan(plan, info, sources[0], definition) is None:
         rows = in_process_write(ctx, request.table, definition, plan, sources[0])
         if rows is not None:
-            text = f"{describe(plan.strategy, plan)} · {IN_PROCESS}"
+            text = f"{describe(plan.strategy, plan, rows.scope)} · {IN_PROCESS}"
             return _committed(ctx, request, definition, plan, states, started, rows, text)
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
