@@ -35,7 +35,7 @@ from mt_magic.runtime.refresh.incremental.delta import delta_terms
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan
-from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql
+from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql, scope_line
 from mt_magic.runtime.refresh.phases import phase
 
 if TYPE_CHECKING:
@@ -243,8 +243,8 @@ def _touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[Boolean
         return Or(left, right)
 
     terms = [reduce(both, [cell(n, v) for n, v in zip(names, values, strict=True)]) for values in touched]
-    counts = ", ".join(f"{n} ({len({values[i] for values in touched})} value(s))" for i, n in enumerate(names))
-    return reduce(either, terms), f"partitions {counts}"
+    counts = {n: len({values[i] for values in touched}) for i, n in enumerate(names)}
+    return reduce(either, terms), scope_line(counts)
 
 
 def in_process_write(

@@ -7,7 +7,7 @@ small affected-slice collection (one action over the delta) that scoped strategi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, reduce
 from typing import TYPE_CHECKING
@@ -125,9 +125,13 @@ def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, Sli
     return values if len(values) == len(columns) else None
 
 
+def scope_line(counts: Mapping[str, int], what: str = "partitions") -> str:
+    """E.g. "partitions ds (2 value(s))": the region a scoped write replaced, from each column's value count."""
+    return f"{what} " + ", ".join(f"{c} ({n} value(s))" for c, n in counts.items())
+
+
 def _scoped(values: dict[str, SliceValues], what: str = "partitions") -> str:
-    """E.g. "partitions ds (2 value(s))": the region a scoped write replaced."""
-    return f"{what} " + ", ".join(f"{c} ({len(v.values) + int(v.has_null)} value(s))" for c, v in values.items())
+    return scope_line({c: len(v.values) + int(v.has_null) for c, v in values.items()}, what)
 
 
 def no_change(ctx: StrategyContext) -> Execution:
