@@ -73,6 +73,10 @@ class MaterializedTableDefinition:
     Empty: the table reads all of its sources' history."""
     kept_snapshot: int | None = None
     """The table's own snapshot whose rows it keeps (a resumed or converted table), or ``None``."""
+    sql_settings: Mapping[str, str] | None = None
+    """The Spark SQL settings of the creating session that change a query's answer (session time zone, ANSI mode,
+    …), recorded at CREATE / ALTER … AS / CREATE OR ALTER and applied to every refresh. ``None``: a table created
+    before settings were recorded (its refreshes run with the product's own settings)."""
 
     @property
     def starts_later(self) -> bool:
@@ -104,6 +108,11 @@ class MaterializedTableDefinition:
             f"{PREFIX}start-instant-ms": "" if self.start_instant is None else str(_ms(self.start_instant)),
             f"{PREFIX}start-snapshots": json.dumps(dict(self.start_snapshots), sort_keys=True),
             f"{PREFIX}kept-snapshot": "" if self.kept_snapshot is None else str(self.kept_snapshot),
+            **(
+                {}
+                if self.sql_settings is None
+                else {f"{PREFIX}sql-settings": json.dumps(dict(self.sql_settings), sort_keys=True)}
+            ),
         }
 
     @classmethod
@@ -137,6 +146,7 @@ class MaterializedTableDefinition:
             start_instant=_from_ms(get("start-instant-ms")) if get("start-instant-ms") else None,
             start_snapshots=json.loads(get("start-snapshots", "{}")),
             kept_snapshot=int(get("kept-snapshot")) if get("kept-snapshot") else None,
+            sql_settings=json.loads(get("sql-settings")) if get("sql-settings") else None,
         )
 
 
