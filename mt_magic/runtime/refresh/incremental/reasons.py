@@ -153,6 +153,11 @@ class FallbackReason(enum.Enum):
     """A non-refresh commit (other than compaction) follows the last refresh."""
     TOO_MANY_AFFECTED_GROUPS = "the change touches so many groups that recomputing everything is cheaper"
     """More affected key values than an affected-groups recompute handles."""
+    AMBIGUOUS_DECIMAL_SUM = (
+        "a decimal SUM is NULL on one side of the merge (it overflowed, or had no values yet), which only a "
+        "recompute can tell apart, and no output column locates the group"
+    )
+    """A merge touching a DECIMAL(38, s) sum that is NULL on exactly one side, in a query without group keys."""
     START_WINDOW = (
         "the table starts later than its sources' history (START_MODE), and this change may reach rows before "
         "the start or needs whole sources, so it recomputes over the rows since the start"

@@ -187,6 +187,65 @@ def combine_sql(relation: str, keys: Sequence[str], merge: Sequence[tuple[str, s
     return f"SELECT {', '.join(columns)} FROM {relation}{grouped}"
 
 
+AMBIGUOUS_NOTE = "a decimal SUM was NULL on one side of the merge (overflowed, or no values yet)"
+"""Appended to the strategy line when a merge recomputed its touched groups for :func:`ambiguous_sums_sql`."""
+
+
+def ambiguous_sum_columns(merge: Sequence[tuple[str, str]], types: Mapping[str, str]) -> list[str]:
+    """The merged sums whose NULL is ambiguous: those of type DECIMAL(38, s).
+
+    Spark answers NULL for a decimal sum with no non-null value, and (ANSI off) for one that overflowed its
+    type; the stored row alone cannot tell which. A sum typed DECIMAL(p, s) with p < 38 sums values of at most
+    p - 10 digits (Spark's sum type adds 10 digits, capped at 38), so it overflows only past 10^10 input rows:
+    its NULL means "no values". Counts also merge by ``sum`` but are BIGINT, never NULL.
+
+    Args:
+        merge: the plan's (output column, combine function) pairs, named as in ``types``.
+        types: the table's column → Spark type name (``decimal(38,10)``).
+    """
+    return [c for c, f in merge if f == "sum" and types.get(c, "").replace(" ", "").startswith("decimal(38,")]
+
+
+def ambiguous_sums_sql(stored: str, partial: str, keys: Sequence[str], columns: Sequence[str]) -> str:
+    """Spark SQL selecting one row when a touched group's ambiguous sum is NULL on exactly one side.
+
+    Stored NULL with a non-NULL partial (overflowed, or no values until now) and stored non-NULL with a NULL
+    partial (the delta overflowed, or had no values) have different answers; a NULL on both sides is NULL
+    either way, and a new group takes its partial. Run by Spark here and, transpiled, by DuckDB in process.
+    """
+    on = " AND ".join(f"s.{identifier(k)} <=> p.{identifier(k)}" for k in keys) or "TRUE"
+    one_side = " OR ".join(f"((s.{identifier(c)} IS NULL) <> (p.{identifier(c)} IS NULL))" for c in columns)
+    return f"SELECT 1 FROM {stored} AS s JOIN {partial} AS p ON {on} WHERE {one_side} LIMIT 1"
+
+
+def _ambiguous(ctx: StrategyContext, stored: DataFrame, partial: DataFrame) -> bool:
+    """Whether the merge would have to guess a touched group's decimal sum (:func:`ambiguous_sums_sql`)."""
+    merge = [(ctx.column(c), f) for c, f in ctx.plan.query.merge]
+    columns = ambiguous_sum_columns(merge, ctx.types)
+    if not columns:
+        return False
+    names = {}
+    for frame, prefix in ((stored, "__mt_stored_"), (partial, "__mt_partial_")):
+        names[prefix] = f"{prefix}{uuid.uuid4().hex[:12]}"
+        frame.createOrReplaceTempView(names[prefix])
+        ctx.views.filtered.append(names[prefix])
+    keys = [ctx.column(k) for k in ctx.plan.query.merge_keys]
+    sql = ambiguous_sums_sql(names["__mt_stored_"], names["__mt_partial_"], keys, columns)
+    return bool(ctx.session.sql(sql).take(1))
+
+
+def _recompute_ambiguous(ctx: StrategyContext) -> Execution | Fallback:
+    """The touched groups recomputed from the sources (exact whatever the stored NULL meant), or a full recompute
+    when no output column locates a group."""
+    if not ctx.plan.query.slice_columns:
+        return Fallback((FallbackReason.AMBIGUOUS_DECIMAL_SUM,))
+    result = affected_groups(ctx)
+    if isinstance(result, Fallback):
+        return result
+    write = replace(result.write, scope=f"{result.write.scope} · {AMBIGUOUS_NOTE}".lstrip(" ·"))
+    return Execution(write, result.strategy)
+
+
 def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
     view = f"__mt_merge_{uuid.uuid4().hex[:12]}"
     ctx.one_task(frame).createOrReplaceTempView(view)
@@ -203,17 +262,23 @@ def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
             return affected_groups(ctx)
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "rolled-up grouping keys may be NULL")
     partial = ctx.union(ctx.frames(ctx.query, ctx.views.inserted))
-    if ctx.plan.partition_columns:
+    checked = bool(ambiguous_sum_columns([(ctx.column(c), f) for c, f in ctx.plan.query.merge], ctx.types))
+    if ctx.plan.partition_columns or checked:
         partial = _cached(partial)
         ctx.views.cached.append(partial)
+    if ctx.plan.partition_columns:
         values = _partition_slices(ctx, partial)
         if values is not None:
             if any(v.empty for v in values.values()):
                 return no_change(ctx)
             region = all_of([v.member() for v in values.values()])
+            if checked and _ambiguous(ctx, ctx.current.where(region), partial):
+                return _recompute_ambiguous(ctx)
             df = _combine(ctx, ctx.current.where(region).union(partial))
             condition = all_of([v.overwrite_condition() for v in values.values()])
             return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(values)), Strategy.AGGREGATE_MERGE)
+    if checked and _ambiguous(ctx, ctx.current, partial):
+        return _recompute_ambiguous(ctx)
     df = _combine(ctx, ctx.current.union(partial))
     return Execution(Write(df, WriteMode.OVERWRITE), Strategy.AGGREGATE_MERGE)
 
