@@ -47,6 +47,15 @@ class RefreshTrigger(enum.Enum):
     """A new kernel or runner found the table behind and caught it up once."""
 
 
+class RefreshEngine(enum.Enum):
+    """What computed a refresh's rows."""
+
+    SPARK = "Spark"
+    """A Spark job (every full and partition refresh, and incremental ones the in-process path does not take)."""
+    IN_PROCESS = "in process (DuckDB)"
+    """The in-process path: pyiceberg reads, DuckDB runs the same SQL, pyiceberg commits; no Spark job."""
+
+
 class JobState(enum.Enum):
     """Where a table is in its refresh life, as the manager sees it."""
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from mt_magic.vocabulary import RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
 FORMAT_VERSION = "1"
 PREFIX = "mt."
@@ -186,6 +186,13 @@ class SourceState:
         )
 
 
+def _engine(recorded: str | None, strategy: str) -> RefreshEngine:
+    """The engine a refresh commit records; commits written before ``mt.engine`` named it in the strategy line."""
+    if recorded:
+        return RefreshEngine[recorded.upper()]
+    return RefreshEngine.IN_PROCESS if "in process (DuckDB)" in strategy else RefreshEngine.SPARK
+
+
 @dataclass(frozen=True)
 class RefreshState:
     """What one refresh commit consumed and why it ran; written into that commit's snapshot summary."""
@@ -200,6 +207,8 @@ class RefreshState:
     strategy: str = ""
     view_version_id: int | None = None
     """The version of the table's Iceberg view holding the definition this refresh ran (``None``: no view)."""
+    engine: RefreshEngine = RefreshEngine.SPARK
+    """What computed the rows (``mt.engine``; older commits: read from the strategy line)."""
 
     def to_summary(self) -> dict[str, str]:
         """Snapshot-summary entries (all strings, as Iceberg requires)."""
@@ -214,6 +223,7 @@ class RefreshState:
             f"{PREFIX}definition-version": str(self.definition_version),
             f"{PREFIX}partition": json.dumps(dict(self.partition), sort_keys=True),
             f"{PREFIX}strategy": self.strategy,
+            f"{PREFIX}engine": self.engine.name.lower(),
         }
 
     @classmethod
@@ -233,6 +243,7 @@ class RefreshState:
             partition=json.loads(summary.get(f"{PREFIX}partition", "{}")),
             strategy=summary.get(f"{PREFIX}strategy", ""),
             view_version_id=None if state.get("view-version-id") is None else int(state["view-version-id"]),
+            engine=_engine(summary.get(f"{PREFIX}engine"), summary.get(f"{PREFIX}strategy", "")),
         )
 
     def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:

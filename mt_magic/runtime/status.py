@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from mt_magic.vocabulary import JobState, RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import JobState, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class RefreshOutcome:
     """Human description, e.g. "incremental: aggregate merge" or "full: fallback — window function"."""
     phases: tuple[tuple[str, float], ...] = ()
     """Where the time went: (phase, seconds) in order, e.g. ("metadata", 0.01), ("write", 0.09)."""
+    engine: RefreshEngine = RefreshEngine.SPARK
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class RefreshRecord:
     snapshot_id: int | None
     error: str | None = None
     staleness_before: timedelta | None = None
+    strategy: str = ""
+    """The strategy line the refresh recorded, e.g. "incremental: merge the aggregated delta"."""
+    engine: RefreshEngine | None = None
+    """What computed the rows (``None``: a failed attempt)."""
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,9 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         ("last refresh", last_refresh_text(status, now)),
         ("next refresh", next_refresh_text(status, now)),
     ]
+    last = status.last_refresh
+    if last is not None and last.engine is not None:
+        rows.insert(3, ("ran", f"{last.strategy or last.kind.value} · {last.engine.value}"))
     if status.upstream:
         rows.append(("reads", ", ".join(status.upstream)))
     if status.refreshed_by is not None:

@@ -17,7 +17,17 @@ from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import lineage_svg, lineage_text
 
 CELL = "text-align:left;padding:1px 10px 1px 0"
-HISTORY_HEADERS = ("started", "kind", "trigger", "duration", "rows", "staleness before", "snapshot")
+HISTORY_HEADERS = (
+    "started",
+    "kind",
+    "trigger",
+    "duration",
+    "rows",
+    "staleness before",
+    "snapshot",
+    "strategy",
+    "engine",
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class HistoryView:
                 str(r.rows_written),
                 human_duration(r.staleness_before),
                 str(r.snapshot_id),
+                f"failed: {r.error}" if r.error else r.strategy or "—",
+                "—" if r.engine is None else r.engine.value,
             )
             for r in self.records
         ]

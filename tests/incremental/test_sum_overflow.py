@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from incremental_testing import assert_matches_oracle, qualified, refresh, run
 
+from mt_magic.vocabulary import RefreshEngine
+
 # DECIMAL(38, 10) holds 28 integer digits: two of these overflow a sum, one does not.
 BIG = "6000000000000000000000000000"
 SPARK = "WITH ('incremental.engine' = 'spark')"
@@ -50,6 +52,8 @@ def test_an_overflowed_sum_stays_null_when_rows_are_appended_to_its_group(spark,
     assert _sums(spark, mt)["a"] is None
     assert "recompute the affected groups" in outcome.strategy
     assert "decimal SUM" in outcome.strategy
+    newest = mt.history(qualified(mt, "sums")).records[0]  # what %mt history shows
+    assert newest.strategy == outcome.strategy and newest.engine is RefreshEngine.SPARK
 
 
 def test_a_sum_of_only_nulls_takes_the_appended_values(spark, mt, src, ansi_off) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -11,10 +12,11 @@ from widget_helpers import T0
 
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.status import RefreshRecord, TableStatus
-from mt_magic.vocabulary import JobState, RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import JobState, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 from mt_magic.widgets.badges import FreshnessLevel, freshness_level, human_duration
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import layout, lineage_svg
+from mt_magic.widgets.render import card_text
 from mt_magic.widgets.views import HistoryView, LineageView
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -88,6 +90,25 @@ def test_the_history_view_has_the_chart_and_the_table() -> None:
     assert page.count("<svg") == 1 and page.count("<tr>") == 3 and "freshness target 1m 00s" in page
     assert "30s" in repr(view).splitlines()[2] and "no refresh committed yet" in HistoryView("x", ())._repr_html_()
     assert "not recorded yet" in history_svg([record(1, 1, None)], timedelta(minutes=1))
+
+
+def test_the_text_forms_say_which_strategy_and_engine_ran() -> None:
+    merged = replace(
+        record(2, 0.1, 0, RefreshKind.INCREMENTAL),
+        strategy="incremental: merge the aggregated delta",
+        engine=RefreshEngine.IN_PROCESS,
+    )
+    failed = replace(record(1, 1, None), snapshot_id=None, error="AnalysisException: no such column")
+    lines = repr(HistoryView("mt.default.t", (merged, failed))).splitlines()
+    assert lines[1].endswith("strategy | engine")
+    assert lines[2].endswith("incremental: merge the aggregated delta | in process (DuckDB)")
+    assert lines[3].endswith("failed: AnalysisException: no such column | —")
+    text = card_text(replace(status("mt.default.t", 0), last_refresh=merged), None, T0)
+    assert "  ran: incremental: merge the aggregated delta · in process (DuckDB)" in text.splitlines()
+    recomputed = replace(record(3, 1, 0), strategy="full: fallback — a window …", engine=RefreshEngine.SPARK)
+    assert "  ran: full: fallback — a window … · Spark" in card_text(
+        replace(status("t", 0), last_refresh=recomputed), None
+    )
 
 
 GRAPH = Lineage(

@@ -228,6 +228,8 @@ class ScheduledTable:
             rows_written=outcome.rows_written,
             snapshot_id=outcome.snapshot_id,
             staleness_before=job.staleness_before,
+            strategy=outcome.strategy,
+            engine=outcome.engine,
         )
         if job.run.partition == ():
             self.base = self.schedule.anchor(job.started_at, job.request.scheduled_time)

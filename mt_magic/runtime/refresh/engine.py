@@ -134,6 +134,8 @@ class Engine:
                     duration=max(snap.committed_at - state.refresh_start, timedelta(0)),
                     rows_written=int(snap.summary.get("added-records", "0")),
                     snapshot_id=snap.snapshot_id,
+                    strategy=state.strategy,
+                    engine=state.engine,
                 )
             )
             if len(records) >= limit:

@@ -23,7 +23,7 @@ from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, exe
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
-from mt_magic.vocabulary import RefreshKind
+from mt_magic.vocabulary import RefreshEngine, RefreshKind
 
 
 def describe(strategy: Strategy, plan: RefreshPlan, scope: str = "") -> str:
@@ -137,6 +137,7 @@ def _committed(
     text: str,
 ) -> RefreshOutcome:
     """Commit the write with the new refresh state (one snapshot), unless the refresh was cancelled meanwhile."""
+    engine = RefreshEngine.IN_PROCESS if isinstance(write, RowsWrite) else RefreshEngine.SPARK
     state = RefreshState(
         states,
         started,
@@ -146,7 +147,10 @@ def _committed(
         definition.definition_version,
         {},
         text,
+        engine=engine,
     )
     ctx.jobs.check_cancelled(request.job_group)
     done = commit(ctx.catalog, request.table, write, state, uuid.uuid4().hex, plan.table_snapshot)
-    return RefreshOutcome(RefreshKind.INCREMENTAL, done.snapshot_id, done.rows_written, done.committed_at, text)
+    return RefreshOutcome(
+        RefreshKind.INCREMENTAL, done.snapshot_id, done.rows_written, done.committed_at, text, engine=engine
+    )
