@@ -38,6 +38,7 @@ from mt_magic.runtime.refresh.context import (
 )
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import check_kept, kept_tag, resolve_start, restart, with_start
+from mt_magic.runtime.spark import semantics
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
@@ -142,12 +143,15 @@ def build_definition(
     converts)."""
     label = f"CREATE MATERIALIZED TABLE {stmt.name}"
     schedule = _check_schedule(stmt, ws)
-    expanded, upstream = _resolve_query(ws, label, stmt.query)
-    expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
-    schema = _infer_schema(ws, label, expanded)
-    schema_rules.check_typed(label, schema)
-    options = {k: v for k, v in stmt.options_dict.items() if k.lower() != CONVERT_OPTION}
-    start = resolve_start(ws, label, stmt.start_mode, upstream, table)
+    pinned, given = semantics.split_pinned(label, stmt.options_dict)
+    settings = semantics.captured_settings(ws.spark, pinned)
+    with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
+        expanded, upstream = _resolve_query(ws, label, stmt.query)
+        expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
+        schema = _infer_schema(ws, label, expanded)
+        schema_rules.check_typed(label, schema)
+        start = resolve_start(ws, label, stmt.start_mode, upstream, table)
+    options = {k: v for k, v in given.items() if k.lower() != CONVERT_OPTION}
     check_kept(label, start, expanded)
     _check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)
@@ -171,6 +175,7 @@ def build_definition(
         partitioned_by=stmt.partitioned_by,
         bucket_columns=buckets.columns if buckets else (),
         buckets=buckets.buckets if buckets else 0,
+        sql_settings=settings,
     )
     return with_start(definition, start), schema
 
@@ -196,20 +201,32 @@ def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, Mat
 
 
 def alter_query(
-    ws: Workspace, name: str, query: str, columns: tuple = (), start_mode: StartMode | None = None
+    ws: Workspace,
+    name: str,
+    query: str,
+    columns: tuple = (),
+    start_mode: StartMode | None = None,
+    with_options: Mapping[str, str] | None = None,
 ) -> MaterializedTableDefinition:
     """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query;
-    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one."""
+    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one.
+
+    The new definition's SQL settings are this session's (``with_options``: CREATE OR ALTER's WITH may pin some;
+    its other options are not changed on an existing table), :mod:`~mt_magic.runtime.spark.semantics`.
+    """
     label = f"ALTER MATERIALIZED TABLE {name} AS"
     info, current = ws.catalog.load_materialized(name)
-    expanded, upstream = _resolve_query(ws, label, query)
-    expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
-    new_schema = _infer_schema(ws, label, expanded)
-    schema_rules.check_typed(label, new_schema)
+    pinned, _ = semantics.split_pinned(label, with_options or {})
+    settings = semantics.captured_settings(ws.spark, pinned)
+    with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
+        expanded, upstream = _resolve_query(ws, label, query)
+        expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
+        new_schema = _infer_schema(ws, label, expanded)
+        schema_rules.check_typed(label, new_schema)
+        added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
+        current = restart(ws, label, current, start_mode, upstream, info, expanded)
     _check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
-    added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
-    current = restart(ws, label, current, start_mode, upstream, info, expanded)
     updated = replace(
         current,
         query=query,
@@ -217,6 +234,7 @@ def alter_query(
         upstream=upstream,
         mode_reason=reason,
         definition_version=current.definition_version + 1,
+        sql_settings=settings,
     )
     appended = schema_rules.arrow_columns(added)
     try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
@@ -239,6 +257,18 @@ def update_definition(
     updated = replace(current, **changes)  # type: ignore[arg-type]
     ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})})
     return updated
+
+
+def resume(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
+    """``ALTER … RESUME [WITH (…)]``: clear the suspended flag, after checking that no option changes one of the
+    table's recorded answer-changing settings.
+
+    Raises:
+        DefinitionError: an option gives a recorded setting another value; nothing changed.
+    """
+    _, current = ws.catalog.load_materialized(name)
+    semantics.refuse_conflicts(f"ALTER MATERIALIZED TABLE {name} RESUME WITH", current.sql_settings, options)
+    return update_definition(ws, name, suspended=False)
 
 
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:

@@ -80,8 +80,8 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
         lines.append(f"DISTRIBUTED BY HASH({columns}) INTO {definition.buckets} BUCKETS")
     if definition.partitioned_by:
         lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
-    if definition.options:
-        options = sorted(definition.options.items())
+    options = [*sorted(definition.options.items()), *sorted((definition.sql_settings or {}).items())]
+    if options:  # the recorded SQL settings as pins: run in a fresh session, this defines the same table
         pairs = ",\n  ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in options)
         lines.append(f"WITH (\n  {pairs}\n)")
     lines.append(f"FRESHNESS = {definition.freshness}")
@@ -125,7 +125,23 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
     if status is not None and status.last_error:
         facts["# last error"] = status.last_error
     rows += [(key, value, "") for key, value in facts.items()]
+    rows += settings_rows(definition)
     return Listing(("column", "type", "note"), tuple(rows))
+
+
+SETTINGS_NOT_RECORDED = (
+    "not recorded: refreshes run with the product's settings (Spark's defaults; the table was created before "
+    "SQL settings were recorded). ALTER … AS in a session with the settings you mean records them."
+)
+
+
+def settings_rows(definition: MaterializedTableDefinition) -> list[tuple[str, str, str]]:
+    """DESCRIBE's "SQL settings" section: the recorded answer-changing settings every refresh runs with."""
+    if definition.sql_settings is None:
+        return [("# SQL settings", SETTINGS_NOT_RECORDED, "")]
+    rows = [("# SQL settings", "of the defining session; every refresh runs with them", "")]
+    rows += [(f"#   {key}", value, "") for key, value in sorted(definition.sql_settings.items())]
+    return rows
 
 
 def start_text(definition: MaterializedTableDefinition) -> str:

@@ -122,7 +122,7 @@ class MaterializedTables(Inspection):
             if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
                 convert.convert_table(self.workspace, stmt, existing)
                 return self._populate(name, f"Converted {name} in place (its rows and history stay)")
-            ddl.alter_query(self.workspace, name, stmt.query, stmt.columns, stmt.start_mode)
+            ddl.alter_query(self.workspace, name, stmt.query, stmt.columns, stmt.start_mode, stmt.options_dict)
             self._retrack(name)
             return StatementResult(
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
@@ -205,7 +205,7 @@ class MaterializedTables(Inspection):
         return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
-        ddl.update_definition(self.workspace, name, suspended=False)
+        ddl.resume(self.workspace, name, dict(options))
         self._retrack(name)
         self.manager.resume(name, options)
         self._drive()

@@ -116,7 +116,7 @@ def _recompute(
         partition,
         strategy,
     )
-    session: SparkSession = ctx.jobs.child_session(dict(request.options))
+    session: SparkSession = ctx.jobs.child_session(dict(request.options), settings=definition.sql_settings)
     job = ctx.jobs.job_group(request.job_group, f"refresh {request.table}")
     with job, window_views(session, ctx.catalog, definition, states) as windows:
         with phase("analyze"):

@@ -8,7 +8,8 @@ thread mode, so each worker thread tags its own jobs.
 One child session per thread, reused: every new session instantiates the Iceberg REST catalog again in the JVM
 (a configuration request, an HTTP connection pool and its threads), which nothing closes — a session per
 refresh leaked one file descriptor and about six JVM threads per refresh. Each use resets the session's
-settings to the base ones and applies that run's options.
+settings to the base ones and applies that run's options and the table's answer-changing settings
+(:mod:`.semantics`: the defining session's time zone, ANSI mode, …).
 """
 
 from __future__ import annotations
@@ -47,10 +48,15 @@ class SparkJobs:
         self._finished = threading.Condition(self._lock)
         self._threads = threading.local()
 
-    def child_session(self, options: Mapping[str, str] = ()) -> SparkSession:  # type: ignore[assignment]
-        """This thread's child session (sharing the context), with the catalog settings and the run's options.
+    def child_session(
+        self, options: Mapping[str, str] | None = None, *, settings: Mapping[str, str] | None = None
+    ) -> SparkSession:
+        """This thread's child session (sharing the context), with the catalog settings, the run's ``options`` and
+        the table's answer-changing ``settings`` (its definition's ``sql_settings``; they win over ``options``,
+        see :mod:`.semantics`). ``None``: the product's settings (a table created before settings were recorded).
 
-        The previous run's options on this thread are undone first; a thread runs one refresh at a time.
+        Everything the previous run on this thread set is undone first, so one table's settings never reach
+        another table's refresh; a thread runs one refresh at a time.
         """
         session = getattr(self._threads, "session", None)
         if session is None:
@@ -63,11 +69,14 @@ class SparkJobs:
                 session.conf.unset(key)
             else:
                 session.conf.set(key, value)
+        self._threads.restore = {}
         restore: dict[str, str | None] = {}
-        for key, value in dict(options).items():
-            restore[key] = session.conf.get(key, None)
-            session.conf.set(key, value)
-        self._threads.restore = restore
+        try:
+            for key, value in {**dict(options or {}), **dict(settings or {})}.items():
+                restore[key] = session.conf.get(key, None)
+                session.conf.set(key, value)
+        finally:  # a value Spark refused part way is undone by the next run too
+            self._threads.restore = restore
         return session
 
     @contextmanager

@@ -108,7 +108,7 @@ def run_incremental(
     )
     options = sized_options(plan, info, dict(request.options), configured)
     single_task = SHUFFLE_PARTITIONS not in request.options and options.get(SHUFFLE_PARTITIONS) == "1"
-    session = ctx.jobs.child_session(options)
+    session = ctx.jobs.child_session(options, settings=definition.sql_settings)
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         with phase("deltas"):
             views = register_deltas(session, plan.changes, bool(plan.query.branches), single_task)

@@ -1,0 +1,198 @@
+"""The Spark SQL settings that change a query's answer: captured from the defining session, applied to every refresh.
+
+A materialized table must hold what ``spark.sql(<its query>)`` answers in the session that defined it. Refreshes
+run in child sessions (:mod:`.jobs`), which start from Spark's defaults, so at CREATE, ALTER … AS and CREATE OR
+ALTER the settings below are read from the defining session — each as its *effective* value
+(``spark.conf.get(key)``, the default written out), so a Spark upgrade that flips a default (ANSI mode in Spark 4)
+or a runner whose JVM has another time zone does not change the answer — and stored with the definition
+(``MaterializedTableDefinition.sql_settings``). Spark captures a view's SQL configs the same way (SPARK-33138);
+unlike Spark, only the settings listed here are kept (a user's ``spark.sql.shuffle.partitions`` is not part of
+a table's meaning), and a key this Spark does not know is skipped.
+
+``CREATE … WITH ('spark.sql.session.timeZone' = 'UTC')`` pins a setting in the statement itself, over the
+session's value; ``SHOW CREATE`` writes every recorded setting that way, so its output run in a fresh session
+defines the same table.
+
+Precedence in a refresh's child session, lowest first: the product's base (the SparkContext's settings, the
+catalog's ``session_conf``, ``REFRESH_SESSION_CONF``), then the run's options (``RESUME WITH``, the sizing of
+small merges), then the table's settings. ``ALTER … RESUME WITH`` giving a recorded key another value is refused
+(:func:`conflicting_options`); the table's settings win over anything a run brings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from mt_magic.errors import DefinitionError, first_line
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ANSWER_SETTINGS: Mapping[str, str] = {
+    # The six that change the most answers.
+    "spark.sql.session.timeZone": "string ↔ timestamp casts and TIMESTAMP literals, hour()/date_format()/"
+    "to_date() of timestamps, current_date(): `ts > '2024-03-10 02:30:00'` selects other rows in another zone",
+    "spark.sql.ansi.enabled": "overflow and invalid casts fail instead of giving NULL or wrapping, and type "
+    "coercion follows ANSI rules (on by default from Spark 4.0)",
+    "spark.sql.storeAssignmentPolicy": "how a refresh's values are cast into the table's column types (ANSI, "
+    "LEGACY or STRICT)",
+    "spark.sql.caseSensitive": "which column or field a name resolves to",
+    "spark.sql.legacy.timeParserPolicy": "to_date/to_timestamp/unix_timestamp with a pattern: lenient (LEGACY), "
+    "NULL (CORRECTED) or an error (EXCEPTION) for text the pattern does not fit (default EXCEPTION in 3.5, "
+    "CORRECTED in 4)",
+    "spark.sql.decimalOperations.allowPrecisionLoss": "the result type and rounding of decimal arithmetic",
+    # Types of literals and results.
+    "spark.sql.timestampType": "whether TIMESTAMP literals and casts are TIMESTAMP_LTZ or TIMESTAMP_NTZ",
+    "spark.sql.legacy.allowNegativeScaleOfDecimal": "the type of decimal literals such as 1E10",
+    "spark.sql.legacy.exponentLiteralAsDecimal.enabled": "whether 1.5E2 is a DECIMAL or a DOUBLE",
+    "spark.sql.legacy.literal.pickMinimumPrecision": "the precision of integral literals in decimal arithmetic",
+    "spark.sql.legacy.interval.enabled": "the type of date and timestamp subtraction",
+    "spark.sql.legacy.typeCoercion.datetimeToString.enabled": "dates compared with strings as strings or as dates",
+    "spark.sql.function.concatBinaryAsString": "concat of binaries gives a string or a binary",
+    "spark.sql.function.eltOutputAsString": "elt of binaries gives a string or a binary",
+    "spark.sql.legacy.lpadRpadAlwaysReturnString": "lpad/rpad of binaries gives a string or a binary",
+    "spark.sql.legacy.decimal.retainFractionDigitsOnTruncate": "the scale of a truncated decimal (Spark 4)",
+    # What the query text means.
+    "spark.sql.ansi.doubleQuotedIdentifiers": 'whether "x" is a column or a string literal',
+    "spark.sql.ansi.relationPrecedence": "whether JOIN binds tighter than a comma in FROM",
+    "spark.sql.ansi.enforceReservedKeywords": "whether reserved words may name columns and tables",
+    "spark.sql.parser.escapedStringLiterals": "whether backslashes in string literals escape",
+    "spark.sql.legacy.setopsPrecedence.enabled": "whether INTERSECT binds tighter than UNION and EXCEPT",
+    "spark.sql.legacy.ctePrecedencePolicy": "which of two nested WITH names of the same name a query reads "
+    "(default EXCEPTION in 3.5, CORRECTED in 4)",
+    "spark.sql.groupByOrdinal": "whether GROUP BY 1 groups by the first column or by the constant 1",
+    "spark.sql.orderByOrdinal": "whether ORDER BY 1 orders by the first column (a top-N query keeps other rows)",
+    "spark.sql.groupByAliases": "whether GROUP BY may name a SELECT alias",
+    "spark.sql.legacy.bangEqualsNot": "whether ! means NOT in `a ! IN (…)` (Spark 4)",
+    # Function and operator answers.
+    "spark.sql.legacy.sizeOfNull": "size(NULL): -1 or NULL",
+    "spark.sql.legacy.nullInEmptyListBehavior": "NULL IN (): NULL or false",
+    "spark.sql.legacy.statisticalAggregate": "stddev/variance of one row: NaN or NULL",
+    "spark.sql.legacy.scalarSubqueryCountBugBehavior": "a correlated COUNT subquery without rows: NULL or 0 (Spark 4)",
+    "spark.sql.legacy.inSubqueryNullability": "the nullability of IN (subquery) results",
+    "spark.sql.mapKeyDedupPolicy": "duplicate map keys: an error or the last one wins",
+    "spark.sql.legacy.castComplexTypesToString.enabled": "the text of arrays, maps and structs cast to string",
+    "spark.sql.legacy.followThreeValuedLogicInArrayExists": "exists() over an array with NULLs",
+    "spark.sql.legacy.percentileDiscCalculation": "percentile_disc's answer",
+    "spark.sql.legacy.negativeIndexInArrayInsert": "where array_insert puts a negative position",
+    "spark.sql.legacy.integerGroupingId": "the type of grouping_id()",
+    "spark.sql.legacy.groupingIdWithAppendedUserGroupBy": "grouping_id() when GROUP BY columns are added to a "
+    "grouping set",
+    "spark.sql.legacy.codingErrorAction": "decode/encode of invalid bytes: an error or a replacement character "
+    "(Spark 4)",
+    "spark.sql.legacy.javaCharsets": "which charsets encode/decode accept (Spark 4)",
+}
+"""Every Spark SQL setting captured with a definition, and how it changes a query's answer.
+
+Left out on purpose: settings of plans and speed (``spark.sql.shuffle.*``, ``spark.sql.adaptive.*``,
+``spark.sql.optimizer.*``), of the product (catalogs, ``spark.sql.iceberg.check-nullability``), of how Python
+receives rows (``spark.sql.datetime.java8API.enabled``, Arrow), CHAR padding (Iceberg has no CHAR type), and
+``spark.sql.variable.substitute`` (``${…}`` in the query would read other settings; write the value instead)."""
+
+
+def captured_settings(spark: SparkSession, pinned: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The effective value of every :data:`ANSWER_SETTINGS` key in ``spark``'s session, ``pinned`` over them.
+
+    A key this Spark does not know, or one without a value (an optional setting left unset), is not recorded.
+    """
+    settings: dict[str, str] = {}
+    for key in ANSWER_SETTINGS:
+        try:
+            value = spark.conf.get(key)
+        except Exception:  # SQL_CONF_NOT_FOUND: a key of another Spark version
+            continue
+        if value is not None:
+            settings[key] = value
+    return {**settings, **(pinned or {})}
+
+
+def split_pinned(label: str, options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A statement's WITH options as (settings it pins, the other options).
+
+    Raises:
+        DefinitionError: a ``spark.*`` key that is not an answer-changing setting (it would be stored as an
+            Iceberg table property and do nothing).
+    """
+    pinned = {k: v for k, v in options.items() if k in ANSWER_SETTINGS}
+    stray = [k for k in options if k.lower().startswith("spark.") and k not in ANSWER_SETTINGS]
+    if stray:
+        raise DefinitionError(
+            f"{label}: WITH ('{stray[0]}' = '{options[stray[0]]}') is not a Spark setting that changes a query's "
+            "answer, so it cannot belong to the definition. Nothing changed. Per-refresh Spark settings go in "
+            f"ALTER MATERIALIZED TABLE … RESUME WITH ('{stray[0]}' = …); a definition pins only these (names are "
+            f"case-sensitive): {', '.join(sorted(ANSWER_SETTINGS))}."
+        )
+    return pinned, {k: v for k, v in options.items() if k not in pinned}
+
+
+@contextmanager
+def applied(label: str, spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Run the block with ``settings`` set in ``spark`` (a statement's analysis under the definition's pins); the
+    session's own values come back afterwards. Keys already at their value are not touched.
+
+    Raises:
+        DefinitionError: Spark refuses a value (``'spark.sql.session.timeZone' = 'Mars/Base'``); nothing changed.
+    """
+    restore: dict[str, str | None] = {}
+    try:
+        for key, value in settings.items():
+            current = _current(spark, key)
+            if current == value:
+                continue
+            try:
+                spark.conf.set(key, value)
+            except Exception as exc:
+                raise DefinitionError(
+                    f"{label}: WITH ('{key}' = '{value}'): Spark refuses the value: {first_line(exc)}. Nothing "
+                    "changed; give a value Spark accepts for it, or remove it to use the session's."
+                ) from exc
+            restore[key] = current
+        yield
+    finally:
+        for key, previous in restore.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+def _current(spark: SparkSession, key: str) -> str | None:
+    try:
+        return spark.conf.get(key)
+    except Exception:
+        return None
+
+
+def conflicting_options(settings: Mapping[str, str] | None, options: Mapping[str, str]) -> dict[str, str]:
+    """The run options (``RESUME WITH``) that would give a recorded setting another value: key → recorded value.
+
+    Values are compared without case and surrounding spaces (``'TRUE'`` is ``'true'``); a table without recorded
+    settings (created before they were) has none.
+    """
+    if not settings:
+        return {}
+    return {
+        key: settings[key]
+        for key, value in options.items()
+        if key in settings and value.strip().lower() != settings[key].strip().lower()
+    }
+
+
+def refuse_conflicts(label: str, settings: Mapping[str, str] | None, options: Mapping[str, str]) -> None:
+    """Refuse run options that would change a recorded answer-changing setting (checked before anything changes).
+
+    Raises:
+        DefinitionError: names each option, the recorded value and how to change the definition instead.
+    """
+    conflicts = conflicting_options(settings, options)
+    if not conflicts:
+        return
+    listed = "; ".join(f"'{k}' = '{options[k]}' (the definition says '{v}')" for k, v in conflicts.items())
+    raise DefinitionError(
+        f"{label}: {listed} would change what the table's query answers, and that setting belongs to the "
+        "definition. Nothing changed. To change it, run ALTER MATERIALIZED TABLE … AS <query> in a session with the "
+        "setting (e.g. spark.conf.set(…)) — or CREATE OR ALTER … WITH ('<key>' = '<value>') — so the table is "
+        "recomputed under it; or drop the option from RESUME WITH."
+    )
