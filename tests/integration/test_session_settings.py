@@ -107,8 +107,8 @@ def test_a_table_defined_in_los_angeles_holds_the_los_angeles_answer_on_every_re
         f"CREATE MATERIALIZED TABLE tz_mt PARTITIONED BY (day) WITH ({SPARK_ONLY}) "
         f"FRESHNESS = INTERVAL '1' MINUTE AS {TZ_QUERY}",
     )
-    assert settings_of(mt, "tz_mt")[TZ] == LA
     assert table_rows(spark, mt, "tz_mt", TZ_COLUMNS) == la_answer  # from CREATE on
+    assert settings_of(mt, "tz_mt")[TZ] == LA
 
     spark.conf.set(TZ, "UTC")  # the notebook moves on; the table keeps its definition's answer
     add_events(spark, 24, 12)
@@ -142,8 +142,8 @@ def test_ansi_mode_of_the_defining_session_holds_after_the_notebook_changes_it(m
     defined = answer(spark, query, {ANSI: ansi})
     assert (1, None) in defined if ansi == "true" else (1, -1, 7) in defined and (2, 2, 4464) in defined
     run(mt, f"CREATE MATERIALIZED TABLE sizes WITH ({SPARK_ONLY}) FRESHNESS = INTERVAL '1' MINUTE AS {query}")
-    assert settings_of(mt, "sizes")[ANSI] == ansi
     assert table_rows(spark, mt, "sizes") == defined
+    assert settings_of(mt, "sizes")[ANSI] == ansi
 
     spark.conf.set(ANSI, other)
     spark.sql("INSERT INTO arrays VALUES (3, NULL, 8), (4, array(5), 8)")
@@ -222,24 +222,25 @@ def test_alter_as_and_create_or_alter_record_the_session_running_them(mt, notebo
     spark = notebook
     spark.sql("CREATE TABLE ev (id INT, ts TIMESTAMP) USING iceberg")
     add_events(spark, 0, 24)
-    spark.conf.set(TZ, LA)
+    spark.conf.set(TZ, "UTC")
     run(mt, f"CREATE MATERIALIZED TABLE moved WITH ({SPARK_ONLY}) FRESHNESS = INTERVAL '1' MINUTE AS {TZ_QUERY}")
+    spark.conf.set(TZ, LA)
+    run(mt, f"ALTER MATERIALIZED TABLE moved AS {TZ_QUERY}")
+    spark.conf.set(TZ, "UTC")
+    refresh(mt, "moved")
+    assert table_rows(spark, mt, "moved", TZ_COLUMNS) == answer(spark, TZ_QUERY, {TZ: LA}, TZ_COLUMNS)
     run(mt, "ALTER MATERIALIZED TABLE moved SUSPEND")
     run(mt, "ALTER MATERIALIZED TABLE moved RESUME")
     run(mt, "ALTER MATERIALIZED TABLE moved SET FRESHNESS = INTERVAL '2' MINUTE")
     run(mt, "ALTER MATERIALIZED TABLE moved RENAME TO moved2")
     assert settings_of(mt, "moved2")[TZ] == LA  # statements that keep the query keep its semantics
-
-    spark.conf.set(TZ, "UTC")
-    run(mt, f"ALTER MATERIALIZED TABLE moved2 AS {TZ_QUERY}")
-    assert settings_of(mt, "moved2")[TZ] == "UTC"
-    refresh(mt, "moved2")
-    assert table_rows(spark, mt, "moved2", TZ_COLUMNS) == answer(spark, TZ_QUERY, {TZ: "UTC"}, TZ_COLUMNS)
+    refresh(mt, "moved2", force_full=True)
+    assert table_rows(spark, mt, "moved2", TZ_COLUMNS) == answer(spark, TZ_QUERY, {TZ: LA}, TZ_COLUMNS)
 
     run(mt, f"CREATE OR ALTER MATERIALIZED TABLE moved2 WITH ('{TZ}' = 'Asia/Tokyo') AS {TZ_QUERY}")
-    assert settings_of(mt, "moved2")[TZ] == "Asia/Tokyo" and spark.conf.get(TZ) == "UTC"
     refresh(mt, "moved2")
     assert table_rows(spark, mt, "moved2", TZ_COLUMNS) == answer(spark, TZ_QUERY, {TZ: "Asia/Tokyo"}, TZ_COLUMNS)
+    assert settings_of(mt, "moved2")[TZ] == "Asia/Tokyo" and spark.conf.get(TZ) == "UTC"
 
 
 def test_converting_a_plain_table_records_the_session_running_it(mt, notebook) -> None:
@@ -253,9 +254,9 @@ def test_converting_a_plain_table_records_the_session_running_it(mt, notebook) -
         "CREATE OR ALTER MATERIALIZED TABLE plain WITH ('convert-existing-table' = 'true', "
         f"{SPARK_ONLY}) FRESHNESS = INTERVAL '1' MINUTE AS {TZ_QUERY}",
     )
-    assert settings_of(mt, "plain")[TZ] == LA
     spark.conf.set(TZ, "UTC")
     assert table_rows(spark, mt, "plain", TZ_COLUMNS) == answer(spark, TZ_QUERY, {TZ: LA}, TZ_COLUMNS)
+    assert settings_of(mt, "plain")[TZ] == LA
 
 
 def test_a_resume_option_that_would_change_a_recorded_setting_is_refused_and_changes_nothing(mt, notebook) -> None:
@@ -289,3 +290,21 @@ def test_a_with_setting_that_is_not_an_answer_setting_or_not_a_value_spark_accep
             run(mt, f"CREATE MATERIALIZED TABLE refused WITH ({option}) AS {TZ_QUERY}")
         assert not mt.workspace.catalog.exists(qualified(mt, "refused"))
         assert spark.conf.get(TZ) == before
+
+
+def test_the_statement_is_analysed_under_the_settings_its_refreshes_run_with(mt, notebook) -> None:
+    """A pinned TIMESTAMP_NTZ makes the literal's column timestamp_ntz: the schema is the one refreshes produce."""
+    spark = notebook
+    spark.sql("CREATE TABLE ev (id INT, ts TIMESTAMP) USING iceberg")
+    add_events(spark, 0, 3)
+    before = spark.conf.get("spark.sql.timestampType")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ntz WITH ('spark.sql.timestampType' = 'TIMESTAMP_NTZ') "
+        "AS SELECT id, TIMESTAMP '2024-03-10 02:30:00' AS t FROM ev",
+    )
+    assert spark.table(qualified(mt, "ntz")).schema["t"].dataType.simpleString() == "timestamp_ntz"
+    assert spark.conf.get("spark.sql.timestampType") == before == "TIMESTAMP_LTZ"  # the notebook's, as it was
+    assert table_rows(spark, mt, "ntz", "id, CAST(t AS STRING)") == Counter(
+        {(i, "2024-03-10 02:30:00"): 1 for i in range(3)}
+    )
