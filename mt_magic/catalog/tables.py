@@ -239,8 +239,13 @@ class MaterializedCatalog:
             yield tuple(ns)
             yield from self._namespaces(tuple(ns))
 
-    def list_materialized(self) -> list[TableInfo]:
-        """Every materialized table in the catalog (all namespaces).
+    def namespace_exists(self, namespace: str) -> bool:
+        """Whether the catalog has this namespace (nested parts joined by '.')."""
+        with reaching(f"namespace {namespace} of catalog {self.spark_name}"):
+            return bool(self.catalog.namespace_exists(tuple(namespace.split("."))))
+
+    def list_materialized(self, namespace: str | None = None) -> list[TableInfo]:
+        """Every materialized table in the catalog (all namespaces), or in ``namespace`` only (not nested ones).
 
         Raises:
             CatalogUnavailableError: the catalog cannot be reached (never a shorter list instead).
@@ -249,7 +254,8 @@ class MaterializedCatalog:
 
         found = []
         with reaching(f"the tables of catalog {self.spark_name}"):
-            for ns in list(self._namespaces()):
+            spaces = list(self._namespaces()) if namespace is None else [tuple(namespace.split("."))]
+            for ns in spaces:
                 try:
                     idents = self.catalog.list_tables(ns)
                 except NoSuchNamespaceError:  # dropped while listing

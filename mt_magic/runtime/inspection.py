@@ -40,7 +40,9 @@ class Inspection:
 
     def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
         statuses = {s.name: s for s in self.manager.statuses()}
-        listing = tables_listing(self.workspace.catalog.list_materialized(), statuses, namespace, like)
+        if namespace is not None:
+            namespace = self.workspace.qualify_namespace(namespace)
+        listing = tables_listing(self.workspace.catalog.list_materialized(namespace), statuses, namespace, like)
         where = f" in {namespace}" if namespace else ""
         return StatementResult(
             StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.", listing=listing

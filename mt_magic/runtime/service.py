@@ -38,6 +38,7 @@ from mt_magic.sql.ddl.statements import (
     ShowCreateMaterializedTable,
     ShowMaterializedTables,
 )
+from mt_magic.sql.names import TableName
 from mt_magic.vocabulary import RefreshMode, StatementAction
 
 if TYPE_CHECKING:
@@ -108,7 +109,9 @@ class MaterializedTables(Inspection):
         if isinstance(stmt, AlterRefreshMode):
             return self.set_refresh_mode(name, stmt.mode)
         if isinstance(stmt, AlterRename):
-            return self.rename(name, self.workspace.qualify(stmt.new_name))
+            return self.rename(
+                name, self.workspace.qualify(stmt.new_name, TableName.from_parts(name.split(".")).namespace)
+            )
         if isinstance(stmt, ShowCreateMaterializedTable):
             return self.show_create(name)
         if isinstance(stmt, DescribeMaterializedTable):
@@ -245,12 +248,18 @@ class MaterializedTables(Inspection):
     # --- keeping the manager in step with the catalog -----------------------------------------------------
 
     def _managed(self, name: str):  # type: ignore[no-untyped-def]  # -> ManagedTable
-        infos = self.workspace.catalog.list_materialized()
-        info = next((i for i in infos if i.name == name), None)
-        if info is None:
-            self.workspace.catalog.load_materialized(name)  # says why: missing, or a plain table
-            raise NoSuchMaterializedTableError(f"{name} is not a materialized table in the catalog.")
-        return managed_table(info, {i.name for i in infos})
+        """The manager's record of ``name`` from one load of it (and of each source the manager does not know):
+        a statement's cost does not grow with the catalog."""
+        info, definition = self.workspace.catalog.load_materialized(name)  # says why: missing, or a plain table
+        return managed_table(info, {u for u in definition.upstream if self._is_materialized(u)})
+
+    def _is_materialized(self, name: str) -> bool:
+        if self.manager.knows(name):
+            return True
+        try:
+            return self.workspace.catalog.load(name).definition is not None
+        except NoSuchMaterializedTableError:
+            return False
 
     def _track(self, name: str, with_downstream: bool = False) -> None:
         """Make sure the manager knows ``name`` (and, for a cascade, its downstream tables) from the catalog."""

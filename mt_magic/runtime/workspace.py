@@ -45,8 +45,12 @@ class Workspace:
     rules: FreshnessRules
     clock: Callable[[], datetime]
 
-    def qualify(self, name: TableName) -> str:
-        """``catalog.namespace.table`` for a name as written.
+    def qualify(self, name: TableName, namespace: str | None = None) -> str:
+        """``catalog.namespace.table`` for a name as written: THE name resolution of every statement and command.
+
+        Args:
+            namespace: where an unqualified name lives (default: the workspace's namespace); RENAME passes the
+                renamed table's own, as Spark and Flink do.
 
         Raises:
             DefinitionError: another catalog, or a name part this dotted text cannot carry (``sql.names``).
@@ -55,8 +59,29 @@ class Workspace:
             problem = None if part is None else name_part_problem(part)
             if problem is not None:
                 raise DefinitionError(f"{name}: {problem}.")
-        if name.catalog and name.catalog != self.catalog.spark_name:
+        self._check_catalog(str(name), name.catalog)
+        return ".".join((self.catalog.spark_name, name.namespace or namespace or self.default_namespace, name.name))
+
+    def qualify_namespace(self, text: str) -> str:
+        """The namespace (nested parts joined by '.') that ``SHOW … IN text`` names, checked to exist: a leading
+        part equal to the catalog's Spark name is the catalog, as in Spark (``mt.sales`` is ``sales``).
+
+        Raises:
+            DefinitionError: another catalog's namespace, or a namespace the catalog does not have.
+        """
+        first, _, rest = text.partition(".")
+        if rest and first == self.catalog.spark_name and not self.catalog.namespace_exists(text):
+            text = rest
+        if not self.catalog.namespace_exists(text):
             raise DefinitionError(
-                f"{name}: materialized tables live in catalog {self.catalog.spark_name!r}, not {name.catalog!r}."
+                f"Namespace {text!r} does not exist in catalog {self.catalog.spark_name!r}. "
+                "Fix: SHOW MATERIALIZED TABLES without IN lists every namespace; create it with "
+                f'spark.sql("CREATE NAMESPACE {self.catalog.spark_name}.{text}").'
             )
-        return ".".join((self.catalog.spark_name, name.namespace or self.default_namespace, name.name))
+        return text
+
+    def _check_catalog(self, written: str, catalog: str | None) -> None:
+        if catalog and catalog != self.catalog.spark_name:
+            raise DefinitionError(
+                f"{written}: materialized tables live in catalog {self.catalog.spark_name!r}, not {catalog!r}."
+            )
