@@ -241,8 +241,14 @@ class MaterializedCatalog:
 
     def namespace_exists(self, namespace: str) -> bool:
         """Whether the catalog has this namespace (nested parts joined by '.')."""
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
         with reaching(f"namespace {namespace} of catalog {self.spark_name}"):
-            return bool(self.catalog.namespace_exists(tuple(namespace.split("."))))
+            try:
+                self.catalog.load_namespace_properties(tuple(namespace.split(".")))
+            except NoSuchNamespaceError:
+                return False
+            return True
 
     def list_materialized(self, namespace: str | None = None) -> list[TableInfo]:
         """Every materialized table in the catalog (all namespaces), or in ``namespace`` only (not nested ones).
