@@ -3,7 +3,8 @@
 # dependencies and one PySpark line, and the Iceberg runtime jar for that line (cached outside the repository).
 #   scripts/setup.sh                         what the demo needs, in .venv, with the default PySpark
 #   scripts/setup.sh --test                  plus what the tests need (Chromium for the browser test, PostgreSQL
-#                                            for the shared-catalog test)
+#                                            for the shared-catalog test, Iceberg's REST Compatibility Kit and
+#                                            reference REST server from Maven)
 #   scripts/setup.sh --venv DIR --pyspark V  another virtualenv with PySpark V (the second line CI tests)
 # MT_MAGIC_ICEBERG=maven (default) fetches org.apache.iceberg:iceberg-spark-runtime-<spark>_<scala> with Maven;
 # MT_MAGIC_ICEBERG=offline assembles the Spark 3.5 runtime without Maven Central (the documented fallback).
@@ -34,6 +35,8 @@ if [ "$with_test" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || packages+=(chromium)
   # the shared-catalog test starts a throw-away PostgreSQL cluster (tests/catalog/postgres_cluster.py)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
+  # the REST Compatibility Kit's jars come through Maven, whichever way the Iceberg runtime comes
+  command -v mvn >/dev/null 2>&1 || [[ " ${packages[*]} " == *" maven "* ]] || packages+=(maven)
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${packages[*]}"
@@ -62,5 +65,20 @@ if [ -n "$jar_module" ]; then
   start=$(date +%s)
   "$venv/bin/python" -m "$jar_module" >/dev/null
   echo "setup: Iceberg runtime ($iceberg) ready in $(( $(date +%s) - start )) s"
+fi
+if [ "$with_test" = 1 ]; then
+  # Apache Iceberg's REST Compatibility Kit and reference REST server (tests/catalog/rck/pom.xml), resolved by
+  # Maven into the cache, one folder per version of the pom (tests/reference_catalog.py finds it there).
+  rck_pom=tests/catalog/rck/pom.xml
+  rck_dir="${MT_MAGIC_JARS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mt_magic}/rck/$(sha256sum "$rck_pom" | cut -c1-16)"
+  if [ ! -f "$rck_dir/complete" ]; then
+    start=$(date +%s)
+    rm -rf "$rck_dir/lib"
+    mkdir -p "$rck_dir"
+    mvn -B -q -C -f "$rck_pom" org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+      -DoutputDirectory="$rck_dir/lib"
+    touch "$rck_dir/complete"
+    echo "setup: Iceberg REST Compatibility Kit ready in $(( $(date +%s) - start )) s ($rck_dir)"
+  fi
 fi
 echo "setup: ready ($venv, pyspark $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)'))"

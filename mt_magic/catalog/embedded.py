@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from mt_magic.catalog.errors import EmbeddedServerError
 
@@ -48,21 +48,36 @@ class EmbeddedServer:
     token: str | None = None
 
 
+def local_path(location: str | Path) -> Path | None:
+    """The local path a location names — a plain path or any ``file:`` URI (``file:/x``, the form Java and
+    Hadoop print, ``file:///x``, ``file://localhost/x``) — or ``None`` for remote storage (``s3://…``)."""
+    text = str(location)
+    parts = urlparse(text)
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        return Path(unquote(parts.path))
+    if "://" in text or (len(parts.scheme) > 1 and parts.scheme != "file"):
+        return None
+    return Path(text)
+
+
 def warehouse_uri(warehouse: str | Path) -> str:
-    """A warehouse as a URI: local directories become absolute ``file://`` URIs (and are created)."""
-    text = str(warehouse)
-    if "://" in text:
-        return text.rstrip("/")
-    path = Path(text).expanduser().resolve()
+    """A warehouse as a URI: local directories (paths or ``file:`` URIs) become absolute ``file://`` URIs (and
+    are created)."""
+    path = local_path(warehouse)
+    if path is None:
+        return str(warehouse).rstrip("/")
+    path = path.expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path.as_uri()
 
 
 def location_uri(location: str) -> str:
-    """A storage location as a URI: local paths become absolute ``file://`` URIs (nothing is created)."""
-    if "://" in location:
+    """A storage location as a URI: local paths (or ``file:`` URIs) become absolute ``file://`` URIs (nothing is
+    created)."""
+    path = local_path(location)
+    if path is None:
         return location.rstrip("/")
-    return Path(location).expanduser().resolve().as_uri()
+    return path.expanduser().resolve().as_uri()
 
 
 def display_database(database: str) -> str:
@@ -102,12 +117,13 @@ def database_for_warehouse(warehouse: str | Path, home: Path | None = None) -> s
     mix their tables in one database.
     """
     text = str(warehouse)
-    if "://" in text and not text.startswith("file:"):
+    local = local_path(text)
+    if local is None:
         digest = hashlib.sha256(text.rstrip("/").encode()).hexdigest()[:16]
         folder = mt_home(home) / "catalogs"
         folder.mkdir(exist_ok=True)
         return f"sqlite:///{folder / f'{digest}.db'}"
-    path = Path(urlparse(text).path if text.startswith("file:") else text).expanduser().resolve()
+    path = local.expanduser().resolve()
     name = f"{path.name or 'root'}.catalog.db"
     return f"sqlite:///{path.parent / name}"
 

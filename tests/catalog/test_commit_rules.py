@@ -88,7 +88,7 @@ def test_last_added_without_an_add_is_a_bad_request() -> None:
 
 
 def test_requirements_are_checked_before_updates() -> None:
-    with pytest.raises(CommitFailedException, match="current schema id has changed"):
+    with pytest.raises(CommitFailedException, match="Requirement failed: current schema changed: expected id"):
         apply_commit(table(), None, [AssertCurrentSchemaId(current_schema_id=7)], [])
     with pytest.raises(BadRequest, match="assert-create must be the only requirement"):
         is_create([AssertCreate(), AssertCurrentSchemaId(current_schema_id=0)])
@@ -132,7 +132,7 @@ def test_view_replace_adds_a_version_and_reuses_identical_ones() -> None:
         [AddViewVersionUpdate(view_version=view_version("SELECT 1")), SetCurrentViewVersionUpdate(view_version_id=-1)],
     )
     assert back.current_version_id == 1 and len(back.versions) == 2
-    with pytest.raises(CommitFailedException, match="View UUID does not match"):
+    with pytest.raises(CommitFailedException, match="Requirement failed: view UUID does not match"):
         apply_view_commit(base, [AssertViewUUID(uuid="other")], [])
 
 

@@ -1,5 +1,5 @@
 """Malformed input never reaches a 5xx: bounded body size and nesting, pyiceberg's own crashes on odd shapes
-answered with a 400 naming the field, and format version 3 refused with a way out."""
+answered with a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -91,19 +91,6 @@ def test_transaction_with_odd_update_shape_is_400(http: httpx.Client, rest, ns: 
     assert rest.load_table((ns, "t")).metadata.sort_orders[0].order_id == 0  # nothing changed
 
 
-def test_format_version_3_is_refused_with_a_way_out(http: httpx.Client, rest, ns: str) -> None:
-    create = {"name": "v3", "schema": SCHEMA, "properties": {"format-version": "3"}}
-    message = error_of(http.post(f"/v1/namespaces/{ns}/tables", json=create), 400, "BadRequestException")
-    assert "format version 3 is not supported" in message and "'format-version'='2'" in message
-    assert not rest.table_exists((ns, "v3"))
-
-    rest.create_table((ns, "t"), schema=pa.schema([("a", pa.int32())]))
-    upgrade = {"updates": [{"action": "upgrade-format-version", "format-version": 3}]}
-    message = error_of(http.post(f"/v1/namespaces/{ns}/tables/t", json=upgrade), 400, "BadRequestException")
-    assert "format version 3 is not supported" in message
-    assert rest.load_table((ns, "t")).metadata.format_version == 2
-
-
 @pytest.mark.parametrize("version", ["abc", "0", "9"])
 def test_unknown_format_versions_are_400(http: httpx.Client, ns: str, version: str) -> None:
     create = {"name": "t", "schema": SCHEMA, "properties": {"format-version": version}}
@@ -115,17 +102,3 @@ def test_namespace_properties_must_fit_the_database(http: httpx.Client, ns: str)
     assert "'k'" in error_of(response, 400, "BadRequestException")
     response = http.post("/v1/namespaces", json={"namespace": ["x" * 300]})
     assert "at most 255" in error_of(response, 400, "BadRequestException")
-
-
-@pytest.mark.spark
-def test_spark_asking_for_v3_gets_the_message(spark, spark_cat: str, rest) -> None:  # type: ignore[no-untyped-def]
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {spark_cat}.sp_v3")
-    with pytest.raises(Exception, match="format version 3 is not supported.*'format-version'='2'"):
-        spark.sql(f"CREATE TABLE {spark_cat}.sp_v3.t (id BIGINT) USING iceberg TBLPROPERTIES ('format-version'='3')")
-    with pytest.raises(Exception, match="format version 3 is not supported"):
-        spark.sql(
-            f"CREATE TABLE {spark_cat}.sp_v3.c USING iceberg TBLPROPERTIES ('format-version'='3') AS SELECT 1 AS id"
-        )
-    spark.sql(f"CREATE TABLE {spark_cat}.sp_v3.t (id BIGINT) USING iceberg TBLPROPERTIES ('format-version'='2')")
-    assert rest.load_table(("sp_v3", "t")).metadata.format_version == 2
-    assert not rest.table_exists(("sp_v3", "c"))

@@ -48,3 +48,19 @@ def test_the_embedded_servers_log_holds_no_token(
 ) -> None:
     http.get("/v1/namespaces/missing")
     assert catalog_server.token and catalog_server.token not in (catalog_home / "server.log").read_text()
+
+
+def test_file_uris_are_locations_like_paths(tmp_path: Path) -> None:
+    """``--warehouse file:/x`` and ``--allow-location file:/x`` (the form Java and Hadoop print) name ``/x``; they
+    once made a directory named ``file:`` in the working directory."""
+    allowed = tmp_path / "allowed"
+    with serving("--warehouse", f"file:{tmp_path / 'wh'}", "--allow-location", f"file:{allowed}") as url:
+        assert httpx.post(f"{url}/v1/namespaces", json={"namespace": ["n"]}).status_code == 200
+        schema = {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "int", "required": False}]}
+        for name, location in (("inside", f"file:{allowed}/t"), ("default", None)):
+            body = {"name": name, "schema": schema, **({"location": location} if location else {})}
+            response = httpx.post(f"{url}/v1/namespaces/n/tables", json=body)
+            assert response.status_code == 200, response.text
+        assert response.json()["metadata"]["location"].startswith((tmp_path / "wh").as_uri())
+    assert (tmp_path / "wh.catalog.db").is_file() and any((allowed / "t" / "metadata").iterdir())
+    assert not Path("file:").exists() and not (tmp_path / "file:").exists()

@@ -38,6 +38,14 @@ from pyiceberg.table.update import (
 )
 
 from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, describe_validation_error
+from mt_magic.catalog.server.format_v3 import (
+    ROW_LINEAGE_VERSION,
+    AddLineageSnapshotBody,
+    upgrade_target,
+    upgraded,
+    with_row_lineage,
+)
+from mt_magic.catalog.server.requirements import validate_requirement
 from mt_magic.catalog.server.table_updates import (
     Removal,
     RemovePartitionSpecsUpdate,
@@ -209,7 +217,7 @@ def apply_commit(
     current: TableMetadata | None,
     current_location: str | None,
     requirements: Sequence[TableRequirement],
-    updates: Sequence[TableUpdate | Removal | SetStatisticsBody],
+    updates: Sequence[TableUpdate | Removal | SetStatisticsBody | AddLineageSnapshotBody],
 ) -> TableMetadata:
     """Validate the requirements against ``current`` and return the metadata after the updates.
 
@@ -218,10 +226,11 @@ def apply_commit(
         ValueError / pyiceberg ValidationError: the updates break Iceberg's rules (a 400).
     """
     for requirement in requirements:
-        requirement.validate(current)
+        validate_requirement(requirement, current)
     removals = [u for u in updates if isinstance(u, RemoveSchemasUpdate | RemovePartitionSpecsUpdate)]
+    added = [u.snapshot for u in updates if isinstance(u, AddLineageSnapshotBody)]
     others = [
-        u.to_update() if isinstance(u, SetStatisticsBody) else u
+        u.to_update() if isinstance(u, SetStatisticsBody | AddLineageSnapshotBody) else u
         for u in updates
         if not isinstance(u, RemoveSchemasUpdate | RemovePartitionSpecsUpdate)
     ]
@@ -229,6 +238,11 @@ def apply_commit(
         if isinstance(update, UpgradeFormatVersionUpdate):
             check_format_version(update.format_version)
     base = _apply_removals(current if current is not None else empty_metadata(), removals)
+    if upgrade_target(others) == ROW_LINEAGE_VERSION:  # pyiceberg refuses this upgrade: done here, first
+        if base.format_version > ROW_LINEAGE_VERSION:
+            raise BadRequest(f"Cannot downgrade v{base.format_version} table to v{ROW_LINEAGE_VERSION}")
+        base = upgraded(base)
+        others = [u for u in others if not isinstance(u, UpgradeFormatVersionUpdate)]
     try:
         result = update_table_metadata(
             base_metadata=base,
@@ -241,32 +255,24 @@ def apply_commit(
     except INPUT_FAULTS as exc:
         raise BadRequest(f"The updates cannot be applied: {type(exc).__name__}: {exc}") from None
     check_format_version(result.format_version)
+    result = with_row_lineage(result, current, added)
     if removals and current is not None and current_location is not None and result != current:
         result = _log_previous(result, current, current_location)
     return result
 
 
-V3_REFUSED = (
-    "Table format version 3 is not supported by this catalog yet (its pyiceberg cannot write v3 metadata); "
-    "create a version 2 table instead: leave 'format-version' out (2 is the default) or set "
-    "TBLPROPERTIES ('format-version'='2')"
-)
-
-
 def check_format_version(version: object) -> int:
-    """The table format version as an int, if this server can write it (1 or 2).
+    """The table format version as an int, if this server can write it (1, 2 or 3).
 
     Raises:
-        BadRequest: not a number, unknown, or 3 (with how to create a v2 table instead).
+        BadRequest: not a number, or not a version this server knows.
     """
     try:
         number = int(str(version))
     except ValueError:
-        raise BadRequest(f"Invalid format-version {version!r}: use 1 or 2") from None
-    if number >= 3:
-        raise BadRequest(V3_REFUSED if number == 3 else f"Invalid format-version {number}: use 1 or 2")
-    if number < 1:
-        raise BadRequest(f"Invalid format-version {number}: use 1 or 2")
+        raise BadRequest(f"Invalid format-version {version!r}: use 1, 2 or 3") from None
+    if not 1 <= number <= ROW_LINEAGE_VERSION:
+        raise BadRequest(f"Unsupported format version: {number} (use 1, 2 or 3)")
     return number
 
 

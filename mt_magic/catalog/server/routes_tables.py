@@ -37,7 +37,9 @@ TABLE = "/namespaces/{namespace:path}/tables/{table:path}"
 
 
 def _json(model: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(content=model.model_dump_json(), status_code=status, media_type="application/json", headers=headers)
+    # serialize_as_any: v3 metadata's snapshots carry row-lineage fields pyiceberg's Snapshot model lacks
+    content = model.model_dump_json(serialize_as_any=True)
+    return Response(content=content, status_code=status, media_type="application/json", headers=headers)
 
 
 def _etag(location: str, snapshots: str) -> str:

@@ -1,8 +1,9 @@
 """Table updates the server accepts beyond pyiceberg's models, and the union of all of them.
 
 pyiceberg lacks ``remove-schemas`` and ``remove-partition-specs`` (Java sends them from
-``expire_snapshots(clean_expired_metadata => true)``), and its ``set-statistics`` model only validates when
-built in Python, not from JSON. The models here parse those from the wire;
+``expire_snapshots(clean_expired_metadata => true)``), its ``set-statistics`` model only validates when
+built in Python, not from JSON, and its ``add-snapshot`` drops the v3 row-lineage fields
+(:mod:`mt_magic.catalog.server.format_v3`). The models here parse those from the wire;
 :func:`mt_magic.catalog.server.commits.apply_commit` applies them.
 """
 
@@ -15,7 +16,6 @@ from pyiceberg.table.statistics import StatisticsFile
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
-    AddSnapshotUpdate,
     AddSortOrderUpdate,
     AssignUUIDUpdate,
     RemovePartitionStatisticsUpdate,
@@ -34,6 +34,8 @@ from pyiceberg.table.update import (
     UpgradeFormatVersionUpdate,
 )
 from pyiceberg.typedef import IcebergBaseModel
+
+from mt_magic.catalog.server.format_v3 import AddLineageSnapshotBody
 
 
 class RemoveSchemasUpdate(IcebergBaseModel):
@@ -74,7 +76,7 @@ AnyTableUpdate = Annotated[
         | SetDefaultSpecUpdate
         | AddSortOrderUpdate
         | SetDefaultSortOrderUpdate
-        | AddSnapshotUpdate
+        | AddLineageSnapshotBody
         | SetSnapshotRefUpdate
         | RemoveSnapshotsUpdate
         | RemoveSnapshotRefUpdate

@@ -21,7 +21,6 @@ from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
-from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
@@ -32,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 
 from mt_magic.catalog.server.commits import apply_commit, check_format_version, is_create, metadata_version
 from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest
+from mt_magic.catalog.server.format_v3 import read_metadata, with_column_defaults, with_row_lineage, write_metadata
 from mt_magic.catalog.server.locations import StorageRoots
 from mt_magic.catalog.server.names import namespace_key
 from mt_magic.catalog.server.namespaces import NamespaceStore
@@ -98,7 +98,7 @@ class TableStore:
         return load_file_io(self.catalog.properties, location)
 
     def _read_metadata(self, location: str) -> TableMetadata:
-        return FromInputFile.table_metadata(self._io(location).new_input(location))
+        return read_metadata(self._io(location), location)
 
     def _read_cached(self, location: str) -> TableMetadata:
         """The metadata at ``location``, parsed once while it is its table's newest one read.
@@ -143,18 +143,24 @@ class TableStore:
             return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
 
     # -- creating --------------------------------------------------------------------------------
-    def _check_free(self, ident: Identifier) -> None:
+    def _check_free(self, ident: Identifier, renaming: Identifier | None = None) -> None:
+        """The name is free for a new table (``renaming``: for that table's new name); Java's texts."""
         self.namespaces.require(ident[:-1])
+        prefix = f"Cannot rename {display(renaming)} to {display(ident)}. " if renaming is not None else ""
         if self.location_of(ident) is not None:
-            raise TableAlreadyExistsError(f"Table already exists: {display(ident)}")
+            raise TableAlreadyExistsError(
+                f"{prefix}Table already exists" if prefix else f"Table already exists: {display(ident)}"
+            )
         if self.view_exists(ident):
-            raise TableAlreadyExistsError(f"A view with the same name already exists: {display(ident)}")
+            raise TableAlreadyExistsError(
+                f"{prefix}View already exists" if prefix else f"View with same name already exists: {display(ident)}"
+            )
 
     def new_metadata(self, ident: Identifier, request: CreateTableBody) -> TableMetadata:
         """Fresh metadata (new field ids, uuid) for a create request, written nowhere yet.
 
         Raises:
-            BadRequest: the schema, spec or order do not fit together, or format version 3 was asked for.
+            BadRequest: the schema, spec or order do not fit together, or the format version is unknown.
             RestError: 403 when the location or a path property is outside the storage roots.
         """
         self._check_free(ident)
@@ -162,13 +168,14 @@ class TableStore:
         self.roots.check_all(location, request.properties, f"table {display(ident)}")
         check_format_version(request.properties.get("format-version", "2"))
         try:
-            return new_table_metadata(
+            metadata = new_table_metadata(
                 schema=request.table_schema,
                 partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
                 sort_order=request.write_order or UNSORTED_SORT_ORDER,
                 location=location,
                 properties=dict(request.properties),
             )
+            return with_column_defaults(with_row_lineage(metadata, None, []), request.table_schema)
         except INPUT_FAULTS as exc:
             raise BadRequest(f"Invalid table {display(ident)}: {type(exc).__name__}: {exc}") from None
 
@@ -230,7 +237,7 @@ class TableStore:
 
     def _write(self, staged: _Staged) -> _Staged:
         if staged.changed:
-            ToOutputFile.table_metadata(staged.metadata, self._io(staged.location).new_output(staged.location))
+            write_metadata(staged.metadata, self._io(staged.location), staged.location)
         return staged
 
     def _discard(self, staged: Sequence[_Staged]) -> None:
@@ -295,7 +302,7 @@ class TableStore:
         with self.lock:
             if self.location_of(source) is None:
                 raise NoSuchTableError(f"Table does not exist: {display(source)}")
-            self._check_free(destination)
+            self._check_free(destination, renaming=source)
             with self.catalog.engine.begin() as conn:
                 conn.execute(
                     update(_T)

@@ -27,7 +27,7 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.typedef import IcebergBaseModel
 
-from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.errors_http import BadRequest, RestError
 
 
 def now_ms() -> int:
@@ -74,6 +74,25 @@ class ViewVersion(IcebergBaseModel):
         return key(self) == key(other)
 
 
+def check_dialects(version: ViewVersion) -> None:
+    """One SQL text per dialect (dialects compared case-insensitively, as Java does).
+
+    Raises:
+        RestError: 400 with Java's text and type ``IllegalArgumentException`` (the type Java's reference server
+            gives a broken precondition; Java clients raise it as an ``IllegalArgumentException``).
+    """
+    seen: set[str] = set()
+    for representation in version.representations:
+        dialect = representation.dialect.lower()
+        if dialect in seen:
+            raise RestError(
+                400,
+                "IllegalArgumentException",
+                f"Invalid view version: Cannot add multiple queries for dialect {dialect}",
+            )
+        seen.add(dialect)
+
+
 class ViewHistoryEntry(IcebergBaseModel):
     version_id: int = Field(alias="version-id")
     timestamp_ms: int = Field(alias="timestamp-ms")
@@ -116,8 +135,10 @@ class AssertViewUUID(IcebergBaseModel):
     uuid: str
 
     def validate_against(self, metadata: ViewMetadata) -> None:
-        if self.uuid != metadata.view_uuid:
-            raise CommitFailedException(f"View UUID does not match: {self.uuid} != {metadata.view_uuid}")
+        if self.uuid.lower() != metadata.view_uuid.lower():  # Java's text, as its clients show it
+            raise CommitFailedException(
+                f"Requirement failed: view UUID does not match: expected {metadata.view_uuid} != {self.uuid}"
+            )
 
 
 ViewUpdate = Annotated[
@@ -163,6 +184,7 @@ class LoadViewResult(IcebergBaseModel):
 
 def new_view_metadata(body: CreateViewBody, location: str) -> ViewMetadata:
     """Metadata for a new view: schema id 0, version id 1, made current."""
+    check_dialects(body.view_version)
     schema = body.view_schema.model_copy(update={"schema_id": 0})
     version = body.view_version.model_copy(update={"version_id": 1, "schema_id": 0})
     return ViewMetadata.model_validate(
@@ -206,6 +228,7 @@ class _ViewBuilder:
         self.last_schema = new_id
 
     def add_version(self, version: ViewVersion) -> None:
+        check_dialects(version)
         if version.schema_id == -1:
             if self.last_schema is None:
                 raise BadRequest("add-view-version uses schema-id -1 but no schema was added")

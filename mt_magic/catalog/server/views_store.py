@@ -104,15 +104,24 @@ class ViewStore:
         with self.catalog.engine.connect() as conn:
             return [(*namespace, name) for name in sorted(conn.execute(stmt).scalars())]
 
-    def _check_free(self, ident: Identifier) -> None:
+    def _check_free(self, ident: Identifier, renaming: Identifier | None = None) -> None:
+        """The name is free for a new view (``renaming``: for that view's new name); Java's texts."""
         self.namespaces.require(ident[:-1])
+        prefix = f"Cannot rename {display(renaming)} to {display(ident)}. " if renaming is not None else ""
         if self.exists(ident):
-            raise ViewAlreadyExistsError(f"View already exists: {display(ident)}")
+            raise ViewAlreadyExistsError(
+                f"{prefix}View already exists" if prefix else f"View already exists: {display(ident)}"
+            )
         if self.table_exists(ident):
-            raise ViewAlreadyExistsError(f"A table with the same name already exists: {display(ident)}")
+            raise ViewAlreadyExistsError(
+                f"{prefix}Table already exists" if prefix else f"Table with same name already exists: {display(ident)}"
+            )
 
     def _write(self, metadata: ViewMetadata, previous: str | None) -> str:
-        location = f"{metadata.location}/metadata/{new_metadata_file_name(previous)}"
+        """Write the next metadata file: under ``write.metadata.path`` if set (as Java's view operations do,
+        checked inside the storage roots by the caller), else under ``<location>/metadata``."""
+        directory = metadata.properties.get("write.metadata.path", "").rstrip("/") or f"{metadata.location}/metadata"
+        location = f"{directory}/{new_metadata_file_name(previous)}"
         with self._io(location).new_output(location).create(overwrite=False) as out:
             out.write(metadata.model_dump_json().encode("utf-8"))
         return location
@@ -172,7 +181,7 @@ class ViewStore:
         with self.lock:
             if not self.exists(source):
                 raise NoSuchViewError(f"View does not exist: {display(source)}")
-            self._check_free(destination)
+            self._check_free(destination, renaming=source)
             with self.catalog.engine.begin() as conn:
                 conn.execute(
                     update(VIEWS)
