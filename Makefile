@@ -2,7 +2,11 @@
 # Two PySpark lines are supported: PYSPARK (the default line, in .venv) and PYSPARK_OTHER (in its own venv);
 # `make test` runs the whole suite on the first and OTHER_LINE_TESTS on the second. Swap them with
 # `make test PYSPARK=4.1.4 PYSPARK_OTHER=3.5.9`.
-.PHONY: setup setup-test setup-other demo test test-other test-fast lint bench cluster-start cluster-stop
+# `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
+# kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
+.PHONY: help setup setup-test setup-other demo test test-other test-quick test-spark lint bench cluster-start \
+	cluster-stop
+.DEFAULT_GOAL := help
 
 PYSPARK ?= 3.5.9
 PYSPARK_OTHER ?= 4.1.4
@@ -11,40 +15,46 @@ OTHER_LINE_TESTS ?= tests/integration tests/incremental tests/interop examples
 # The second line runs the differential tests with 3 rounds (the first runs their defaults) to keep the suite short.
 OTHER_LINE_ENV ?= MT_DIFFERENTIAL_ROUNDS=3
 
-setup:
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 28
+
+setup:  ## .venv with the default PySpark line, Java, the Iceberg runtime (what the demo needs)
 	bash scripts/setup.sh --pyspark $(PYSPARK)
 
-setup-test:
+setup-test:  ## setup plus what the tests need (Chromium, PostgreSQL, the test jars)
 	bash scripts/setup.sh --test --pyspark $(PYSPARK)
 
-setup-other:
+setup-other:  ## the second PySpark line in its own virtualenv
 	bash scripts/setup.sh --test --venv $(VENV_OTHER) --pyspark $(PYSPARK_OTHER)
 
-demo: setup
+demo: setup  ## runs examples/01_quickstart.ipynb headless on the embedded defaults
 	.venv/bin/python -m mt_magic demo
 
-test: setup-test setup-other lint
+test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs this)
 	.venv/bin/python -m pytest
 	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
 
-test-other: setup-other
+test-other: setup-other  ## the second line's share of `make test`
 	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
 
-# Everything that needs no Spark, no browser, no notebook kernel and no long fuzzing: the grammar, the manager on
-# a fake clock, the widgets, the catalog server. About a minute.
-test-fast: setup-test
-	.venv/bin/python -m pytest tests -m "not spark and not browser and not slow" -q
+# No JVM: the grammar, query analysis, the manager on a fake clock, the widgets, the catalog server.
+test-quick: setup-test  ## no JVM, under 2 minutes
+	.venv/bin/python -m pytest tests -q -m "not spark and not browser and not slow and not kernel and not cluster"
+
+# The default line with a real Spark, without kernels, the cluster, the browser, slow kits; 2 differential rounds.
+test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser, short differential rounds
+	MT_DIFFERENTIAL_ROUNDS=2 .venv/bin/python -m pytest tests -q -m "not browser and not slow and not kernel and not cluster"
 
 # Style, the layer contracts of ARCHITECTURE.md (import-linter) and types (mypy); part of `make test`.
-lint: setup-test
+lint: setup-test  ## ruff, the layer contracts (import-linter) and mypy; part of make test
 	.venv/bin/ruff check mt_magic tests benchmarks
 	.venv/bin/ruff format --check mt_magic tests benchmarks
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 
 # A Spark standalone master and two workers on 127.0.0.1, from the installed PySpark (see README).
-cluster-start: setup
+cluster-start: setup  ## a Spark standalone master and two workers on 127.0.0.1
 	.venv/bin/python -m mt_magic.runtime.spark.cluster start --workers 2
 
-cluster-stop:
+cluster-stop:  ## stops them
 	.venv/bin/python -m mt_magic.runtime.spark.cluster stop

@@ -26,3 +26,27 @@ def pytest_unconfigure(config) -> None:  # type: ignore[no-untyped-def]
     for home in _OWN_HOME:
         stop_embedded_server(Path(home))
         shutil.rmtree(home, ignore_errors=True)
+
+
+_TIERS = {
+    "tests/live/": "kernel",
+    "tests/test_demo.py": "kernel",
+    "examples/": "kernel",
+    "tests/cluster/": "cluster",
+    "tests/incremental/test_differential": "differential",
+}
+"""Markers by location: what each test needs beyond a Spark session (``make test-quick`` and ``make test-spark``
+leave them out; see the Makefile)."""
+
+
+def pytest_collection_modifyitems(items) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    root = Path(__file__).parent
+    for item in items:
+        where = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        for prefix, marker in _TIERS.items():
+            if where.startswith(prefix):
+                item.add_marker(getattr(pytest.mark, marker))
+                if marker in ("kernel", "cluster"):
+                    item.add_marker(pytest.mark.spark)
