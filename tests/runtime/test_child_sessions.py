@@ -45,3 +45,20 @@ def test_threads_get_sessions_of_their_own(spark) -> None:
     assert sessions["a"] is not sessions["b"]
     assert (sessions["a"].conf.get(SHUFFLE), sessions["b"].conf.get(SHUFFLE)) == ("3", "5")
     assert jobs.child_session() not in sessions.values()
+
+
+def test_a_tables_settings_win_over_the_runs_options_and_never_reach_the_next_run(spark) -> None:
+    jobs = SparkJobs(spark, {})
+    base_zone = jobs.child_session().conf.get("spark.sql.session.timeZone")
+    first = jobs.child_session(
+        {SHUFFLE: "2", "spark.sql.session.timeZone": "UTC"},
+        settings={"spark.sql.session.timeZone": "America/Los_Angeles", "spark.sql.ansi.enabled": "true"},
+    )
+    assert first.conf.get("spark.sql.session.timeZone") == "America/Los_Angeles"
+    assert (first.conf.get(SHUFFLE), first.conf.get("spark.sql.ansi.enabled")) == ("2", "true")
+    ansi_default = spark.newSession().conf.get("spark.sql.ansi.enabled")
+    second = jobs.child_session(settings={"spark.sql.session.timeZone": "Asia/Tokyo"})
+    assert second is first and second.conf.get("spark.sql.session.timeZone") == "Asia/Tokyo"
+    assert second.conf.get("spark.sql.ansi.enabled") == ansi_default  # the first table's ANSI mode is gone
+    third = jobs.child_session()  # a table without recorded settings: the product's
+    assert third.conf.get("spark.sql.session.timeZone") == base_zone
