@@ -203,6 +203,11 @@ class FakeBackend:
             self.cancelled.append(job_group)
             self._cond.notify_all()
 
+    def wait_stopped(self, table: str, timeout: float) -> bool:
+        with self._cond:
+            self.calls.append(("wait_stopped", table))
+        return True
+
     def pending_since(self, table: str) -> datetime | None:
         self._call("pending_since", table)
         return self.pending.get(table)

@@ -4,6 +4,7 @@ history, lineage, explain and previews — metadata from the catalog plus what t
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
@@ -15,6 +16,8 @@ from mt_magic.runtime.status import RefreshEvent, TableStatus
 from mt_magic.vocabulary import StatementAction
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.runtime.refresh.engine import Engine
     from mt_magic.runtime.refresh.incremental.explain import Explanation
@@ -113,3 +116,14 @@ class Inspection:
         from mt_magic.runtime.spark.preview import preview
 
         return preview(self.workspace, name, limit)
+
+    def pending_since(self, name: str) -> datetime | None:
+        """Commit time of the oldest source change ``name`` does not reflect yet (``None``: caught up); the
+        catalog's answer, the same in every process."""
+        return self.engine.pending_since(name)
+
+    def rows(self, name: str) -> DataFrame:
+        """The table's stored rows (lazy: no Spark job until the caller acts)."""
+        from mt_magic.runtime.spark.quoting import qualified
+
+        return self.workspace.spark.table(qualified(name))

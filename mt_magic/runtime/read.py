@@ -71,7 +71,7 @@ def judge(service: MaterializedTables, name: str, max_staleness: timedelta | Non
     table = service.workspace.qualify(TableName.from_parts(name.split(".")))
     _, definition = service.workspace.catalog.load_materialized(table)
     allowed = max_staleness if max_staleness is not None else definition.interval
-    pending = service.engine.pending_since(table)
+    pending = service.pending_since(table)
     return Staleness(table, pending, service.workspace.clock(), allowed)
 
 
@@ -111,4 +111,4 @@ def read(
             started.refresh.result(timeout=refresh_timeout)
         else:
             warnings.warn(f"{behind}; reading the stored rows anyway.", StaleReadWarning, stacklevel=2)
-    return service.workspace.spark.table(verdict.table)
+    return service.rows(verdict.table)

@@ -21,7 +21,6 @@ from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
 from mt_magic.runtime.rename import rename_table
 from mt_magic.runtime.results import StatementResult
-from mt_magic.runtime.spark.jobs import job_group_prefix
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -193,8 +192,7 @@ class MaterializedTables(Inspection):
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
         readers = rename_table(self.workspace, name, new_name)
         if self.manager.knows(name):
-            self.manager.remove(name, reason=f"renamed to {new_name}")
-            self.engine.jobs.wait_finished(job_group_prefix(name), timeout=DROP_WAIT_SECONDS)
+            self.manager.remove(name, reason=f"renamed to {new_name}", wait=DROP_WAIT_SECONDS)
         self.manager.upsert(self._managed(new_name))
         for reader in readers:
             self._retrack(reader)
@@ -232,8 +230,7 @@ class MaterializedTables(Inspection):
             return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
         for victim in victims:
             if self.manager.knows(victim):
-                self.manager.remove(victim)
-                self.engine.jobs.wait_finished(job_group_prefix(victim), timeout=DROP_WAIT_SECONDS)
+                self.manager.remove(victim, wait=DROP_WAIT_SECONDS)
         try:
             ddl.drop_tables(self.workspace, victims)
         except BaseException:

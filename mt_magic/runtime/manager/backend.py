@@ -41,6 +41,10 @@ class RefreshBackend(Protocol):
         """Cancel the Spark jobs of a running refresh; its refresh() raises RefreshCancelledError."""
         ...
 
+    def wait_stopped(self, table: str, timeout: float) -> bool:
+        """Wait until no job of ``table``'s refreshes runs any more (after :meth:`cancel`); ``False`` on timeout."""
+        ...
+
     def pending_since(self, table: str) -> datetime | None:
         """Commit time of the oldest source change the table does not reflect yet; ``None`` when caught up."""
         ...

@@ -303,8 +303,12 @@ class RefreshManager:
             self._state.resume(self._entry(name), _pairs(options), self._clock())
         self._runner.wake.set()
 
-    def remove(self, name: str, reason: str = "dropped") -> None:
+    def remove(self, name: str, reason: str = "dropped", wait: float = 0.0) -> None:
         """Forget a dropped (or renamed) table: cancel its running job, fail its pending runs' waiters.
+
+        Args:
+            wait: seconds to wait (outside the lock) until the cancelled job's work has stopped, so the caller
+                can purge or move the table's files; 0 returns at once.
 
         Raises:
             NoSuchMaterializedTableError: the manager does not know ``name``.
@@ -314,6 +318,8 @@ class RefreshManager:
             effects = self._state.forget(name, self._clock(), reason)
             self._state.removed.add(name)
         self._runner.apply(effects)
+        if wait > 0:
+            self._runner.backend.wait_stopped(name, wait)
 
     def reload(self, name: str) -> None:
         """Re-read the catalog now for a changed ``name``; its running job is cancelled and starts over.

@@ -14,7 +14,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError, first_line
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
-from mt_magic.runtime.spark.jobs import SparkJobs
+from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
 from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.vocabulary import RefreshKind
@@ -95,6 +95,9 @@ class Engine:
 
     def cancel(self, job_group: str) -> None:
         self.jobs.cancel(job_group)
+
+    def wait_stopped(self, table: str, timeout: float) -> bool:
+        return self.jobs.wait_finished(job_group_prefix(table), timeout)
 
     def progress(self, job_group: str) -> JobProgress | None:
         return self.jobs.progress(job_group)
