@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 
 
 class NotReadableInProcess(Exception):
-    """The rows cannot be read here exactly (delete files, a non-append snapshot): read them with Spark."""
+    """The rows cannot be read here exactly (delete files, a non-append snapshot, files not in Parquet): read them
+    with Spark."""
+
+
+def _parquet(data_file: DataFile) -> DataFile:
+    from pyiceberg.manifest import FileFormat
+
+    if data_file.file_format != FileFormat.PARQUET:
+        raise NotReadableInProcess(f"{data_file.file_path} is a {data_file.file_format.name} file")
+    return data_file
 
 
 def _projection(table: Table, columns: Sequence[str] | None) -> Schema:
@@ -44,7 +53,11 @@ def appended_rows(table: Table, after: int | None, upto: int, columns: Sequence[
     from pyiceberg.table import FileScanTask
 
     if after is None:
-        return table.scan(snapshot_id=upto, selected_fields=tuple(columns or ("*",)), case_sensitive=False).to_arrow()
+        scan = table.scan(snapshot_id=upto, selected_fields=tuple(columns or ("*",)), case_sensitive=False)
+        planned = list(scan.plan_files())
+        for task in planned:
+            _parquet(task.file)
+        return ArrowScan(table.metadata, table.io, _projection(table, columns), AlwaysTrue()).to_table(planned)
     by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
     tasks: list[FileScanTask] = []
     current: int | None = upto
@@ -59,7 +72,7 @@ def appended_rows(table: Table, after: int | None, upto: int, columns: Sequence[
                     continue
                 for entry in manifest.fetch_manifest_entry(table.io):
                     if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
-                        tasks.append(FileScanTask(entry.data_file))
+                        tasks.append(FileScanTask(_parquet(entry.data_file)))
         elif operation != "replace":
             raise NotReadableInProcess(f"snapshot {snapshot.snapshot_id} is a {operation}, not an append")
         current = snapshot.parent_snapshot_id
@@ -86,6 +99,8 @@ def rows_at(
     tasks = list(scan.plan_files())
     if any(task.delete_files for task in tasks):
         raise NotReadableInProcess(f"{table.name()} has delete files at snapshot {snapshot_id}")
+    for task in tasks:
+        _parquet(task.file)
     held = sum(task.file.record_count for task in tasks)
     if max_rows is not None and held > max_rows:
         raise NotReadableInProcess(f"the files to rewrite hold {held:,} rows, more than {max_rows:,}")
@@ -95,10 +110,24 @@ def rows_at(
     return rows, [task.file for task in tasks]
 
 
-def commit_rows(
-    table: Table, rows: pa.Table, replaced: Iterable[DataFile] | None, properties: Mapping[str, str]
+def write_files(table: Table, rows: pa.Table) -> list[DataFile]:
+    """``rows`` written as data files of ``table`` (its partition spec, pyiceberg's writer: file names, metrics),
+    not yet part of any snapshot: a failure here (a value the table's types cannot hold) leaves the table as it was.
+    """
+    import uuid
+
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files  # pyiceberg's own writer (file names, metrics)
+
+    if not rows.num_rows:
+        return []
+    return list(_dataframe_to_data_files(table_metadata=table.metadata, df=rows, io=table.io, write_uuid=uuid.uuid4()))
+
+
+def commit_files(
+    table: Table, added: Iterable[DataFile], replaced: Iterable[DataFile] | None, properties: Mapping[str, str]
 ) -> None:
-    """One snapshot: ``rows`` appended (``replaced=None``), or the ``replaced`` files swapped for ``rows``.
+    """One snapshot: the ``added`` files (:func:`write_files`) appended (``replaced=None``), or the ``replaced``
+    files swapped for them.
 
     ``properties`` go into the snapshot summary. The commit asserts ``main`` is still where ``table`` was
     loaded (pyiceberg adds the requirement), so it fails on a concurrent commit.
@@ -106,17 +135,11 @@ def commit_rows(
     Raises:
         pyiceberg.exceptions.CommitFailedException: another writer committed first; nothing was written.
     """
-    from pyiceberg.io.pyarrow import _dataframe_to_data_files  # pyiceberg's own writer (file names, metrics)
-
     with table.transaction() as transaction:
         update = transaction.update_snapshot(snapshot_properties=dict(properties))
         producer = update.fast_append() if replaced is None else update.overwrite()
         with producer as files:
             for data_file in replaced or ():
                 files.delete_data_file(data_file)
-            if rows.num_rows:
-                written = _dataframe_to_data_files(
-                    table_metadata=transaction.table_metadata, write_uuid=files.commit_uuid, df=rows, io=table.io
-                )
-                for data_file in written:
-                    files.append_data_file(data_file)
+            for data_file in added:
+                files.append_data_file(data_file)

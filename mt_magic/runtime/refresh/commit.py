@@ -28,7 +28,6 @@ from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import qualified
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
     from pyspark.sql import Column, DataFrame
@@ -60,13 +59,17 @@ class Write:
 
 @dataclass(frozen=True)
 class RowsWrite:
-    """Rows computed in process, committed through pyiceberg (:func:`mt_magic.catalog.rows.commit_rows`)."""
+    """Rows computed in process and already written as data files, committed through pyiceberg
+    (:func:`mt_magic.catalog.rows.commit_files`): only the catalog commit is left, so nothing the in-process
+    path does can fail after the point where its refresh could still run on Spark."""
 
     table: Table
     """The table as loaded when the refresh read it: the commit asserts it is still at that snapshot."""
-    rows: pa.Table
+    added: tuple[DataFile, ...]
+    """The data files holding the rows (written, in no snapshot yet)."""
+    rows: int
     replaced: tuple[DataFile, ...] | None
-    """``None``: append ``rows``; else the data files ``rows`` replace (all of the table's, as read)."""
+    """``None``: append ``added``; else the data files ``added`` replace (all of the table's, as read)."""
     scope: str = ""
 
 
@@ -129,12 +132,12 @@ def commit(
 def _commit_rows(table: str, write: RowsWrite, properties: dict[str, str], refresh_id: str) -> Committed:
     from pyiceberg.exceptions import CommitFailedException
 
-    from mt_magic.catalog.rows import commit_rows
+    from mt_magic.catalog.rows import commit_files
 
     with phase("write"):
         try:
             with reaching(table):
-                commit_rows(write.table, write.rows, write.replaced, properties)
+                commit_files(write.table, write.added, write.replaced, properties)
         except CommitFailedException as exc:
             raise RefreshConflictError(
                 f"{table} changed during the refresh (another writer?); nothing was committed, the next refresh "

@@ -13,6 +13,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.context import is_strict
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.in_process import engine_line, partitioning_reason
+from mt_magic.runtime.refresh.incremental.in_process.eligibility import declared_columns, table_columns
 from mt_magic.runtime.refresh.incremental.planner import plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, QueryShape, plan_query
@@ -174,11 +175,14 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode
         options, partitioned, info = target.options_dict, tuple(target.partitioned_by), None
         partitioning = partitioning_reason(("bucket",) if target.distribution is not None else ())
+        columns, settings = declared_columns(target.columns), None
     else:
         info, definition = ws.catalog.load_materialized(target)
         name, query, upstream, mode = target, definition.expanded_query, definition.upstream, definition.refresh_mode
         options, partitioned = dict(definition.options), definition.partitioned_by
         partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
+        columns, settings = table_columns(info), definition.sql_settings
+        options = {**info.properties, **options}
     sources = [_load(ws, s) for s in upstream]
     plan = plan_query(analyze_query(query))
     maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
@@ -190,7 +194,7 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
         partition_columns=partitioned,
         next_refresh=_describe_next(ws, info, sources) if info is not None and mode is RefreshMode.CONTINUOUS else "",
-        engine=engine_line(options, plan, partitioning, query, sources) if maintained else "",
+        engine=engine_line(options, plan, partitioning, query, sources, columns, settings) if maintained else "",
     )
 
 

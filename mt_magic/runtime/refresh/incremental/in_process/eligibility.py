@@ -1,0 +1,203 @@
+"""Whether a table's refreshes may run in process, from metadata alone: the engine option, the strategy, the
+partitioning, the table's SQL settings, the source's file format and the query's types (:mod:`.gate`).
+``%mt explain``'s engine line and the refresh ask the same function, so they agree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.context import ENGINE_OPTION
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind
+from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type, spark_sql_type, unsupported
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+from mt_magic.runtime.refresh.incremental.reasons import Strategy
+from mt_magic.runtime.refresh.incremental.shape import QueryPlan
+from mt_magic.sql.ddl.statements import ColumnDef
+
+IN_PROCESS_MAX_ROWS = 1_000_000
+"""Most rows a refresh reads in process, into the kernel's memory as Arrow (the delta; for a merge, plus the table)."""
+
+CASE_SENSITIVE = "spark.sql.caseSensitive"
+ANY = None
+HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
+    # no time literal, cast, function or string-to-time coercion runs in process (gate)
+    "spark.sql.session.timeZone": ANY,
+    "spark.sql.legacy.timeParserPolicy": ANY,
+    "spark.sql.timestampType": ANY,
+    "spark.sql.legacy.typeCoercion.datetimeToString.enabled": ANY,
+    "spark.sql.legacy.interval.enabled": ANY,
+    # only overflow differs, and a sum that may overflow runs on Spark (guards)
+    "spark.sql.ansi.enabled": ANY,
+    # the result must have the table's types: no store assignment
+    "spark.sql.storeAssignmentPolicy": ANY,
+    # names resolve as it says (gate.Columns)
+    CASE_SENSITIVE: ANY,
+    # no decimal arithmetic; integral literals are widened as the wider of both rules
+    "spark.sql.decimalOperations.allowPrecisionLoss": ANY,
+    "spark.sql.legacy.literal.pickMinimumPrecision": ANY,
+    "spark.sql.legacy.exponentLiteralAsDecimal.enabled": ANY,  # an exponent literal never runs in process
+    # parsing: only what the gate parses the way Spark parses it by default
+    "spark.sql.ansi.doubleQuotedIdentifiers": frozenset({"false"}),
+    "spark.sql.parser.escapedStringLiterals": frozenset({"false"}),
+    "spark.sql.legacy.allowNegativeScaleOfDecimal": frozenset({"false"}),
+    "spark.sql.ansi.enforceReservedKeywords": ANY,
+    # clauses, functions and types the gate never lets through (GROUP BY aliases and ordinals are not columns)
+    **dict.fromkeys(
+        (
+            "spark.sql.ansi.relationPrecedence",
+            "spark.sql.function.concatBinaryAsString",
+            "spark.sql.function.eltOutputAsString",
+            "spark.sql.groupByAliases",
+            "spark.sql.groupByOrdinal",
+            "spark.sql.orderByOrdinal",
+            "spark.sql.legacy.castComplexTypesToString.enabled",
+            "spark.sql.legacy.ctePrecedencePolicy",
+            "spark.sql.legacy.followThreeValuedLogicInArrayExists",
+            "spark.sql.legacy.groupingIdWithAppendedUserGroupBy",
+            "spark.sql.legacy.integerGroupingId",
+            "spark.sql.legacy.inSubqueryNullability",
+            "spark.sql.legacy.lpadRpadAlwaysReturnString",
+            "spark.sql.legacy.negativeIndexInArrayInsert",
+            "spark.sql.legacy.nullInEmptyListBehavior",
+            "spark.sql.legacy.percentileDiscCalculation",
+            "spark.sql.legacy.setopsPrecedence.enabled",
+            "spark.sql.legacy.sizeOfNull",
+            "spark.sql.legacy.statisticalAggregate",
+            "spark.sql.mapKeyDedupPolicy",
+        ),  # fmt: skip
+        ANY,
+    ),
+}
+"""Settings of the creating session the in-process path honours, each with the values it honours (``None``:
+every value) and why; a setting not listed, or a value not listed, runs the table's refreshes on Spark."""
+
+FILE_FORMAT = "write.format.default"
+
+
+def settings_reason(settings: Mapping[str, str] | None) -> str | None:
+    """Why the table's SQL settings are not honoured in process (``None``: they are)."""
+    for key, value in sorted((settings or {}).items()):
+        if key not in HONOURED_SETTINGS:
+            return f"the session setting {key} is not honoured in process"
+        allowed = HONOURED_SETTINGS[key]
+        if allowed is not None and value.strip().lower() not in allowed:
+            return f"the session setting {key} = {value} is not honoured in process"
+    return None
+
+
+def _case_sensitive(settings: Mapping[str, str] | None) -> bool:
+    return (settings or {}).get(CASE_SENSITIVE, "false").strip().lower() == "true"
+
+
+def partitioning_reason(transforms: Sequence[str], spec_count: int = 1) -> str | None:
+    """Why pyiceberg does not write this table's partitions here (``None``: unpartitioned, or identity
+    partitions of the one spec the table ever had). Other transforms (``bucket``, ``truncate``) need
+    pyiceberg's native extension; an evolved spec is left to Spark."""
+    if spec_count > 1:
+        return "an evolved partition spec"
+    other = next((t for t in transforms if t != "identity"), None)
+    return None if other is None else f"a {other} partition transform"
+
+
+def format_reason(properties: Mapping[str, str], what: str) -> str | None:
+    """Why pyiceberg does not read or write this table's files here (``None``: Parquet, Iceberg's default)."""
+    file_format = properties.get(FILE_FORMAT, "parquet").strip().lower()
+    return None if file_format == "parquet" else f"{what} writes {file_format.upper()} files"
+
+
+def spark_reason(
+    options: Mapping[str, str],
+    query: QueryPlan,
+    strategy: Strategy | None,
+    partitioning: str | None,
+    sql: str,
+    source: TableInfo,
+    table: Sequence[tuple[str, SparkType]] | None = None,
+    settings: Mapping[str, str] | None = None,
+) -> str | None:
+    """Why a refresh of this table never runs in process, whatever changed (``None``: small appends may).
+
+    Args:
+        table: the table's columns and types (``None``: made from the query, before CREATE ran).
+        settings: the table's SQL settings (:attr:`MaterializedTableDefinition.sql_settings`).
+    """
+    if options.get(ENGINE_OPTION, "auto").strip().lower() == "spark":
+        return f"'{ENGINE_OPTION}' = 'spark'"
+    if strategy not in (Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE):
+        return f"strategy {strategy.value if strategy else 'full'}"
+    if query.branches or query.rollup_keys or query.joins > 1:
+        return "a join, a UNION or grouping sets"
+    if partitioning is not None:
+        return partitioning
+    why = format_reason(source.properties, f"the source {source.name}") or format_reason(options, "the table")
+    if why is not None:
+        return why
+    why = settings_reason(settings)
+    if why is not None:
+        return why
+    columns = [(name, kind) for name, kind, _ in source.columns]
+    return unsupported(sql, columns, table, _case_sensitive(settings))
+
+
+def table_columns(info: TableInfo) -> list[tuple[str, SparkType]]:
+    """The table's columns and their types, as the in-process result must have them."""
+    return [(name, iceberg_type(kind)) for name, kind, _ in info.columns]
+
+
+def declared_columns(columns: Sequence[ColumnDef]) -> list[tuple[str, SparkType]] | None:
+    """A CREATE's column list with types, as the table will have them (``None``: no list, or a column without
+    a type — the table's types are then the query's)."""
+    if not columns or any(c.type is None for c in columns):
+        return None
+    return [(c.name, spark_sql_type(c.type or "")) for c in columns]
+
+
+def in_process_plan(
+    plan: RefreshPlan, info: TableInfo, source: TableInfo, definition: MaterializedTableDefinition
+) -> str | None:
+    """Why this refresh runs on Spark (``None``: it may run in process)."""
+    if len(plan.changes) != 1 or plan.changes[0].kind is not ChangeKind.APPENDS:
+        return "not appends to one source"
+    table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
+    if plan.strategy is Strategy.APPEND_DELTA or plan.partition_columns:
+        table_rows = "0"  # appending reads only the delta; a scoped merge counts its partitions' rows when read
+    if not table_rows.isdigit() or int(table_rows) + plan.changes[0].rows > IN_PROCESS_MAX_ROWS:
+        return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
+    partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
+    options = {**info.properties, **definition.options}
+    return spark_reason(
+        options,
+        plan.query,
+        plan.strategy,
+        partitioning,
+        definition.expanded_query,
+        source,
+        table_columns(info),
+        definition.sql_settings,
+    )
+
+
+def engine_line(
+    options: Mapping[str, str],
+    query: QueryPlan,
+    partitioning: str | None,
+    sql: str,
+    sources: Sequence[TableInfo | None],
+    table: Sequence[tuple[str, SparkType]] | None = None,
+    settings: Mapping[str, str] | None = None,
+) -> str:
+    """``%mt explain``'s engine line: where the refreshes of appends run (``partitioning``: see
+    :func:`partitioning_reason`; ``table``, ``settings``: see :func:`spark_reason`)."""
+    source = sources[0] if len(sources) == 1 else None
+    if source is None:
+        return "Spark"
+    strategy = query.strategy_for(ChangeKind.APPENDS)
+    why = spark_reason(options, query, strategy, partitioning, sql, source, table, settings)
+    if why is not None:
+        return f"Spark ({why})"
+    return (
+        f"appends in process (DuckDB, no Spark job) while delta plus table ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
+        "data fits the table's types exactly (a sum that may pass its type, text that is not UTF-8: Spark); else Spark"
+    )

@@ -1,0 +1,170 @@
+"""One refresh in process: read the delta (and for a merge the table) with pyiceberg, run the strategy's own SQL
+on DuckDB, check the data (:mod:`.guards`), write the data files — everything but the catalog commit, which
+:func:`mt_magic.runtime.refresh.commit.commit` does. Any failure here returns ``None``: the refresh runs on Spark."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.commit import RowsWrite
+from mt_magic.runtime.refresh.context import RefreshContext
+from mt_magic.runtime.refresh.incremental.delta import delta_terms
+from mt_magic.runtime.refresh.incremental.in_process import eligibility
+from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type
+from mt_magic.runtime.refresh.incremental.in_process.guards import (
+    DataNotExact,
+    check_null_sums,
+    check_readable,
+    check_sums,
+    summed_columns,
+)
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+from mt_magic.runtime.refresh.incremental.reasons import Strategy
+from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql, scope_line
+from mt_magic.runtime.refresh.phases import phase
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
+
+log = logging.getLogger(__name__)
+
+TIME_ZONE = "spark.sql.session.timeZone"
+
+
+def _duckdb_sql(spark_sql: str) -> str:
+    import sqlglot
+
+    return sqlglot.transpile(spark_sql, read="spark", write="duckdb")[0]
+
+
+def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` as the table's columns: by name (case-insensitively), in table order, cast safely (an overflow
+    raises rather than wraps), then fully validated (a decimal past its precision, text that is not UTF-8)."""
+    import pyarrow as pa
+
+    by_name = {name.lower(): index for index, name in enumerate(rows.column_names)}
+    columns = []
+    for field in schema:
+        index = by_name.get(field.name.lower())
+        if index is None:
+            raise DataNotExact(f"the result has no column {field.name}")
+        columns.append(rows.column(index).cast(field.type))
+    conformed = pa.Table.from_arrays(columns, schema=schema)
+    check_readable(conformed, "the result")
+    return conformed
+
+
+def _referenced_columns(query: str, source: TableInfo) -> list[str] | None:
+    """The source columns the query reads (``None``: all of them, for a ``*``)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(query, read="spark")
+    if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
+        return None
+    names = {c.name.lower() for c in tree.find_all(exp.Column)}
+    columns = [name for name, _, _ in source.columns if name.lower() in names]
+    return columns or [source.columns[0][0]]  # count(*) alone still needs the rows
+
+
+def _touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[BooleanExpression | None, str]:
+    """A pyiceberg filter selecting the identity partitions ``rows`` fall in, and the scope line ("partitions ds
+    (2 value(s))"); ``(None, "")`` when the merge is not scoped or touches more than
+    :data:`~.strategies.SCOPED_MAX_VALUES` partitions (the whole table is read and rewritten then).
+
+    ``columns`` (:attr:`.planner.RefreshPlan.partition_columns`) are among the merge keys, so a group lies in
+    one partition and merging the touched partitions' rows with the delta's groups is the whole change.
+    """
+    from pyiceberg.expressions import And, EqualTo, IsNull, Or
+
+    if not columns:
+        return None, ""
+    by_name = {name.lower(): name for name in rows.column_names}
+    names = [by_name[c.lower()] for c in columns]
+    touched = set(zip(*(rows.column(name).to_pylist() for name in names), strict=True))
+    if len(touched) > SCOPED_MAX_VALUES:
+        return None, ""
+
+    def cell(name: str, value: Any) -> BooleanExpression:
+        return IsNull(name) if value is None else EqualTo(name, value)
+
+    def both(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
+        return And(left, right)
+
+    def either(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
+        return Or(left, right)
+
+    terms = [reduce(both, [cell(n, v) for n, v in zip(names, values, strict=True)]) for values in touched]
+    counts = {n: len({values[i] for values in touched}) for i, n in enumerate(names)}
+    return reduce(either, terms), scope_line(counts)
+
+
+def _time_zone(settings: Mapping[str, str] | None, session_conf: Mapping[str, str]) -> str:
+    """The zone the table's query runs in (its recorded setting, else the product's session): DuckDB's too."""
+    return (settings or {}).get(TIME_ZONE) or session_conf.get(TIME_ZONE) or "UTC"
+
+
+def in_process_write(
+    ctx: RefreshContext, table_name: str, definition: MaterializedTableDefinition, plan: RefreshPlan, source: TableInfo
+) -> RowsWrite | None:
+    """The data files of an eligible refresh (:func:`.eligibility.in_process_plan`), computed and written without
+    Spark but not committed; ``None`` when they could not be — for any reason, data the engines do not hold alike
+    included (the refresh then runs on Spark; no snapshot was committed)."""
+    try:
+        return _write(ctx, table_name, definition, plan, source)
+    except Exception as exc:  # the accelerator never fails a refresh: Spark runs it
+        log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", table_name, exc)
+        return None
+
+
+def _write(
+    ctx: RefreshContext, table_name: str, definition: MaterializedTableDefinition, plan: RefreshPlan, source: TableInfo
+) -> RowsWrite:
+    import duckdb
+
+    from mt_magic.catalog.rows import appended_rows, rows_at, write_files
+
+    change = plan.changes[0]
+    view = f"__mt_ins_{uuid.uuid4().hex[:12]}"
+    with phase("deltas"):
+        source_table = ctx.catalog.iceberg_table(change.name)
+        assert change.pinned is not None, "an append change has a pinned snapshot"
+        columns = _referenced_columns(definition.expanded_query, source)
+        delta = appended_rows(source_table, change.consumed, change.pinned, columns)
+        check_readable(delta, f"the delta of {change.name}")
+    with phase("strategy"):
+        table = ctx.catalog.iceberg_table(table_name)
+        schema = table.schema().as_arrow()
+        types: dict[str, SparkType] = {f.name.lower(): iceberg_type(str(f.field_type)) for f in table.schema().fields}
+        (term,) = delta_terms(definition.expanded_query, plan.changes, {change.name: view})
+        with duckdb.connect() as con:
+            con.execute(f"SET TimeZone = '{_time_zone(definition.sql_settings, ctx.jobs.session_conf)}'")
+            con.register(view, delta)
+            partial = _conformed(con.sql(_duckdb_sql(term)).to_arrow_table(), schema)
+            replaced: tuple[Any, ...] | None = None
+            scope, rows = "", partial
+            if plan.strategy is Strategy.AGGREGATE_MERGE and partial.num_rows:
+                touched, scope = _touched_partitions(partial, plan.partition_columns)
+                max_rows = eligibility.IN_PROCESS_MAX_ROWS - delta.num_rows
+                current, files = rows_at(table, plan.table_snapshot, touched, max_rows)
+                check_readable(current, f"the table {table_name}")
+                sums = summed_columns(definition.expanded_query)
+                check_sums(con, view, sums, types, current)
+                con.register("__mt_current", current)
+                con.register("__mt_partial", partial)
+                check_null_sums(con, "__mt_current", "__mt_partial", plan.query.merge_keys, sums, types)
+                merged = combine_sql(
+                    "(SELECT * FROM __mt_current UNION ALL SELECT * FROM __mt_partial)",
+                    plan.query.merge_keys,
+                    plan.query.merge,
+                )
+                rows, replaced = _conformed(con.sql(_duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
+    with phase("write"):
+        return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope)
