@@ -86,35 +86,39 @@ class MaterializedTables(Inspection):
     # --- statements -------------------------------------------------------------------------------------
 
     def execute(self, stmt: AnyStatement, cascade: bool = False) -> StatementResult:
-        """Apply one statement. ``cascade`` extends REFRESH and DROP to downstream materialized tables."""
-        if isinstance(stmt, CreateMaterializedTable):
-            return self.create(stmt)
-        if isinstance(stmt, ShowMaterializedTables):
-            return self.show_tables(stmt.namespace, stmt.like)
+        """Apply one statement. ``cascade`` extends REFRESH and DROP to downstream materialized tables.
+
+        One handler per statement type; each resolves nothing itself but the names it is given, and reads the
+        table it changes once, first (an unknown name fails there, before anything changes).
+        """
+        match stmt:
+            case CreateMaterializedTable():
+                return self.create(stmt)
+            case ShowMaterializedTables():
+                return self.show_tables(stmt.namespace, stmt.like)
         name = self.workspace.qualify(stmt.name)
-        if isinstance(stmt, DropMaterializedTable):
-            return self.drop(name, stmt.if_exists, cascade)
-        self.workspace.catalog.load_materialized(name)  # a clear error for unknown names, before anything else
-        if isinstance(stmt, AlterSuspend):
-            return self.suspend(name)
-        if isinstance(stmt, AlterResume):
-            return self.resume(name, stmt.options)
-        if isinstance(stmt, AlterRefresh):
-            return self.refresh(name, stmt.partition, cascade)
-        if isinstance(stmt, AlterQuery):
-            return self.alter_query(name, stmt.query)
-        if isinstance(stmt, AlterFreshness):
-            return self.set_freshness(name, stmt.freshness)
-        if isinstance(stmt, AlterRefreshMode):
-            return self.set_refresh_mode(name, stmt.mode)
-        if isinstance(stmt, AlterRename):
-            return self.rename(
-                name, self.workspace.qualify(stmt.new_name, TableName.from_parts(name.split(".")).namespace)
-            )
-        if isinstance(stmt, ShowCreateMaterializedTable):
-            return self.show_create(name)
-        if isinstance(stmt, DescribeMaterializedTable):
-            return self.describe(name)
+        match stmt:
+            case DropMaterializedTable():
+                return self.drop(name, stmt.if_exists, cascade)
+            case AlterSuspend():
+                return self.suspend(name)
+            case AlterResume():
+                return self.resume(name, stmt.options)
+            case AlterRefresh():
+                return self.refresh(name, stmt.partition, cascade)
+            case AlterQuery():
+                return self.alter_query(name, stmt.query)
+            case AlterFreshness():
+                return self.set_freshness(name, stmt.freshness)
+            case AlterRefreshMode():
+                return self.set_refresh_mode(name, stmt.mode)
+            case AlterRename():
+                own_namespace = TableName.from_parts(name.split(".")).namespace
+                return self.rename(name, self.workspace.qualify(stmt.new_name, own_namespace))
+            case ShowCreateMaterializedTable():
+                return self.show_create(name)
+            case DescribeMaterializedTable():
+                return self.describe(name)
         raise TypeError(f"unknown statement {stmt!r}")
 
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
