@@ -99,10 +99,9 @@ def captured_settings(spark: SparkSession, pinned: Mapping[str, str] | None = No
     """
     settings: dict[str, str] = {}
     for key in ANSWER_SETTINGS:
-        try:
-            value = spark.conf.get(key)
-        except Exception:  # SQL_CONF_NOT_FOUND: a key of another Spark version
+        if not spark.conf.isModifiable(key):  # a key of another Spark version (asking for it raises, slowly)
             continue
+        value = spark.conf.get(key)
         if value is not None:
             settings[key] = value
     return {**settings, **(pinned or {})}
