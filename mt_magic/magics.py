@@ -246,13 +246,13 @@ class MaterializedMagics(Magics):
         return self._required_live("status").card(self._one_name(args))
 
     def _mt_history(self, args: Any) -> object:
-        from mt_magic.widgets.views import HistoryView
+        from mt_magic.widgets.static_views import HistoryView
 
         history = self.connection.service.history(self._one_name(args))
         return HistoryView(history.name, history.records, history.freshness)
 
     def _mt_lineage(self, args: Any) -> object:
-        from mt_magic.widgets.views import LineageView
+        from mt_magic.widgets.static_views import LineageView
 
         service = self.connection.service
         focus = self._one_name(args) if args.target else None
@@ -271,14 +271,14 @@ class MaterializedMagics(Magics):
         return StatementResultsView((self.connection.service.resume(self._one_name(args)),))
 
     def _mt_config(self, args: Any) -> object:
-        from mt_magic.widgets.views import ConfigView
+        from mt_magic.widgets.static_views import ConfigView
 
         settings = {name: str(getattr(self, name)) for name in sorted(self.class_own_traits(config=True))}
         return ConfigView({**self.connection.describe(), **{f"MaterializedMagics.{k}": v for k, v in settings.items()}})
 
     def _explain(self, text: str) -> object:
         from mt_magic.sql import parse_cell
-        from mt_magic.widgets.views import ExplainView
+        from mt_magic.widgets.static_views import ExplainView
 
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")

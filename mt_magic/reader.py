@@ -1,6 +1,6 @@
 """``read(name, max_staleness=…, when_stale=…)`` for notebook users and other readers of materialized tables.
 
-A thin entry point over :mod:`mt_magic.runtime.read` that finds the kernel's connection (``%load_ext
+A thin entry point over :mod:`mt_magic.runtime.inspect.read` that finds the kernel's connection (``%load_ext
 mt_magic``) or takes one from :func:`mt_magic.runtime.connection.connect`.
 """
 
@@ -10,8 +10,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import MtMagicError
-from mt_magic.runtime.read import StaleReadWarning, StaleTableError, WhenStale
-from mt_magic.runtime.read import read as _read
+from mt_magic.runtime.inspect.read import StaleReadWarning, StaleTableError, WhenStale
+from mt_magic.runtime.inspect.read import read as _read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

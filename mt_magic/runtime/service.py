@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime import convert, ddl
-from mt_magic.runtime.inspection import Inspection
+from mt_magic.runtime.inspect.questions import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
-from mt_magic.runtime.rename import rename_table
 from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements import convert, ddl
+from mt_magic.runtime.statements.rename import rename_table
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,

@@ -23,8 +23,8 @@ from mt_magic.vocabulary import StatementAction
 from mt_magic.widgets.actions import TableActions
 from mt_magic.widgets.base import LiveView, StatusFeed
 from mt_magic.widgets.card import TableCard
+from mt_magic.widgets.cell_output import StatementOutput
 from mt_magic.widgets.dashboard import DASHBOARD_KEY, Dashboard
-from mt_magic.widgets.results import StatementOutput
 
 if TYPE_CHECKING:
     from mt_magic.runtime.results import StatementResult

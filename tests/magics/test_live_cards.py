@@ -16,9 +16,9 @@ from traitlets import TraitError
 
 from mt_magic.vocabulary import JobState, RefreshMode
 from mt_magic.widgets.card import TableCard
+from mt_magic.widgets.cell_output import StatementOutput
 from mt_magic.widgets.dashboard import Dashboard
-from mt_magic.widgets.results import StatementOutput
-from mt_magic.widgets.views import ConfigView, HistoryView, LineageView
+from mt_magic.widgets.static_views import ConfigView, HistoryView, LineageView
 
 pytestmark = pytest.mark.spark
 NAME = "mt.default.live_totals"

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from mt_magic.runtime.datagen import COMPANIES, DataGenerator, Dataset, RateWriter
+from mt_magic.datagen import COMPANIES, DataGenerator, Dataset, RateWriter
 
 pytestmark = pytest.mark.spark
 

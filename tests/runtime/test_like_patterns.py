@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mt_magic.runtime.describe import like_matches
+from mt_magic.runtime.inspect.describe import like_matches
 
 
 @pytest.mark.parametrize(

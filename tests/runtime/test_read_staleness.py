@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from mt_magic.runtime.read import StaleReadWarning, StaleTableError, judge, read
+from mt_magic.runtime.inspect.read import StaleReadWarning, StaleTableError, judge, read
 from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.runtime.workspace import utc_now

@@ -216,7 +216,7 @@ ANSWERED = [
     pytest.param(ODS_USER_LOG, UnsupportedStatementError, r"USING iceberg", id="tutorial-ods-user-log"),
     pytest.param(ODS_DIM_PRODUCT, UnsupportedStatementError, r"USING iceberg", id="tutorial-ods-dim-product"),
     pytest.param(
-        FAKER_USER_LOG, UnsupportedStatementError, r"CREATE TEMPORARY.*mt_magic\.runtime\.datagen", id="tutorial-faker"
+        FAKER_USER_LOG, UnsupportedStatementError, r"CREATE TEMPORARY.*mt_magic\.datagen", id="tutorial-faker"
     ),
     pytest.param(STATEMENT_SET, UnsupportedStatementError, r"statement set has no equivalent", id="tutorial-set"),
     pytest.param(

@@ -17,7 +17,7 @@ from mt_magic.widgets.badges import FreshnessLevel, freshness_level, human_durat
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import layout, lineage_svg
 from mt_magic.widgets.render import card_text
-from mt_magic.widgets.views import HistoryView, LineageView
+from mt_magic.widgets.static_views import HistoryView, LineageView
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -19,7 +19,7 @@ _FIXES = {
     ("CREATE", "TABLE"): 'create source tables with Spark: spark.sql("CREATE TABLE t (…) USING iceberg '
     "[PARTITIONED BY (…)]\") — without WITH ('connector' = …), bucket options or NOT ENFORCED keys",
     ("CREATE", "TEMPORARY"): "a temporary (connector) table has no Iceberg equivalent; to generate data, "
-    "use mt_magic.runtime.datagen, which writes seeded rows into an Iceberg table",
+    "use mt_magic.datagen, which writes seeded rows into an Iceberg table",
     ("BEGIN",): "Flink's statement set has no equivalent; run each INSERT INTO with spark.sql(…)",
     ("END",): "Flink's statement set has no equivalent; run each INSERT INTO with spark.sql(…)",
     ("INSERT",): "run INSERT INTO (or MERGE INTO for upserts by key) with spark.sql(…)",

@@ -106,9 +106,9 @@ FOREIGN_OPTIONS = (
         "set Spark's instead: ALTER MATERIALIZED TABLE … RESUME WITH ('spark.sql.shuffle.partitions' = 'N')",
     ),
     ForeignOption("sink.*", "Flink connector", "tunes a Flink sink", REMOVE),
-    ForeignOption("fields.*.expression", "Flink faker", "generates a column", "use mt_magic.runtime.datagen"),
-    ForeignOption("fields.*.kind", "Flink datagen", "generates a column", "use mt_magic.runtime.datagen"),
-    ForeignOption("rows-per-second", "Flink faker", "sets the generated rows' rate", "use mt_magic.runtime.datagen"),
+    ForeignOption("fields.*.expression", "Flink faker", "generates a column", "use mt_magic.datagen"),
+    ForeignOption("fields.*.kind", "Flink datagen", "generates a column", "use mt_magic.datagen"),
+    ForeignOption("rows-per-second", "Flink faker", "sets the generated rows' rate", "use mt_magic.datagen"),
 )
 
 PAIMON_AGGREGATES = {

@@ -2,7 +2,7 @@
 
 The catalog's rename keeps the table's data, history, definition and refresh state (it is the same Iceberg
 table); its Iceberg view takes the new name's view name and a version pointing at the new name
-(``runtime.mview``). Each materialized table that reads it gets its upstream list and queries rewritten to the
+(``statements.iceberg_view``). Each materialized table that reads it gets its upstream list and queries rewritten to the
 new name; if one of those updates fails, the updates made so far, the view's move and the rename are undone.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import replace
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError, MaterializedTableExistsError
-from mt_magic.runtime import mview
 from mt_magic.runtime.graph import dependents
+from mt_magic.runtime.statements import iceberg_view
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.query.rewrite import rename_source
 
@@ -39,12 +39,12 @@ def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
     infos = {i.name: i for i in ws.catalog.list_materialized() if i.definition}
     upstream = {n: i.definition.upstream for n, i in infos.items() if i.definition}
     readers = [infos[reader] for reader in dependents(name, upstream)]
-    mview.check_free(ws, label, new_name)
+    iceberg_view.check_free(ws, label, new_name)
     ws.catalog.rename(name, new_name)
     done: list[tuple[TableInfo, Callable[[], None]]] = []
-    undo_view: Callable[[], None] = mview.nothing
+    undo_view: Callable[[], None] = iceberg_view.nothing
     try:
-        undo_view = mview.follow_rename(ws, name, new_name)
+        undo_view = iceberg_view.follow_rename(ws, name, new_name)
         for info in readers:
             done.append((info, _follow(ws, info, name, new_name)))
     except BaseException:
@@ -66,7 +66,7 @@ def _follow(ws: Workspace, reader: TableInfo, old: str, new: str) -> Callable[[]
     upstream = tuple(new if source == old else source for source in definition.upstream)
     starts = {new if source == old else source: snapshot for source, snapshot in definition.start_snapshots.items()}
     updated = replace(definition, query=expanded, expanded_query=expanded, upstream=upstream, start_snapshots=starts)
-    undo_view = mview.redefine(ws, reader.name, updated)
+    undo_view = iceberg_view.redefine(ws, reader.name, updated)
     try:
         ws.catalog.update_properties(reader.name, updated.to_properties())
     except BaseException:

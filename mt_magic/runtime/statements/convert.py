@@ -2,7 +2,7 @@
 
 Only with ``WITH ('convert-existing-table' = 'true')``. The table stays the same Iceberg table — its data files,
 snapshots and history — and gains a definition (``mt.*`` properties) in one catalog commit, with its Iceberg
-view registered just before (``runtime.mview``; removed again if the commit fails). Its columns must be
+view registered just before (``statements.iceberg_view``; removed again if the commit fails). Its columns must be
 the query's: the same names, each of a type the query's values are cast to without loss, nullable where the
 query may give NULL. Its partition spec is kept (identity partitions become the definition's PARTITIONED BY),
 so PARTITIONED BY, DISTRIBUTED BY and PRIMARY KEY are refused. The first refresh then recomputes the table
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError
-from mt_magic.runtime import mview
-from mt_magic.runtime.ddl import build_definition
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import kept_tag
-from mt_magic.runtime.schema import table_properties
 from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.statements import iceberg_view
+from mt_magic.runtime.statements.ddl import build_definition
+from mt_magic.runtime.statements.schema import table_properties
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
@@ -97,7 +97,7 @@ def convert_table(ws: Workspace, stmt: CreateMaterializedTable, info: TableInfo)
     }
     if stmt.comment:
         properties["comment"] = stmt.comment
-    with mview.defining(ws, label, info.name, definition, None):  # its Iceberg view too, undone on failure
+    with iceberg_view.defining(ws, label, info.name, definition, None):  # its Iceberg view too, undone on failure
         ws.catalog.update_properties(info.name, properties, tags=kept_tag(definition))
     return definition
 

@@ -11,7 +11,7 @@ import enum
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mt_magic.errors import MtMagicError
 from mt_magic.sql.ddl.statements import TableName
@@ -19,7 +19,21 @@ from mt_magic.sql.ddl.statements import TableName
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from mt_magic.runtime.service import MaterializedTables
+    from mt_magic.runtime.results import StatementResult
+    from mt_magic.runtime.workspace import Workspace
+
+
+class MaterializedTables(Protocol):
+    """What a read needs of the service (:class:`mt_magic.runtime.service.MaterializedTables`)."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    def pending_since(self, name: str) -> datetime | None: ...
+
+    def refresh(self, name: str) -> StatementResult: ...
+
+    def rows(self, name: str) -> DataFrame: ...
 
 
 class WhenStale(enum.Enum):

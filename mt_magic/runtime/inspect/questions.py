@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime.describe import create_statement, table_description, tables_listing
 from mt_magic.runtime.graph import Lineage, lineage
-from mt_magic.runtime.history import refresh_history
+from mt_magic.runtime.inspect.describe import create_statement, table_description, tables_listing
+from mt_magic.runtime.inspect.history import refresh_history
 from mt_magic.runtime.results import StatementResult, TableHistory
 from mt_magic.runtime.status import RefreshEvent, TableStatus
 from mt_magic.vocabulary import StatementAction

@@ -4,7 +4,7 @@ Every check that can fail (sources, temp views, schema inference, casts, keys, f
 runs before the catalog is touched, and each statement then writes one catalog commit (ALTER … AS: the
 appended columns with the definition). CREATE is two when there is a primary key (CREATE TABLE, then
 identifier fields), undone by dropping the new table; so a failed statement leaves nothing behind. CREATE,
-ALTER … AS and DROP also write the table's Iceberg view, ordered and undone with the table (``mview``).
+ALTER … AS and DROP also write the table's Iceberg view, ordered and undone with the table (``iceberg_view``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from mt_magic.errors import (
     MtMagicError,
     NoSuchMaterializedTableError,
 )
-from mt_magic.runtime import mview
-from mt_magic.runtime import schema as schema_rules
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import (
@@ -40,6 +38,8 @@ from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import check_kept, kept_tag, resolve_start, restart, with_start
 from mt_magic.runtime.spark import semantics
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
+from mt_magic.runtime.statements import iceberg_view
+from mt_magic.runtime.statements import schema as schema_rules
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.options import CONVERT_OPTION
@@ -193,10 +193,10 @@ def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, Mat
             f"CREATE MATERIALIZED TABLE {stmt.name}: {name} already exists. Use CREATE OR ALTER MATERIALIZED TABLE "
             "to change its query, or DROP MATERIALIZED TABLE first."
         )
-    mview.check_free(ws, f"CREATE MATERIALIZED TABLE {stmt.name}", name)
+    iceberg_view.check_free(ws, f"CREATE MATERIALIZED TABLE {stmt.name}", name)
     definition, schema = build_definition(ws, stmt)
     schema_rules.create_iceberg_table(ws.spark, name, schema, definition, stmt.comment)
-    mview.register(ws, name, definition)
+    iceberg_view.register(ws, name, definition)
     return name, definition
 
 
@@ -238,7 +238,7 @@ def alter_query(
     )
     appended = schema_rules.arrow_columns(added)
     try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
-        with mview.defining(ws, label, name, updated, appended):
+        with iceberg_view.defining(ws, label, name, updated, appended):
             ws.catalog.update_properties(name, updated.to_properties(), appended, kept_tag(updated))
     except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
         raise DefinitionError(
@@ -367,6 +367,6 @@ def drop_tables(ws: Workspace, victims: list[str]) -> list[str]:
     """Drop (and purge) ``victims`` and their views in order; returns those dropped before any failure re-raises."""
     dropped: list[str] = []
     for victim in victims:
-        mview.drop_with_view(ws, victim)
+        iceberg_view.drop_with_view(ws, victim)
         dropped.append(victim)
     return dropped

@@ -1,0 +1,10 @@
+"""What each statement changes, checked first and written in order (the service calls these; nothing else does).
+
+* ``ddl`` — CREATE, ALTER (AS, SET FRESHNESS / REFRESH_MODE, SUSPEND, RESUME, REFRESH's partition check) and
+  DROP: validate with Spark, then change the catalog in one commit.
+* ``schema`` — the rules a table's columns follow (declared columns, keys, partitions, buckets).
+* ``convert`` — CREATE OR ALTER over a plain Iceberg table: check its columns, add the definition in place.
+* ``rename`` — RENAME: the table, its Iceberg view, and the definitions of the tables reading it.
+* ``iceberg_view`` — each statement's write to the table's Iceberg view (``<table>__mv``), undone with the
+  table's when a later step fails.
+"""
