@@ -4,7 +4,7 @@
 #   scripts/setup.sh                         what the demo needs, in .venv, with the default PySpark
 #   scripts/setup.sh --test                  plus what the tests need (Chromium for the browser test, PostgreSQL
 #                                            for the shared-catalog test, Iceberg's REST Compatibility Kit and
-#                                            reference REST server from Maven)
+#                                            reference REST server from Maven, Apache Airflow 3 in .venv-airflow)
 #   scripts/setup.sh --venv DIR --pyspark V  another virtualenv with PySpark V (the second line CI tests)
 # MT_MAGIC_ICEBERG=maven (default) fetches org.apache.iceberg:iceberg-spark-runtime-<spark>_<scala> with Maven;
 # MT_MAGIC_ICEBERG=offline assembles the Spark 3.5 runtime without Maven Central (the documented fallback).
@@ -79,6 +79,26 @@ if [ "$with_test" = 1 ]; then
       -DoutputDirectory="$rck_dir/lib"
     touch "$rck_dir/complete"
     echo "setup: Iceberg REST Compatibility Kit ready in $(( $(date +%s) - start )) s ($rck_dir)"
+  fi
+fi
+if [ "$with_test" = 1 ] && [ "$venv" = .venv ]; then
+  # Apache Airflow 3 in a virtualenv of its own (its pins would clash with the notebook stack), for the tests of
+  # refresh workflows on Airflow (tests/airflow) and its benchmark. Its DAG module reads the catalog with pyiceberg
+  # and mt_magic's catalog package (installed without dependencies: no Spark at parse time); each task runs the
+  # refresh with .venv's Python. About 3 minutes cold; MT_MAGIC_AIRFLOW_VENV moves it.
+  airflow_venv="${MT_MAGIC_AIRFLOW_VENV:-.venv-airflow}"
+  airflow_pins="apache-airflow==3.3.2 pyiceberg[pyarrow]>=0.10,<0.11"
+  airflow_stamp="$airflow_venv/.installed-$(echo "$airflow_pins" | sha256sum | cut -c1-16)"
+  if [ ! -f "$airflow_stamp" ]; then
+    start=$(date +%s)
+    [ -x "$airflow_venv/bin/python" ] || python3 -m venv "$airflow_venv"
+    "$airflow_venv/bin/python" -m pip install -q --upgrade pip
+    # shellcheck disable=SC2086  # the pins are separate words
+    "$airflow_venv/bin/python" -m pip install -q $airflow_pins
+    "$airflow_venv/bin/python" -m pip install -q --no-deps -e .
+    rm -f "$airflow_venv"/.installed-*
+    touch "$airflow_stamp"
+    echo "setup: Airflow ($airflow_pins) ready in $(( $(date +%s) - start )) s ($airflow_venv)"
   fi
 fi
 echo "setup: ready ($venv, pyspark $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)'))"
