@@ -50,6 +50,10 @@ class CatalogUnavailableError(CatalogError):
     """The catalog cannot be reached right now; the manager pauses work and tries again later."""
 
 
+class WorkflowSchedulerError(MtMagicError):
+    """The workflow scheduler of a table (Airflow) cannot be reached or refused a request; nothing was changed."""
+
+
 def first_line(exc: BaseException) -> str:
     """The line of an exception that names the problem (Spark's and Py4J's messages run to pages)."""
     for line in str(exc).strip().splitlines():

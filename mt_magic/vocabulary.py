@@ -86,3 +86,12 @@ class StatementAction(enum.Enum):
     DROPPED = "dropped"
     SHOWN = "shown"
     """SHOW or DESCRIBE: nothing changed."""
+
+
+class WorkflowSchedulerKind(enum.Enum):
+    """What runs a materialized table's refreshes (``WITH ('scheduler' = …)``; Flink's FLIP-448 seam)."""
+
+    KERNEL = "kernel"
+    """The RefreshManager of a kernel or of ``python -m mt_magic run`` (the default)."""
+    AIRFLOW = "airflow"
+    """An Apache Airflow DAG built from the catalog (``mt_magic.scheduling.airflow_dags``)."""

@@ -9,6 +9,7 @@ something else than the user expects. So every option is sorted here:
   (``partition.fields.<col>.date-formatter``, ``incremental``) are accepted;
 * options of Paimon, Kafka and other Flink connectors are refused, all of them in one error that says what
   each means there and what does the same here (for an aggregation merge engine: the rewritten query);
+* ``'scheduler'`` (``'kernel'`` or ``'airflow'``: who runs the table's refreshes) is checked here and kept;
 * ``'convert-existing-table'`` (CREATE OR ALTER converts a plain Iceberg table of that name) is a one-time
   instruction: checked here, never stored;
 * anything else is kept as written (a table property of the user's own).
@@ -27,12 +28,16 @@ from mt_magic.sql.ddl.clauses import KeyValues
 from mt_magic.sql.ddl.cursor import Cursor
 from mt_magic.sql.ddl.statements import PrimaryKey
 from mt_magic.sql.errors import UnsupportedOptionError
+from mt_magic.vocabulary import WorkflowSchedulerKind
 
 REMOVE = "remove it"
 FILE_FORMAT = "remove it; Iceberg writes Parquet data files ('write.format.default' = 'orc' or 'avro' to change that)"
 RETENTION = "use 'history.expire.max-snapshot-age-ms' / 'history.expire.min-snapshots-to-keep'"
 CONVERT_OPTION = "convert-existing-table"
 """WITH option of CREATE OR ALTER: ``'true'`` converts an existing plain Iceberg table of that name in place."""
+SCHEDULER_OPTION = "scheduler"
+"""WITH option: which workflow scheduler refreshes the table (``mt_magic.scheduling``; stored with the definition)."""
+SCHEDULERS = tuple(kind.value for kind in WorkflowSchedulerKind)
 ROWS_PER_KEY = "make the query return one row per key (GROUP BY the key, e.g. max_by(col, ts) per column)"
 
 
@@ -140,6 +145,15 @@ def check_create_options(cur: Cursor, options: KeyValues, primary_key: PrimaryKe
         UnsupportedOptionError: at least one option is Paimon's, Kafka's or another Flink connector's.
     """
     for (key, value), tok in zip(options.pairs, options.key_toks, strict=True):
+        if key.lower() == SCHEDULER_OPTION and value.strip().lower() not in SCHEDULERS:
+            raise cur.error(
+                UnsupportedOptionError,
+                f"'{SCHEDULER_OPTION}' = '{value}' is not a workflow scheduler",
+                tok,
+                "write "
+                + " or ".join(f"'{SCHEDULER_OPTION}' = '{kind}'" for kind in SCHEDULERS)
+                + " (without it, %config MaterializedMagics.scheduler decides)",
+            )
         if key.lower() == CONVERT_OPTION and value.strip().lower() not in ("true", "false"):
             raise cur.error(
                 UnsupportedOptionError,
