@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
-from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError
+from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError, first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -91,6 +91,18 @@ class TableInfo:
                 return self.snapshots[i + 1 :]
         return None
 
+    def data_changes(self, after: int | None, upto: int | None = None) -> list[datetime] | None:
+        """Commit times of the snapshots after ``after`` (to ``upto`` included, default the current one) that
+        changed rows, oldest first — THE staleness rule: a table is as stale as the oldest of these it does not
+        reflect. ``None`` when ``after`` left the ancestry (see :meth:`snapshots_after`)."""
+        changes = self.snapshots_after(after)
+        if changes is None:
+            return None
+        ids = [snap.snapshot_id for snap in changes]
+        if upto is not None:
+            changes = changes[: ids.index(upto) + 1] if upto in ids else ()
+        return [snap.committed_at for snap in changes if snap.changes_data]
+
     def last_refresh(self) -> tuple[SnapshotInfo, RefreshState] | None:
         """The newest snapshot carrying a refresh state."""
         for snap in reversed(self.snapshots):
@@ -159,9 +171,8 @@ def reaching(name: str) -> Iterator[None]:
     try:
         yield
     except (requests.ConnectionError, requests.Timeout, ServiceUnavailableError, ServerError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise CatalogUnavailableError(
-            f"the catalog cannot be reached while reading {name} ({type(exc).__name__}: {first[:200]})"
+            f"the catalog cannot be reached while reading {name} ({type(exc).__name__}: {first_line(exc)[:200]})"
         ) from exc
 
 

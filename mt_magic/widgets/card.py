@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 
-from mt_magic.errors import NoSuchMaterializedTableError
+from mt_magic.errors import NoSuchMaterializedTableError, first_line
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import EventKind, RefreshEvent, TableStatus
 from mt_magic.sql.ddl.parser import parse_partition
@@ -153,7 +153,7 @@ class TableCard(LiveView):
         try:
             preview = self.live.actions.preview(self.name, self.live.preview_rows())
         except Exception as exc:  # shown on the card; the next refresh tries again
-            text = f"preview unavailable: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            text = f"preview unavailable: {type(exc).__name__}: {first_line(exc)}"
             self.preview_area.value = f'<div class="mt-preview" style="color:#dc2626">{html.escape(text)}</div>'
             return
         with self.lock:

@@ -148,25 +148,6 @@ def test_upsert_during_a_run_cancels_and_starts_over_with_the_new_schedule(
     assert manager.status("c.db.t").freshness == 5 * MINUTE
 
 
-def test_reload_cancels_the_run_which_starts_over_with_the_reread_definition(
-    running, backend: FakeBackend, clock: FakeClock, executor: ManualExecutor
-) -> None:
-    manager, request = running
-    backend.put(replace(backend.tables["c.db.t"], mode_reason="incremental (append)"))
-    manager.reload("c.db.t")
-    assert backend.cancelled == [request.job_group]
-    executor.run_all()
-    [again] = manager.step()
-    assert (again.table, again.scheduled_time) == ("c.db.t", request.scheduled_time)
-    assert manager.status("c.db.t").mode_reason == "incremental (append)"
-    executor.run_all()
-
-    backend.put(replace(backend.tables["c.db.t"], freshness=10 * MINUTE))
-    manager.reload("c.db.t")
-    assert manager.step() == []
-    assert manager.status("c.db.t").next_refresh_at == clock() + 10 * MINUTE
-
-
 def test_add_schedules_the_initial_refresh_at_once(backend: FakeBackend, make_manager: ManagerFactory) -> None:
     manager = make_manager()
     manager.step()
@@ -226,6 +207,6 @@ def test_manual_refresh_runs_even_while_suspended(backend: FakeBackend, make_man
 
 def test_control_calls_name_the_unknown_table(make_manager: ManagerFactory) -> None:
     manager = make_manager()
-    for call in (manager.refresh_now, manager.suspend, manager.resume, manager.remove, manager.reload):
+    for call in (manager.refresh_now, manager.suspend, manager.resume, manager.remove):
         with pytest.raises(NoSuchMaterializedTableError, match="'c.db.nope'"):
             call("c.db.nope")

@@ -50,13 +50,11 @@ def _staleness_before(
 ) -> timedelta | None:
     oldest = None
     for name, source in sources.items():
-        changes = source.snapshots_after(previous.snapshot_of(name))
-        if changes is None:
+        dated = source.data_changes(previous.snapshot_of(name), upto=current.snapshot_of(name))
+        if dated is None:
             return None
-        consumed = current.snapshot_of(name)
-        ids = [snap.snapshot_id for snap in changes]
-        reflected = changes[: ids.index(consumed) + 1] if consumed in ids else ()
-        dated = [snap.committed_at for snap in reflected if snap.changes_data]
+        if current.snapshot_of(name) is None:
+            dated = []
         if dated and (oldest is None or dated[0] < oldest):
             oldest = dated[0]
     if oldest is None or oldest > current.refresh_start:

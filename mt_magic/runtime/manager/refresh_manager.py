@@ -321,19 +321,6 @@ class RefreshManager:
         if wait > 0:
             self._runner.backend.wait_stopped(name, wait)
 
-    def reload(self, name: str) -> None:
-        """Re-read the catalog now for a changed ``name``; its running job is cancelled and starts over.
-
-        Raises:
-            NoSuchMaterializedTableError: the manager does not know ``name``.
-        """
-        with self._lock:
-            self._entry(name)
-            effects = Effects()
-            effects.cancel_group(self._state.cancel_job(name, "definition reloaded", requeue=True))
-            self._state.discover_at = None
-        self._runner.apply(effects)
-
     def upsert(self, table: ManagedTable) -> None:
         """Adopt a new or changed definition (ALTER AS, freshness, suspended); a running job starts over.
 

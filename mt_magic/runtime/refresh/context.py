@@ -70,11 +70,6 @@ def source_state(info: TableInfo, catalog_name: str) -> SourceState:
     return SourceState(info.namespace, info.table_name, info.uuid, info.current_snapshot_id, catalog_name)
 
 
-def pin_source_states(catalog: MaterializedCatalog, upstream: tuple[str, ...]) -> tuple[SourceState, ...]:
-    """The current snapshot of every source, read once at the start of a refresh."""
-    return tuple(source_state(info, catalog.spark_name) for info in load_sources(catalog, upstream))
-
-
 def conform(df: DataFrame, target: DataFrame) -> DataFrame:
     """The query result as the table's columns: by name, in table order, cast to the table's types.
 

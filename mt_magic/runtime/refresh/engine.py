@@ -112,12 +112,10 @@ class Engine:
             consumed = last[1].snapshot_of(source, source_info.uuid) if last else None
             if last is None and not source_info.snapshots:
                 continue
-            changes = source_info.snapshots_after(consumed)
-            if changes is None:  # the consumed snapshot is gone: assume changed since our last refresh
+            changes_at = source_info.data_changes(consumed)
+            if changes_at is None:  # the consumed snapshot is gone: assume changed since our last refresh
                 since = last[0].committed_at if last else None
                 changes_at = [since] if since else []
-            else:
-                changes_at = [s.committed_at for s in changes if s.changes_data]
             if changes_at and (oldest is None or changes_at[0] < oldest):
                 oldest = changes_at[0]
         return oldest

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import first_line
 from mt_magic.runtime.spark.quoting import procedure
 
 if TYPE_CHECKING:
@@ -77,6 +78,6 @@ def expire_if_due(session: SparkSession, info: TableInfo, now: datetime) -> int:
     try:
         session.sql(f"CALL {call}(table => {table})").collect()
     except Exception as exc:  # e.g. a concurrent commit; the next refresh tries again
-        log.warning("expiring old snapshots of %s failed: %s", info.name, str(exc).splitlines()[0])
+        log.warning("expiring old snapshots of %s failed: %s", info.name, first_line(exc))
         return 0
     return due

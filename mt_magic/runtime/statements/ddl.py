@@ -21,6 +21,7 @@ from mt_magic.errors import (
     MaterializedTableExistsError,
     MtMagicError,
     NoSuchMaterializedTableError,
+    first_line,
 )
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh import incremental
@@ -92,8 +93,7 @@ def _infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
     try:
         return ws.spark.sql(query).schema
     except Exception as exc:  # AnalysisException and friends: keep Spark's first line, it names the problem
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DefinitionError(f"{statement}: Spark cannot analyse the query: {first}") from exc
+        raise DefinitionError(f"{statement}: Spark cannot analyse the query: {first_line(exc)}") from exc
 
 
 def _check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSchedule:
