@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from mt_magic.vocabulary import JobState, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import JobState, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger, WorkflowSchedulerKind
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class ManagedTable:
     """Commit time of the newest refresh snapshot, ``None`` before the first refresh."""
     mode_reason: str = ""
     """Why this mode / strategy (e.g. "incremental (aggregate merge)" or "fallback: window function")."""
+    scheduler: WorkflowSchedulerKind = WorkflowSchedulerKind.KERNEL
+    """Who runs its refreshes: on Airflow the manager shows it but never schedules it or takes its lease."""
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,20 @@ def test_an_unreachable_lease_map_pauses_work_until_the_catalog_answers(store, c
     a.manager.step()
     assert not a.manager.paused
     assert sorted(a.ran()) == [("mt.db.a", "catch-up"), ("mt.db.b", "catch-up")]
+
+
+def test_a_table_on_airflow_is_shown_but_never_scheduled_or_leased_here(store, clock):
+    """Airflow's task takes the lease itself (``python -m mt_magic refresh``); the kernel keeps out of its way."""
+    from dataclasses import replace
+
+    from mt_magic.vocabulary import WorkflowSchedulerKind
+
+    a = Process("A", store, clock)
+    a.backend.tables["mt.db.b"] = replace(a.backend.tables["mt.db.b"], scheduler=WorkflowSchedulerKind.AIRFLOW)
+    a.manager.step()
+    for _ in range(3):
+        clock.advance(MINUTE)
+        a.manager.step()
+    assert store.holders() == {"mt.db.a": "A"}
+    assert {table for table, _ in a.ran()} == {"mt.db.a"}
+    assert [s.name for s in a.manager.statuses()] == list(TABLES)  # still on the card and in %mt

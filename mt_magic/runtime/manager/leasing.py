@@ -27,8 +27,9 @@ def lease_every(keeper: LeaseKeeper) -> timedelta:
 
 
 def wishes(state: SchedulerState) -> LeaseWishes:
-    """Every tracked table that is not suspended; the urgent ones have a manual refresh waiting."""
-    wanted = frozenset(name for name, entry in state.tables.items() if not entry.suspended)
+    """Every tracked table that is not suspended nor on another scheduler; the urgent ones have a manual refresh
+    waiting."""
+    wanted = frozenset(name for name, entry in state.tables.items() if not entry.suspended and not entry.elsewhere)
     urgent = frozenset(
         name for name, entry in state.tables.items() if any(run.immediate for run in entry.pending.values())
     )

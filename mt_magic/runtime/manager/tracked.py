@@ -22,7 +22,7 @@ from mt_magic.runtime.status import (
     RefreshRequest,
     TableStatus,
 )
-from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger, WorkflowSchedulerKind
 
 Partition = tuple[tuple[str, str], ...]
 
@@ -169,6 +169,11 @@ class ScheduledTable:
     def name(self) -> str:
         return self.table.name
 
+    @property
+    def elsewhere(self) -> bool:
+        """Another workflow scheduler (Airflow) runs its refreshes: shown here, never scheduled or leased here."""
+        return self.table.scheduler is not WorkflowSchedulerKind.KERNEL
+
     def request(self, run: PendingRun) -> None:
         """Queue ``run``, coalescing it with a pending run of the same partition."""
         existing = self.pending.get(run.partition)
@@ -179,7 +184,7 @@ class ScheduledTable:
 
     def arm(self, now: datetime, trigger: RefreshTrigger = RefreshTrigger.SCHEDULED) -> None:
         """Make sure the next whole-table run is pending; ``trigger`` names it if the table is behind."""
-        if self.suspended or self.gave_up or not self.scheduling or () in self.pending:
+        if self.suspended or self.gave_up or not self.scheduling or () in self.pending or self.elsewhere:
             return
         due = self.schedule.next_after(self.base) if self.base is not None else now
         self.request(PendingRun(trigger if due <= now else RefreshTrigger.SCHEDULED, due))

@@ -17,6 +17,7 @@ from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
 from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
 from mt_magic.runtime.workspace import Workspace
+from mt_magic.scheduling.workflow import scheduler_of
 from mt_magic.vocabulary import RefreshKind
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
         partitioned_by=tuple(definition.partitioned_by),
         last_refresh_at=last[0].committed_at if last else None,
         mode_reason=definition.mode_reason,
+        scheduler=scheduler_of(definition.options),
     )
 
 
