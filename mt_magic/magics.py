@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -45,6 +46,12 @@ class MaterializedMagics(Magics):
         "",
         config=True,
         help="Spark master URL for a new session, e.g. spark://host:7077 (default local[*]; next %load_ext).",
+    )
+    spark_remote = Unicode(
+        "",
+        config=True,
+        help="Spark Connect URL, e.g. sc://host:15002: refreshes run on that server and the kernel starts no JVM "
+        "(default $MT_MAGIC_SPARK_REMOTE; an active Connect session is reused; next %load_ext).",
     )
     max_concurrent_refreshes = Integer(
         2, config=True, help="Cap on refresh jobs running on Spark at once (next %load_ext)."
@@ -132,6 +139,7 @@ class MaterializedMagics(Magics):
         """The live connection; connects on first use."""
         if self._connection is None:
             spark = SparkSettings(master=self.spark_master) if self.spark_master else SparkSettings()
+            spark = replace(spark, remote=self.spark_remote) if self.spark_remote else spark
             settings = ConnectionSettings(
                 self.catalog_name,
                 self.namespace,

@@ -18,9 +18,8 @@ from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
-from mt_magic.runtime.spark.jobs import SparkJobs
 from mt_magic.runtime.spark.quoting import identifier
-from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session
+from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session, spark_jobs, spark_target
 from mt_magic.runtime.workspace import Workspace, utc_now
 
 if TYPE_CHECKING:
@@ -54,7 +53,8 @@ class ConnectionSettings:
 
 @dataclass
 class Connection:
-    """A live connection; ``close()`` stops the manager (the Spark session and catalog stay up)."""
+    """A live connection; ``close()`` stops the manager and releases the refreshes' child sessions (the Spark
+    session and catalog stay up)."""
 
     catalog_config: CatalogConfig
     spark: SparkSession
@@ -62,10 +62,11 @@ class Connection:
     manager: RefreshManager | None
 
     def close(self, timeout: float = 10.0) -> bool:
-        """Stop the manager (running refreshes are cancelled); True if everything ended within ``timeout`` s."""
-        if self.manager is None:
-            return True
-        return self.manager.stop(timeout)
+        """Stop the manager (running refreshes are cancelled) and release the refreshes' child sessions; True if
+        everything ended within ``timeout`` s."""
+        stopped = True if self.manager is None else self.manager.stop(timeout)
+        self.service.engine.jobs.close()
+        return stopped
 
     def describe(self) -> dict[str, str]:
         """The effective settings, for ``%mt config`` (secrets masked)."""
@@ -77,7 +78,7 @@ class Connection:
             "catalog": str(self.catalog_config.name),
             **shown,
             "namespace": workspace.default_namespace,
-            "spark.master": str(self.spark.sparkContext.master),
+            **spark_target(self.spark),
             "spark.version": self.spark.version,
             "freshness.threshold": str(workspace.rules.threshold),
             "refresh manager": "running" if self.manager is not None else "off",
@@ -119,7 +120,7 @@ def connect(
         rules=settings.rules or FreshnessRules(),
         clock=clock,
     )
-    engine = Engine(workspace, SparkJobs(spark, catalog_conf))
+    engine = Engine(workspace, spark_jobs(spark, catalog_conf))
     retry = RetryPolicy(suspend_after=settings.failures_before_suspend)
     if not settings.start_manager:
         service = MaterializedTables.inline(engine, retry)

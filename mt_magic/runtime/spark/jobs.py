@@ -59,9 +59,9 @@ class SparkJobs:
         differs is set (a table's ~40 settings would cost ~30 ms per refresh), so one table's settings never reach
         another table's refresh; a thread runs one refresh at a time.
         """
-        session = getattr(self._threads, "session", None)
+        session = self._thread_session()
         if session is None:
-            session = self.spark.newSession()
+            session = self._new_session()
             for key, value in {**self.session_conf, **REFRESH_SESSION_CONF}.items():
                 session.conf.set(key, value)
             self._threads.session, self._threads.base, self._threads.applied = session, {}, {}
@@ -87,9 +87,8 @@ class SparkJobs:
     @contextmanager
     def job_group(self, group: str, description: str) -> Iterator[None]:
         """Tag this thread's Spark jobs with ``group``; a cancelled group raises RefreshCancelledError."""
-        sc = self.spark.sparkContext
         if group:
-            sc.setJobGroup(group, description, interruptOnCancel=True)
+            self._tag(group, description)
         with self._lock:
             self._active.add(group)
         try:
@@ -103,8 +102,7 @@ class SparkJobs:
             raise
         finally:
             if group:
-                sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-                sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+                self._untag(group)
             with self._lock:
                 self._cancelled.discard(group)
                 self._active.discard(group)
@@ -132,6 +130,33 @@ class SparkJobs:
         """Mark the group cancelled and stop its running Spark jobs."""
         with self._lock:
             self._cancelled.add(group)
+        self._interrupt(group)
+
+    def close(self) -> None:
+        """Release what the child sessions hold outside this process (classic: nothing, they share the context)."""
+
+    # The classic line: how this class talks to Spark. ConnectJobs (.connect) implements the same four over
+    # Spark Connect; nothing else in the runtime knows which line runs.
+
+    def _thread_session(self) -> SparkSession | None:
+        """This thread's child session, if it has one it may keep using."""
+        return getattr(self._threads, "session", None)
+
+    def _new_session(self) -> SparkSession:
+        """A session sharing the context but with its own SQL settings and temp views."""
+        return self.spark.newSession()
+
+    def _tag(self, group: str, description: str) -> None:
+        """Tag the jobs this thread starts from now on (job groups are thread-local in pinned thread mode)."""
+        self.spark.sparkContext.setJobGroup(group, description, interruptOnCancel=True)
+
+    def _untag(self, group: str) -> None:
+        sc = self.spark.sparkContext
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+
+    def _interrupt(self, group: str) -> None:
+        """Stop the running Spark jobs of ``group`` (called from any thread)."""
         self.spark.sparkContext.cancelJobGroup(group)
 
     def progress(self, group: str) -> JobProgress | None:

@@ -2,7 +2,11 @@
 
 * An active session in the kernel is reused; the Iceberg catalog is added to it at runtime (catalogs are
   plain ``spark.sql.catalog.<name>.*`` settings that Spark reads lazily).
-* Otherwise a session is built: ``local[*]`` unless another master URL is configured, quiet logs, the
+* Two lines: *classic* (a JVM in the kernel, driven through Py4J) and *Spark Connect* (``sc://…``, no JVM here:
+  :mod:`mt_magic.runtime.spark.connect`). An active Connect session is reused; otherwise a configured remote
+  (``MT_MAGIC_SPARK_REMOTE``, ``%config MaterializedMagics.spark_remote``) starts one. Over Connect the server's
+  own catalog settings win over the kernel's, and the server must carry the Iceberg runtime.
+* Otherwise a classic session is built: ``local[*]`` unless another master URL is configured, quiet logs, the
   Spark UI off unless asked for.
 * How Iceberg gets onto the classpath is configuration (``MT_MAGIC_ICEBERG``): ``maven`` (the default) puts the
   official runtime for the installed Spark, fetched from Maven Central by the Maven client into a pinned cache
@@ -22,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.runtime.spark import iceberg_jars, iceberg_maven
+from mt_magic.runtime.spark import connect, iceberg_jars, iceberg_maven
+from mt_magic.runtime.spark.jobs import SparkJobs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,6 +44,8 @@ class SparkSettings:
 
     Attributes:
         master: Spark master URL; ``local[*]`` runs in the kernel's machine.
+        remote: a Spark Connect URL (``sc://host:15002``); when set, mt_magic's session is a Connect session on
+            that server (no JVM in this process) and ``master``, ``driver_memory``, ``iceberg`` do not apply.
         app_name: shown in the Spark UI and cluster managers.
         ui: start the Spark UI (off by default: notebooks rarely need it and it takes a port).
         log_level: Spark's log level after start (``ERROR``: ipykernel forwards the JVM's stderr to whatever cell
@@ -50,6 +57,7 @@ class SparkSettings:
     """
 
     master: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_SPARK_MASTER", "local[*]"))
+    remote: str = field(default_factory=lambda: os.environ.get("MT_MAGIC_SPARK_REMOTE", ""))
     app_name: str = "mt_magic"
     ui: bool = False
     log_level: str = "ERROR"
@@ -62,6 +70,11 @@ class SparkSettings:
             raise RuntimeSetupError(
                 f"MT_MAGIC_ICEBERG={self.iceberg!r} is not a known Iceberg source; use 'maven', 'packages' or "
                 "'offline'."
+            )
+        if self.remote and not self.remote.startswith("sc://"):
+            raise RuntimeSetupError(
+                f"spark_remote={self.remote!r} is not a Spark Connect URL; use sc://host:port "
+                "(MT_MAGIC_SPARK_REMOTE or %config MaterializedMagics.spark_remote)."
             )
 
 
@@ -166,6 +179,15 @@ def get_or_create_session(
     """
     settings = settings or SparkSettings()
     catalog_conf = dict(catalog_conf or {})
+    spark = connect.active_connect_session()
+    if spark is None and settings.remote:
+        spark = connect.remote_session(settings.remote)
+    if spark is not None:
+        conf = {**settings.extra, **connect.client_catalog_conf(spark, catalog_conf)}
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        connect.check_iceberg(spark, catalog_conf)
+        return spark
     spark = _active_session()
     if spark is not None:
         _check_iceberg_loaded(spark)
@@ -189,3 +211,20 @@ def get_or_create_session(
         raise
     spark.sparkContext.setLogLevel(settings.log_level)
     return spark
+
+
+def spark_jobs(spark: SparkSession, catalog_conf: Mapping[str, str]) -> SparkJobs:
+    """The refreshes' child sessions, cancellation and progress on ``spark``, for the line it belongs to.
+
+    ``catalog_conf`` is what each child session sets; over Connect, catalogs the server defines are left to it.
+    """
+    if connect.is_connect(spark):
+        return connect.ConnectJobs(spark, connect.client_catalog_conf(spark, catalog_conf))
+    return SparkJobs(spark, catalog_conf)
+
+
+def spark_target(spark: SparkSession) -> dict[str, str]:
+    """Where the session's work runs, for ``%mt config``: the master URL, or the Connect server's URL."""
+    if connect.is_connect(spark):
+        return {"spark.remote": connect.remote_url(spark)}
+    return {"spark.master": str(spark.sparkContext.master)}

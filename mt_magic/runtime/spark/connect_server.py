@@ -1,0 +1,246 @@
+"""A Spark Connect server on 127.0.0.1 from the installed PySpark, with Iceberg and the catalog configured on it.
+
+For trying mt_magic with a kernel that has no JVM: the kernel needs only the Connect client and the server's URL
+(``MT_MAGIC_SPARK_REMOTE=sc://127.0.0.1:15002`` or ``%config MaterializedMagics.spark_remote``). PySpark 4.x
+ships the server (``jars/spark-connect_2.13-*.jar``) but no ``start-connect-server.sh``, so the server class runs
+from the wheel's own ``bin/spark-submit``, detached from the caller, with the settings of a session mt_magic would
+build (:func:`mt_magic.runtime.spark.session.base_conf`: the Iceberg runtime on the classpath, the SQL extensions,
+quiet logs) plus the catalog's ``spark.sql.catalog.<name>.*``: the catalog lives on the server, so a client never
+needs its token. Its pid and log live in a state directory so that ``stop`` ends exactly that process.
+
+    python -m mt_magic.runtime.spark.connect_server start [--port 15002] [--catalog mt] [--state DIR]
+    python -m mt_magic.runtime.spark.connect_server stop [--state DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mt_magic.catalog.embedded import mt_home
+from mt_magic.errors import RuntimeSetupError
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 15002
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def default_state_dir() -> Path:
+    return mt_home() / "spark-connect"
+
+
+@dataclass(frozen=True)
+class ConnectServerSettings:
+    """Where and how big the server is.
+
+    Attributes:
+        port: the gRPC port on 127.0.0.1 (the URL is ``sc://127.0.0.1:<port>``).
+        master: the server's Spark master (``local[2]``: the server is the driver and its executors).
+        driver_memory: the server JVM's heap.
+        catalog_conf: ``spark.sql.catalog.<name>.*`` settings of the catalog the server serves.
+        extra: further ``spark.*`` settings, applied last.
+        state_dir: the pid file and the log.
+    """
+
+    port: int = DEFAULT_PORT
+    master: str = "local[2]"
+    driver_memory: str = "3g"
+    catalog_conf: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, str] = field(default_factory=dict)
+    state_dir: Path = field(default_factory=default_state_dir)
+
+    @property
+    def url(self) -> str:
+        return f"sc://{HOST}:{self.port}"
+
+
+def server_jar() -> Path:
+    """The Spark Connect server jar of the installed PySpark.
+
+    Raises:
+        RuntimeSetupError: this PySpark ships none (PySpark 3.5's wheel does not; 4.x does).
+    """
+    import pyspark
+
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("spark-connect_*.jar"))
+    if not jars:
+        raise RuntimeSetupError(
+            f"PySpark {pyspark.__version__} ships no Spark Connect server jar; a local server needs PySpark 4 "
+            "(`make setup-other` makes .venv-pyspark-4.1.4)."
+        )
+    return jars[0]
+
+
+def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
+    """Every ``--conf`` of the server: an mt_magic session's settings, the gRPC binding and the catalog."""
+    from mt_magic.runtime.spark.session import SparkSettings, base_conf
+
+    conf = base_conf(SparkSettings(master=settings.master, driver_memory=settings.driver_memory))
+    conf.update(
+        {
+            "spark.connect.grpc.binding.address": HOST,
+            "spark.connect.grpc.binding.port": str(settings.port),
+            # Progress for the cards (the client's progress handlers) more often than the 2 s default.
+            "spark.connect.progress.reportInterval": "500ms",
+        }
+    )
+    conf.update(settings.catalog_conf)
+    conf.update(settings.extra)
+    return conf
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((HOST, port)) == 0
+
+
+class ConnectServer:
+    """Owns the server process it starts; ``stop()`` ends it (also when started by another process, through the
+    pid file)."""
+
+    def __init__(self, settings: ConnectServerSettings | None = None) -> None:
+        self.settings = settings or ConnectServerSettings()
+        self.state_dir = self.settings.state_dir
+        self.pid_file = self.state_dir / "pid"
+        self.log_file = self.state_dir / "server.log"
+        self._started: int | None = None
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    def command(self) -> list[str]:
+        import pyspark
+
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        args = [str(submit), "--class", SERVER_CLASS, "--master", self.settings.master]
+        for key, value in server_conf(self.settings).items():
+            args += ["--conf", f"{key}={value}"]
+        return [*args, str(server_jar())]
+
+    def start(self, timeout: float = 180.0) -> str:
+        """Start the server; return its URL once it accepts connections.
+
+        Raises:
+            RuntimeSetupError: a server from this state directory is running, the port is taken, or the server
+                did not come up within ``timeout`` seconds (its log in the state directory says why).
+        """
+        from mt_magic.runtime.spark.session import check_java
+
+        check_java()
+        if self.pid() is not None:
+            raise RuntimeSetupError(f"A Spark Connect server from {self.state_dir} is running; stop it first.")
+        if _port_open(self.settings.port):
+            raise RuntimeSetupError(f"Port {self.settings.port} on {HOST} is taken; pass another --port.")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        import pyspark
+
+        env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": HOST}
+        env.pop("SPARK_REMOTE", None)
+        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        with self.log_file.open("ab") as log:
+            proc = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(f"{proc.pid}\n")
+        self._started = proc.pid
+        deadline = time.monotonic() + timeout
+        pause = threading.Event()
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self.pid_file.unlink(missing_ok=True)
+                raise RuntimeSetupError(
+                    f"The Spark Connect server exited with code {proc.returncode}; see {self.log_file}."
+                )
+            if _port_open(self.settings.port):
+                return self.url
+            pause.wait(0.5)
+        self.stop()
+        raise RuntimeSetupError(
+            f"The Spark Connect server did not listen on {HOST}:{self.settings.port} within {timeout:.0f} s; "
+            f"see {self.log_file}."
+        )
+
+    def pid(self) -> int | None:
+        """The server's pid while it runs (from the pid file, else the one this object started)."""
+        try:
+            pid = int(self.pid_file.read_text().strip()) if self.pid_file.is_file() else self._started
+            if pid is None:
+                return None
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """End the server's process group (spark-submit and its JVM) and wait for it to exit."""
+        pid = self.pid()
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except OSError:
+                pass
+            deadline = time.monotonic() + timeout
+            pause = threading.Event()
+            while time.monotonic() < deadline and self.pid() is not None:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+                pause.wait(0.2)
+        self.pid_file.unlink(missing_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mt_magic.runtime.spark.connect_server",
+        description="A Spark Connect server on 127.0.0.1 from the installed PySpark, with Iceberg and the catalog.",
+    )
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--catalog", default="mt", help="the catalog the server serves (default: mt, embedded)")
+    parser.add_argument("--state", type=Path, default=None, help="pid and log (default $MT_MAGIC_HOME/spark-connect)")
+    args = parser.parse_args(argv)
+    state = args.state or default_state_dir()
+    try:
+        catalog_conf: dict[str, str] = {}
+        if args.action == "start":
+            from mt_magic.catalog.client import resolve_catalog, spark_catalog_conf
+
+            catalog_conf = spark_catalog_conf(resolve_catalog(args.catalog))
+        server = ConnectServer(
+            ConnectServerSettings(port=args.port, master=args.master, catalog_conf=catalog_conf, state_dir=state)
+        )
+        if args.action == "start":
+            url = server.start()
+            print(f"{url}  (catalog {args.catalog!r} on the server; log in {server.log_file})")
+            print(f"use it: export MT_MAGIC_SPARK_REMOTE={url}")
+        elif args.action == "stop":
+            server.stop()
+            print("stopped")
+        else:
+            print(f"{server.url}: pid {server.pid()}")
+    except RuntimeSetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
