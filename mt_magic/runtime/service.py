@@ -37,7 +37,7 @@ from mt_magic.sql.ddl.statements import (
     ShowCreateMaterializedTable,
     ShowMaterializedTables,
 )
-from mt_magic.sql.names import TableName
+from mt_magic.sql.names import Position, TableName
 from mt_magic.vocabulary import RefreshMode, StatementAction
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class MaterializedTables(Inspection):
             case AlterRefresh():
                 return self.refresh(name, stmt.partition, cascade)
             case AlterQuery():
-                return self.alter_query(name, stmt.query)
+                return self.alter_query(name, stmt.query, stmt.query_position)
             case AlterFreshness():
                 return self.set_freshness(name, stmt.freshness)
             case AlterRefreshMode():
@@ -128,7 +128,15 @@ class MaterializedTables(Inspection):
             if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
                 convert.convert_table(self.workspace, stmt, existing)
                 return self._populate(name, f"Converted {name} in place (its rows and history stay)")
-            ddl.alter_query(self.workspace, name, stmt.query, stmt.columns, stmt.start_mode, stmt.options_dict)
+            ddl.alter_query(
+                self.workspace,
+                name,
+                stmt.query,
+                stmt.columns,
+                stmt.start_mode,
+                stmt.options_dict,
+                query_position=stmt.query_position,
+            )
             self._retrack(name)
             return StatementResult(
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
@@ -168,8 +176,8 @@ class MaterializedTables(Inspection):
             StatementAction.CREATED, (name,), f"{what} ({mode}); its first refresh runs now.", future
         )
 
-    def alter_query(self, name: str, query: str) -> StatementResult:
-        definition = ddl.alter_query(self.workspace, name, query)
+    def alter_query(self, name: str, query: str, query_position: Position | None = None) -> StatementResult:
+        definition = ddl.alter_query(self.workspace, name, query, query_position=query_position)
         self._retrack(name)
         return StatementResult(
             StatementAction.ALTERED,

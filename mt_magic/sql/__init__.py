@@ -9,7 +9,6 @@ from __future__ import annotations
 from mt_magic.sql.ddl.formatter import DateFormatter, PartitionFormatters, partition_formatters
 from mt_magic.sql.ddl.freshness import FULL_MODE_DIVISORS, FreshnessRules, RefreshSchedule, resolve_schedule
 from mt_magic.sql.ddl.parser import parse_cell
-from mt_magic.sql.ddl.query_facts import analyze_statement
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -100,7 +99,6 @@ __all__ = [
     "UnsupportedStatementError",
     "WindowCall",
     "analyze_query",
-    "analyze_statement",
     "parse_cell",
     "partition_formatters",
     "resolve_schedule",

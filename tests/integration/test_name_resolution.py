@@ -57,3 +57,21 @@ def test_rename_keeps_the_tables_namespace_unless_the_new_name_says_otherwise(sp
     assert not spark.catalog.tableExists(f"{CATALOG}.{mt.workspace.default_namespace}.totals2")
     run(mt, f"ALTER MATERIALIZED TABLE {sales}.totals2 RENAME TO {mt.workspace.default_namespace}.moved")
     assert spark.catalog.tableExists(f"{CATALOG}.{mt.workspace.default_namespace}.moved")
+
+
+@pytest.mark.parametrize(
+    ("cell", "position"),
+    [
+        ("CREATE MATERIALIZED TABLE broken FRESHNESS = INTERVAL '1' MINUTE\nAS SELECT k,\n  FROM orders WHERE", (3, 15)),
+        ("ALTER MATERIALIZED TABLE totals AS\nSELECT k FROM", (2, 10)),
+    ],
+)
+def test_a_query_sqlglot_cannot_read_is_refused_at_its_cell_position(spark, mt, sales, cell, position) -> None:
+    """Found at run time (the grammar does not read the body), the error still points into the cell."""
+    from mt_magic.sql.errors import QueryAnalysisError
+
+    mt.workspace.spark.sql(f"USE {CATALOG}.{sales}")
+    qualified = cell.replace("TABLE totals", f"TABLE {CATALOG}.{sales}.totals")
+    with pytest.raises(QueryAnalysisError) as info:
+        run(mt, qualified)
+    assert (info.value.position.line, info.value.position.column) == position, str(info.value)

@@ -14,7 +14,6 @@ from mt_magic.sql import (
     SetOpKind,
     TableName,
     analyze_query,
-    analyze_statement,
     parse_cell,
 )
 
@@ -270,7 +269,7 @@ def test_parse_error_position_is_a_cell_position() -> None:
     cell = "CREATE MATERIALIZED TABLE dws\nFRESHNESS = INTERVAL '1' HOUR\nAS SELECT a\n  FROM t WHERE a = = 1"
     (statement,) = parse_cell(cell)
     with pytest.raises(QueryAnalysisError) as info:
-        analyze_statement(statement)
+        analyze_query(statement.query, statement="CREATE MATERIALIZED TABLE dws", origin=statement.query_position)
     err = info.value
     assert err.statement == "query of CREATE MATERIALIZED TABLE dws"
     assert err.position == Position(4, 20)
@@ -281,7 +280,7 @@ def test_parse_error_position_is_a_cell_position() -> None:
 def test_parse_error_on_the_first_body_line_is_shifted_by_the_body_column() -> None:
     (statement,) = parse_cell("ALTER MATERIALIZED TABLE t AS SELECT a FROM")
     with pytest.raises(QueryAnalysisError) as info:
-        analyze_statement(statement)
+        analyze_query(statement.query, statement="ALTER MATERIALIZED TABLE t", origin=statement.query_position)
     assert info.value.position == Position(1, 40)
     assert info.value.statement == "query of ALTER MATERIALIZED TABLE t"
 

@@ -45,6 +45,7 @@ from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, StartMode
+from mt_magic.sql.names import Position
 from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
 
@@ -60,11 +61,14 @@ def date_formatters(options: dict[str, str]) -> dict[str, str]:
     return {column: value for key, value in options.items() if (column := formatter_column(key)) is not None}
 
 
-def _resolve_query(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
-    """Qualify the sources, reject temp views and missing tables, and return (expanded query, sources)."""
+def _resolve_query(ws: Workspace, statement: str, query: str, origin: Position | None) -> tuple[str, tuple[str, ...]]:
+    """Qualify the sources, reject temp views and missing tables, and return (expanded query, sources).
+
+    ``origin``: where the query starts in the cell, so a query sqlglot cannot read is refused at its line and
+    column."""
     from mt_magic.sql.query.analysis import analyze_query
 
-    facts = analyze_query(query)
+    facts = analyze_query(query, statement=statement, origin=origin)
     for source in facts.sources:
         if source.catalog is None and source.namespace is None and _is_temp_view(ws.spark, source.name):
             raise DefinitionError(
@@ -146,7 +150,7 @@ def build_definition(
     pinned, given = semantics.split_pinned(label, stmt.options_dict)
     settings = semantics.captured_settings(ws.spark, pinned)
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
-        expanded, upstream = _resolve_query(ws, label, stmt.query)
+        expanded, upstream = _resolve_query(ws, label, stmt.query, stmt.query_position)
         expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, _infer_schema(ws, label, expanded))
         schema = _infer_schema(ws, label, expanded)
         schema_rules.check_typed(label, schema)
@@ -207,6 +211,7 @@ def alter_query(
     columns: tuple = (),
     start_mode: StartMode | None = None,
     with_options: Mapping[str, str] | None = None,
+    query_position: Position | None = None,
 ) -> MaterializedTableDefinition:
     """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query;
     with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one.
@@ -219,7 +224,7 @@ def alter_query(
     pinned, _ = semantics.split_pinned(label, with_options or {})
     settings = semantics.captured_settings(ws.spark, pinned)
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
-        expanded, upstream = _resolve_query(ws, label, query)
+        expanded, upstream = _resolve_query(ws, label, query, query_position)
         expanded = schema_rules.apply_column_list(label, expanded, columns, _infer_schema(ws, label, expanded))
         new_schema = _infer_schema(ws, label, expanded)
         schema_rules.check_typed(label, new_schema)
