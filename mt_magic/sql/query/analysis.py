@@ -8,6 +8,7 @@ Spark has the final word on the body.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -50,8 +51,21 @@ def analyze_query(sql: str, *, statement: str | None = None, origin: Position | 
 
     Raises:
         QueryAnalysisError: the text is not exactly one query sqlglot can read, with the position.
+
+    Without ``statement`` and ``origin`` (every refresh, explain and the in-process gate read the stored query)
+    the facts of a text are read once per process and kept: they are immutable and depend on the text alone.
     """
-    tree = _parse(sql, statement, origin)
+    if statement is None and origin is None:
+        return _facts_of(sql)
+    return _facts(_parse(sql, statement, origin))
+
+
+@functools.lru_cache(maxsize=256)
+def _facts_of(sql: str) -> QueryFacts:
+    return _facts(_parse(sql, None, None))
+
+
+def _facts(tree: exp.Query) -> QueryFacts:
     ctes = tuple(cte.alias_or_name for cte in tree.find_all(exp.CTE))
     groups = [g for g in tree.find_all(exp.Group)]
     return QueryFacts(
