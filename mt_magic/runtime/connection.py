@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.leases import CatalogLeases
 from mt_magic.catalog.tables import MaterializedCatalog
-from mt_magic.runtime.manager.lease import DEFAULT_LEASE_TTL, LeaseKeeper, holder_id
+from mt_magic.runtime.manager.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper, holder_id
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine

@@ -15,7 +15,7 @@ import pytest
 
 from mt_magic.catalog.client import open_catalog
 from mt_magic.catalog.leases import KEPT_SNAPSHOTS, CatalogLeases, Lease, LeaseConflictError
-from mt_magic.runtime.manager.lease import LeaseKeeper, LeaseWishes
+from mt_magic.runtime.manager.lease_keeper import LeaseKeeper, LeaseWishes
 
 TTL = timedelta(seconds=30)
 

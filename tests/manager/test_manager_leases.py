@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from manager_helpers import MINUTE, RETRY, T0, continuous
 
-from mt_magic.runtime.manager.lease import LeaseKeeper, LeaseWishes, plan_leases
+from mt_magic.runtime.manager.lease_keeper import LeaseKeeper, LeaseWishes, plan_leases
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.testing import FakeBackend, FakeClock, FakeLeaseStore, ManualExecutor
 

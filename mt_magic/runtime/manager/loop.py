@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
-from mt_magic.runtime.manager.leasing import lease_pass
+from mt_magic.runtime.manager.lease_pass import lease_pass
 from mt_magic.runtime.manager.state import Effects, SchedulerState
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.spark.jobs import job_group_prefix

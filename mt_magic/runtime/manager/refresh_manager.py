@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 
 from mt_magic.errors import NoSuchMaterializedTableError, RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
-from mt_magic.runtime.manager.lease import LeaseKeeper
-from mt_magic.runtime.manager.leasing import release
+from mt_magic.runtime.manager.lease_keeper import LeaseKeeper
+from mt_magic.runtime.manager.lease_pass import release
 from mt_magic.runtime.manager.loop import RefreshRunner, Subscriber
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.state import Effects, SchedulerState

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError, RefreshConflictError
 from mt_magic.runtime.graph import blocking_ancestors, cascaded_partition, dependents
-from mt_magic.runtime.manager.lease import LeaseKeeper
+from mt_magic.runtime.manager.lease_keeper import LeaseKeeper
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.status import (

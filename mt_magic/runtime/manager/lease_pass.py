@@ -12,7 +12,7 @@ import threading
 from datetime import datetime, timedelta
 
 from mt_magic.errors import CatalogUnavailableError
-from mt_magic.runtime.manager.lease import LeaseKeeper, LeaseWishes
+from mt_magic.runtime.manager.lease_keeper import LeaseKeeper, LeaseWishes
 from mt_magic.runtime.manager.state import Effects, SchedulerState
 from mt_magic.runtime.status import EventKind
 
