@@ -1,7 +1,7 @@
 """Immutable records the RefreshManager publishes and everything else reads (widgets, magics, runner).
 
-Nothing here does work; these are the shared vocabulary between the engine (``lifecycle``/``backend``),
-the scheduler (``manager``) and the views (``widgets``). Times are timezone-aware UTC datetimes.
+Nothing here does work; these are the shared vocabulary between the engine (``refresh.engine``, behind
+``manager.backend``), the scheduler (``manager``) and the views (``widgets``). Times are timezone-aware UTC datetimes.
 """
 
 from __future__ import annotations
