@@ -18,6 +18,7 @@ authenticated session; transport failures are classified by :func:`~mt_magic.cat
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.schema import Schema
 
+log = logging.getLogger(__name__)
+
 VIEW_SUFFIX = "__mv"
 """The view of materialized table ``t`` is ``t__mv``, in the same namespace."""
 STORAGE_TABLE = "storage-table"
@@ -39,6 +42,8 @@ TABLE_UUID_PROPERTY = "mt.storage-table-uuid"
 """View property: the uuid of the materialized table the view belongs to."""
 DEFINITION_VERSION = "mt.definition-version"
 """View-version summary entry: the ``mt.definition-version`` of the definition that version holds."""
+DROPPED_PROPERTY = "mt.catalog-drops"
+"""View property: what the catalog did not keep of the versions mt_magic wrote (``storage-table``, ``summary``)."""
 DIALECT = "spark"
 VIEWS = "namespaces/{namespace}/views"
 VIEW = "namespaces/{namespace}/views/{view}"
@@ -61,17 +66,50 @@ class ViewVersionInfo:
     """The ``storage-table`` pointer as namespace parts and name; ``None``: a common view version."""
     definition_version: int | None
     schema_id: int
+    default_namespace: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ViewInfo:
-    """A view's metadata: uuid, properties, versions and the current one."""
+    """A view's metadata: uuid, properties, versions and the current one, and its schemas as JSON."""
 
     name: str
     uuid: str
     current_version_id: int
     versions: tuple[ViewVersionInfo, ...]
     properties: Mapping[str, str]
+    schemas: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """What mt_magic wrote into the current version and the catalog did not keep: ``storage-table`` (the
+        proposal's pointer; Iceberg 1.10's own view model has no such field) and the version summary."""
+        current = self.current
+        missing = [STORAGE_TABLE] if current.storage_table is None else []
+        return (*missing, *(["summary"] if current.definition_version is None else []))
+
+    def same_version(self, version: ViewVersionInfo) -> int | None:
+        """The id of a version the catalog would take for ``version`` (Java's ``sameViewVersion``: same query,
+        schema, namespace and summary), so it adds none; ``storage-table`` counts only where the catalog keeps
+        it (Iceberg's reference server ignores it, and then reuses the version)."""
+        keeps_pointer = STORAGE_TABLE not in self.properties.get(DROPPED_PROPERTY, "")
+
+        def key(v: ViewVersionInfo) -> tuple[object, ...]:
+            pointer = v.storage_table if keeps_pointer else None
+            return (v.sql, v.schema_id, v.definition_version, v.default_namespace, pointer)
+
+        return next((v.version_id for v in self.versions if key(v) == key(version)), None)
+
+    def schema_id_of(self, schema: Mapping[str, Any]) -> int | None:
+        """The id of a schema of the view equal to ``schema`` (ids aside), as Java's builder reuses one."""
+
+        def key(s: Mapping[str, Any]) -> tuple[Any, Any]:  # Java leaves out an empty identifier-field-ids
+            return (s.get("fields"), sorted(s.get("identifier-field-ids") or []))
+
+        for existing in self.schemas:
+            if key(existing) == key(schema):
+                return int(existing["schema-id"])
+        return None
 
     @property
     def current(self) -> ViewVersionInfo:
@@ -95,6 +133,7 @@ def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
         storage_table=None if pointer is None else (*pointer.get("namespace", []), pointer["name"]),
         definition_version=None if defined is None else int(defined),
         schema_id=int(data["schema-id"]),
+        default_namespace=tuple(data.get("default-namespace", [])),
     )
 
 
@@ -106,6 +145,7 @@ def _info(name: str, loaded: Mapping[str, Any]) -> ViewInfo:
         current_version_id=int(meta["current-version-id"]),
         versions=tuple(_read_version(v) for v in meta.get("versions", [])),
         properties=dict(meta.get("properties", {})),
+        schemas=tuple(meta.get("schemas", [])),
     )
 
 
@@ -188,7 +228,9 @@ class MaterializedViews:
                 f"that name (the table name + '{VIEW_SUFFIX}'). Drop or rename it, or choose another table name."
             )
 
-    def _new_version(self, table: str, definition: MaterializedTableDefinition, schema_id: int) -> dict[str, Any]:
+    def _new_version(
+        self, table: str, definition: MaterializedTableDefinition, version_id: int, schema_id: int
+    ) -> dict[str, Any]:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -197,7 +239,7 @@ class MaterializedViews:
             engine_version = "unknown"
         ident = self.tables.identifier(table)
         return {
-            "version-id": 1,
+            "version-id": version_id,
             "timestamp-ms": int(time.time() * 1000),
             "schema-id": schema_id,
             "summary": {
@@ -231,7 +273,13 @@ class MaterializedViews:
 
     def create(self, table: str, definition: MaterializedTableDefinition) -> ViewInfo | None:
         """Register the view of a new materialized table (its schema is the table's); ``None`` when the catalog
-        serves no views (the table is then only a plain table, as before views were registered)."""
+        serves no views (the table is then only a plain table, as before views were registered).
+
+        A catalog that rebuilds the created view from its query alone (Iceberg's reference server keeps neither
+        ``storage-table`` nor the summary) gets the version again as a replace, which keeps what it can (the
+        summary, so refreshes record their ``view-version-id``); what it still drops is recorded in the view
+        property :data:`DROPPED_PROPERTY` and shown by :attr:`ViewInfo.dropped`.
+        """
         if not self.supported():
             return None
         info = self.tables.load(table)
@@ -239,11 +287,19 @@ class MaterializedViews:
         body = {
             "name": self.tables.identifier(name)[-1],
             "schema": json.loads(self._schema(table).model_dump_json()),
-            "view-version": self._new_version(table, definition, 0),
+            "view-version": self._new_version(table, definition, 1, 0),
             "properties": {TABLE_UUID_PROPERTY: info.uuid},
         }
         path = self._path(name)
-        return _info(name, self._call(name, "POST", VIEWS, body, {"namespace": path["namespace"]}))
+        view = _info(name, self._call(name, "POST", VIEWS, body, {"namespace": path["namespace"]}))
+        if not view.dropped:
+            return view
+        repaired = self.add_version(view, table, definition)
+        if repaired.dropped:
+            dropped = ", ".join(repaired.dropped)
+            log.warning("catalog %s does not keep the %s of view %s", self.tables.spark_name, dropped, name)
+            repaired = self._commit(repaired, [{"action": "set-properties", "updates": {DROPPED_PROPERTY: dropped}}])
+        return repaired
 
     def _commit(self, view: ViewInfo, updates: list[dict[str, Any]]) -> ViewInfo:
         body = {
@@ -256,13 +312,28 @@ class MaterializedViews:
     def add_version(
         self, view: ViewInfo, table: str, definition: MaterializedTableDefinition, appended: pa.Schema | None = None
     ) -> ViewInfo:
-        """A new current version: ``definition`` over the table's schema (plus ``appended``), pointing at ``table``."""
+        """A new current version: ``definition`` over the table's schema (plus ``appended``), pointing at ``table``.
+
+        Sent as Java's client sends it: the version carries the next version id (the highest + 1), and reuses an
+        equal schema of the view, else adds the schema and refers to it as ``-1`` (the last added). Iceberg
+        1.10's reference server fails a version sent with an id it already has ("Cannot set current version to
+        unknown version").
+        """
         schema = json.loads(self._schema(table, appended).model_dump_json())
+        schema_id = view.schema_id_of(schema)
+        adds = [] if schema_id is not None else [{"action": "add-schema", "schema": schema}]
+        next_id = max((v.version_id for v in view.versions), default=0) + 1
+        version = self._new_version(table, definition, next_id, -1 if schema_id is None else schema_id)
+        same = None if schema_id is None else view.same_version(_read_version(version))
+        if same is not None:  # the catalog would reuse it: make it current, as Java's client does
+            if same == view.current_version_id:
+                return view
+            return self._commit(view, [{"action": "set-current-view-version", "view-version-id": same}])
         return self._commit(
             view,
             [
-                {"action": "add-schema", "schema": schema},
-                {"action": "add-view-version", "view-version": self._new_version(table, definition, -1)},
+                *adds,
+                {"action": "add-view-version", "view-version": version},
                 {"action": "set-current-view-version", "view-version-id": -1},
             ],
         )
