@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
