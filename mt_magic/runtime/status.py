@@ -114,6 +114,8 @@ class TableStatus:
     consecutive_failures: int = 0
     progress: JobProgress | None = None
     upstream: tuple[str, ...] = ()
+    scheduler: WorkflowSchedulerKind = WorkflowSchedulerKind.KERNEL
+    """Who runs its refreshes (on Airflow: its DAG's runs, not this manager)."""
     refreshed_by: str | None = None
     """The process holding the table's refresh lease (``None``: nobody, or leasing is off)."""
     refreshed_here: bool = False

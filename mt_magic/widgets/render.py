@@ -15,7 +15,7 @@ from datetime import datetime
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import Listing, TableStatus
-from mt_magic.vocabulary import JobState
+from mt_magic.vocabulary import JobState, WorkflowSchedulerKind
 from mt_magic.widgets.badges import (
     freshness_badge,
     freshness_badge_html,
@@ -76,6 +76,8 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         rows.insert(3, ("ran", f"{last.strategy or last.kind.value} · {last.engine.value}"))
     if status.upstream:
         rows.append(("reads", ", ".join(status.upstream)))
+    if status.scheduler is not WorkflowSchedulerKind.KERNEL:
+        rows.append(("scheduler", f"{status.scheduler.value}: its runs, retries and logs are there, not here"))
     if status.refreshed_by is not None:
         rows.append(("refreshed by", refreshed_by_text(status)))
     if status.paused:

@@ -155,4 +155,8 @@ def test_a_table_on_airflow_is_shown_but_never_scheduled_or_leased_here(store, c
         a.manager.step()
     assert store.holders() == {"mt.db.a": "A"}
     assert {table for table, _ in a.ran()} == {"mt.db.a"}
-    assert [s.name for s in a.manager.statuses()] == list(TABLES)  # still on the card and in %mt
+    statuses = a.manager.statuses()  # still on the card and in %mt, saying who runs it
+    assert [(s.name, s.scheduler) for s in statuses] == [
+        ("mt.db.a", WorkflowSchedulerKind.KERNEL),
+        ("mt.db.b", WorkflowSchedulerKind.AIRFLOW),
+    ]

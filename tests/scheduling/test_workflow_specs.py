@@ -75,3 +75,14 @@ def test_airflow_settings_say_what_is_missing() -> None:
         AirflowSettings("af:8080", token="t")
     settings = AirflowSettings.from_env({"MT_MAGIC_AIRFLOW_URL": "http://af:8080/", "MT_MAGIC_AIRFLOW_TOKEN": "t"})
     assert settings == AirflowSettings("http://af:8080", token="t")
+
+
+def test_the_card_says_a_table_runs_on_airflow() -> None:
+    from mt_magic.runtime.status import TableStatus
+    from mt_magic.vocabulary import JobState
+    from mt_magic.widgets.render import detail_rows
+
+    status = TableStatus("mt.s.t", RefreshMode.FULL, timedelta(hours=1), JobState.IDLE)
+    assert "scheduler" not in dict(detail_rows(status))
+    on_airflow = dict(detail_rows(TableStatus(**{**status.__dict__, "scheduler": WorkflowSchedulerKind.AIRFLOW})))
+    assert on_airflow["scheduler"].startswith("airflow: its runs, retries and logs are there")

@@ -351,4 +351,5 @@ class ScheduledTable:
             consecutive_failures=self.failures,
             progress=job.progress if job is not None and not job.cancelled else None,
             upstream=self.table.upstream,
+            scheduler=self.table.scheduler,
         )
