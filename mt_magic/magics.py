@@ -87,6 +87,18 @@ class MaterializedMagics(Magics):
         help="Without REFRESH_MODE, a freshness below this is CONTINUOUS, else FULL "
         "(materialized-table.refresh-mode.freshness-threshold).",
     )
+    scheduler = Unicode(
+        "kernel",
+        config=True,
+        help="Who refreshes a new table whose WITH names no 'scheduler': 'kernel' (this kernel's refresh manager) "
+        "or 'airflow' (a DAG built from the catalog; see the README's 'Scheduling on Airflow').",
+    )
+    airflow_url = Unicode(
+        "", config=True, help="Airflow's API server, e.g. http://127.0.0.1:8080 (default $MT_MAGIC_AIRFLOW_URL)."
+    )
+    airflow_username = Unicode("", config=True, help="Airflow user (default $MT_MAGIC_AIRFLOW_USERNAME).")
+    airflow_password = Unicode("", config=True, help="Its password (default $MT_MAGIC_AIRFLOW_PASSWORD).")
+    airflow_token = Unicode("", config=True, help="An Airflow JWT instead of a user (default $MT_MAGIC_AIRFLOW_TOKEN).")
 
     def __init__(self, shell=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         self._connection: Connection | None = None
@@ -127,6 +139,46 @@ class MaterializedMagics(Magics):
             parse_interval(self.freshness_threshold).to_timedelta(),
         )
 
+    @validate("scheduler")
+    def _scheduler(self, proposal):  # type: ignore[no-untyped-def]
+        from mt_magic.scheduling.workflow import parse_scheduler
+
+        try:
+            return parse_scheduler(proposal["value"], "MaterializedMagics.scheduler").value
+        except MtMagicError as exc:
+            raise TraitError(str(exc)) from None
+
+    @observe("scheduler", "airflow_url", "airflow_username", "airflow_password", "airflow_token")
+    def _workflows_changed(self, change) -> None:  # type: ignore[no-untyped-def]
+        if self._connection is not None:
+            self._configure_workflows(self._connection)
+
+    def _configure_workflows(self, connection: Connection) -> None:
+        """The default scheduler and Airflow's settings (traitlets first, then ``MT_MAGIC_AIRFLOW_*``)."""
+        import os
+
+        from mt_magic.scheduling.airflow_api import ENV_PREFIX, AirflowSettings
+        from mt_magic.vocabulary import WorkflowSchedulerKind
+
+        def setting(trait: str, key: str) -> str:
+            return str(getattr(self, trait)) or os.environ.get(ENV_PREFIX + key, "")
+
+        url = setting("airflow_url", "URL")
+        try:
+            airflow = (
+                AirflowSettings(
+                    url.rstrip("/"),
+                    setting("airflow_username", "USERNAME"),
+                    setting("airflow_password", "PASSWORD"),
+                    setting("airflow_token", "TOKEN"),
+                )
+                if url
+                else None
+            )
+        except MtMagicError as exc:
+            raise UsageError(str(exc)) from None
+        connection.service.workflows.configure(WorkflowSchedulerKind(self.scheduler), airflow)
+
     @observe("default_freshness_continuous", "default_freshness_full", "freshness_threshold")
     def _rules_changed(self, change) -> None:  # type: ignore[no-untyped-def]
         if self._connection is not None:
@@ -153,6 +205,7 @@ class MaterializedMagics(Magics):
                 self._connection = connect(settings)
             except MtMagicError as exc:
                 raise UsageError(str(exc)) from None
+            self._configure_workflows(self._connection)
         return self._connection
 
     def live_views(self):  # type: ignore[no-untyped-def]
@@ -281,7 +334,12 @@ class MaterializedMagics(Magics):
     def _mt_config(self, args: Any) -> object:
         from mt_magic.widgets.static_views import ConfigView
 
-        settings = {name: str(getattr(self, name)) for name in sorted(self.class_own_traits(config=True))}
+        settings = {
+            name: "****"
+            if name in ("airflow_password", "airflow_token") and getattr(self, name)
+            else str(getattr(self, name))
+            for name in sorted(self.class_own_traits(config=True))
+        }
         return ConfigView({**self.connection.describe(), **{f"MaterializedMagics.{k}": v for k, v in settings.items()}})
 
     def _explain(self, text: str) -> object:

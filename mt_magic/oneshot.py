@@ -21,8 +21,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import MtMagicError, first_line
-from mt_magic.runtime.manager.lease import DEFAULT_LEASE_TTL, LeaseKeeper, LeaseWishes, holder_id
-from mt_magic.runtime.manager.leasing import lease_every
+from mt_magic.runtime.manager.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper, LeaseWishes, holder_id
+from mt_magic.runtime.manager.lease_pass import lease_every
 from mt_magic.runtime.spark.jobs import job_group_prefix
 from mt_magic.runtime.workspace import utc_now
 from mt_magic.sql.names import TableName
@@ -142,11 +142,12 @@ def refresh_once(
         conn = connect(settings)
         name = conn.service.workspace.qualify(TableName.from_parts(table.split(".")))
         conn.service.workspace.catalog.load_materialized(name)  # a clear error for an unknown table, first
+        conn.service.workflows.run_here = True  # this process is the scheduler's worker: refresh here
         leases = CatalogLeases(conn.service.workspace.catalog.catalog, catalog)
         keeper = LeaseKeeper(leases, holder_id("airflow"), DEFAULT_LEASE_TTL)
         with holding_lease(keeper, name, lease_wait):
             print(f"mt_magic: refreshing {name} (lease held as {keeper.holder})", flush=True)
-            future = conn.service.refresh(name, spec).refresh
+            future = conn.service.refresh(name, spec, trigger=trigger).refresh
             assert future is not None
             outcome = future.result()
         extra = result_extra(name, outcome, spark_job_ids(conn.spark, name), time.monotonic() - started)

@@ -21,6 +21,7 @@ from mt_magic.runtime.refresh.engine import Engine, managed_table
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import convert, ddl
 from mt_magic.runtime.statements.rename import rename_table
+from mt_magic.runtime.workflows import KernelWorkflows, Workflows
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -38,7 +39,7 @@ from mt_magic.sql.ddl.statements import (
     ShowMaterializedTables,
 )
 from mt_magic.sql.names import Position, TableName
-from mt_magic.vocabulary import RefreshMode, StatementAction
+from mt_magic.vocabulary import RefreshMode, RefreshTrigger, StatementAction
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
@@ -63,6 +64,10 @@ class MaterializedTables(Inspection):
         self.engine = engine
         self.manager = manager
         self.background = background
+        self.workflows = Workflows()
+        """Which workflow scheduler runs each table (FLIP-448's seam): this kernel's manager, or Airflow."""
+        self.kernel = KernelWorkflows(manager, self._managed, self._drive)
+        """The kernel's side of every table (on Airflow too: the cards show it)."""
 
     @classmethod
     def inline(cls, engine: Engine, retry: RetryPolicy | None = None) -> MaterializedTables:
@@ -141,7 +146,11 @@ class MaterializedTables(Inspection):
             return StatementResult(
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
             )
+        stmt, elsewhere = self.workflows.for_create(stmt, name)  # Airflow checked before the catalog changes
         name, definition = ddl.create_table(self.workspace, stmt)
+        if elsewhere is not None:
+            self.manager.upsert(self._managed(name))  # shown on cards and in %mt; refreshed by its scheduler
+            return self.workflows.created(elsewhere, name, definition)
         try:
             future = self.manager.add(self._managed(name), initial=True)
         except BaseException:
@@ -212,26 +221,39 @@ class MaterializedTables(Inspection):
         return StatementResult(StatementAction.RENAMED, (new_name,), f"Renamed {name} to {new_name}{also}.")
 
     def suspend(self, name: str) -> StatementResult:
+        elsewhere = self.workflows.checked(self.workspace, name)
         ddl.update_definition(self.workspace, name, suspended=True)
-        self._track(name)
-        self.manager.suspend(name)
+        self.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
+        if elsewhere is not None:
+            elsewhere.suspend(name)
         return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
+        elsewhere = self.workflows.checked(self.workspace, name)
         ddl.resume(self.workspace, name, dict(options))
-        self._retrack(name)
-        self.manager.resume(name, options)
-        self._drive()
+        self.kernel.resume(name, options)
+        if elsewhere is not None:
+            elsewhere.resume(name, options)
         extra = f" with {dict(options)} for this resumption" if options else ""
         return StatementResult(StatementAction.RESUMED, (name,), f"{name} is resumed{extra}.")
 
-    def refresh(self, name: str, partition: Partition = (), cascade: bool = False) -> StatementResult:
-        """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade."""
+    def refresh(
+        self,
+        name: str,
+        partition: Partition = (),
+        cascade: bool = False,
+        trigger: RefreshTrigger = RefreshTrigger.MANUAL,
+    ) -> StatementResult:
+        """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
+        A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
+        elsewhere = self.workflows.checked(self.workspace, name)
         ddl.check_partition(self.workspace, name, partition)
-        self._track(name, with_downstream=cascade)
-        future = self.manager.refresh_now(name, partition=partition, cascade=cascade)
-        self._drive()
         where = f" partition {dict(partition)}" if partition else ""
+        if elsewhere is not None:
+            run = elsewhere.refresh(name, partition)
+            return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}: {run.description}.")
+        self._track(name, with_downstream=cascade)
+        future = self.kernel.refresh(name, partition, cascade, trigger).future
         also = " and its downstream tables" if cascade else ""
         return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}{also}.", future)
 
@@ -240,6 +262,7 @@ class MaterializedTables(Inspection):
         victims = ddl.plan_drop(self.workspace, name, if_exists, cascade)
         if not victims:
             return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
+        elsewhere = self.workflows.checked_for_drop(self.workspace, victims)
         for victim in victims:
             if self.manager.knows(victim):
                 self.manager.remove(victim, wait=DROP_WAIT_SECONDS)
@@ -252,6 +275,8 @@ class MaterializedTables(Inspection):
                 if self.workspace.catalog.exists(victim):
                     self.manager.upsert(self._managed(victim))
             raise
+        for victim, scheduler in elsewhere.items():
+            scheduler.delete(victim)  # Airflow: paused now, gone from the DAGs at the next parse
         return StatementResult(StatementAction.DROPPED, tuple(victims), "Dropped " + ", ".join(victims) + ".")
 
     # --- keeping the manager in step with the catalog -----------------------------------------------------

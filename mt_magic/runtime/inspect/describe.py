@@ -104,6 +104,7 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
     facts = {
         "# refresh mode": f"{definition.refresh_mode.value} ({definition.mode_reason})",
         "# freshness": definition.freshness + (f" (cron {definition.cron})" if definition.cron else ""),
+        "# scheduler": _scheduler(info.name, definition),
         "# partitioned by": ", ".join(definition.partitioned_by) or "—",
         "# distributed by": (
             f"HASH({', '.join(definition.bucket_columns)}) INTO {definition.buckets} BUCKETS"
@@ -127,6 +128,17 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
     rows += [(key, value, "") for key, value in facts.items()]
     rows += settings_rows(definition)
     return Listing(("column", "type", "note"), tuple(rows))
+
+
+def _scheduler(name: str, definition: MaterializedTableDefinition) -> str:
+    """Who refreshes the table (``WITH ('scheduler' = …)``); on Airflow, which DAG."""
+    from mt_magic.scheduling.dags import dag_id
+    from mt_magic.scheduling.workflow import scheduler_of
+    from mt_magic.vocabulary import WorkflowSchedulerKind
+
+    if scheduler_of(definition.options) is WorkflowSchedulerKind.AIRFLOW:
+        return f"airflow (DAG {dag_id(name)})"
+    return "kernel (the refresh manager of a kernel or of python -m mt_magic run)"
 
 
 SETTINGS_NOT_RECORDED = (
