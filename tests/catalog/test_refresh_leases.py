@@ -18,6 +18,9 @@ from mt_magic.catalog.leases import KEPT_SNAPSHOTS, CatalogLeases, Lease, LeaseC
 from mt_magic.runtime.manager.lease_keeper import LeaseKeeper, LeaseWishes
 
 TTL = timedelta(seconds=30)
+LOST_COMMITS_LEAVE_NO_FILES = True
+"""The embedded server deletes the metadata file of a commit that lost its compare-and-set; Iceberg's reference
+server keeps them (``tests/reference_line`` turns this off), so only the metadata log is bounded there."""
 
 
 @pytest.fixture
@@ -85,8 +88,10 @@ def test_keepers_hand_a_table_over_through_the_catalog_and_old_lease_snapshots_e
         b.sync(LeaseWishes(frozenset({table})), now + TTL * (i + 1) / 2)  # each renews
     lease_table = stores[2]._table()
     assert len(lease_table.metadata.snapshots) <= KEPT_SNAPSHOTS + 1
+    assert len(lease_table.metadata.metadata_log) <= 10  # previous-versions-max
     metadata_dir = Path(urlparse(lease_table.metadata_location).path).parent
-    assert len(list(metadata_dir.glob("*.metadata.json"))) <= 12  # previous-versions-max 10 + a concurrent one
+    if LOST_COMMITS_LEAVE_NO_FILES:
+        assert len(list(metadata_dir.glob("*.metadata.json"))) <= 12  # previous-versions-max 10 + a concurrent one
     assert len(list(metadata_dir.glob("snap-*.avro"))) <= KEPT_SNAPSHOTS + 1
     b.release_all()
     assert table not in stores[3].read().leases
