@@ -4,7 +4,7 @@
 # `make test PYSPARK=4.1.4 PYSPARK_OTHER=3.5.9`.
 # `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
 # kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
-.PHONY: help setup setup-test setup-other demo test test-other test-quick test-spark lint bench cluster-start \
+.PHONY: help setup setup-test setup-other demo test test-other test-reference test-quick test-spark lint bench cluster-start \
 	cluster-stop
 .DEFAULT_GOAL := help
 
@@ -33,9 +33,14 @@ demo: setup  ## runs examples/01_quickstart.ipynb headless on the embedded defau
 test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs this)
 	.venv/bin/python -m pytest
 	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
+	MT_TEST_CATALOG=reference .venv/bin/python -m pytest tests/reference_line -q
 
 test-other: setup-other  ## the second line's share of `make test`
 	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
+
+# The second catalog line: the integration tests on Iceberg's reference REST server (tests/reference_line).
+test-reference: setup-test  ## materialized tables on Iceberg's reference REST catalog server; in `make test`
+	MT_TEST_CATALOG=reference .venv/bin/python -m pytest tests/reference_line -q
 
 # No JVM: the grammar, query analysis, the manager on a fake clock, the widgets, the catalog server.
 test-quick: setup-test  ## no JVM, under 2 minutes
