@@ -62,7 +62,10 @@ def test_rename_keeps_the_tables_namespace_unless_the_new_name_says_otherwise(sp
 @pytest.mark.parametrize(
     ("cell", "position"),
     [
-        ("CREATE MATERIALIZED TABLE broken FRESHNESS = INTERVAL '1' MINUTE\nAS SELECT k,\n  FROM orders WHERE", (3, 15)),
+        (
+            "CREATE MATERIALIZED TABLE broken FRESHNESS = INTERVAL '1' MINUTE\nAS SELECT k,\n  FROM orders WHERE",
+            (3, 15),
+        ),
         ("ALTER MATERIALIZED TABLE totals AS\nSELECT k FROM", (2, 10)),
     ],
 )
