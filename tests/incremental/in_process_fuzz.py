@@ -1,0 +1,537 @@
+"""A differential fuzzer for the in-process refresh path, the way Velox's expression fuzzer tests Velox against
+Presto: generated queries over generated adversarial data, each refreshed through the real runtime (pyiceberg
+reads the files Spark wrote, DuckDB computes, pyiceberg commits — or Spark, where the gate or a data guard says
+so) and compared EXACTLY (``EXCEPT ALL`` both ways, in Spark) with Spark's answer to the same query at the same
+snapshots, in a session with the same settings (time zone, ANSI mode).
+
+One *batch*: a source with a random subset of typed columns, a random session (time zone, ANSI), many
+materialized tables over it (the queries the gate accepts; a sample of those it rejects, which must run on
+Spark), then rounds of one to three appended snapshots, every table refreshed and compared after each round.
+A *case* is one table compared after one refresh. ``%mt explain``'s engine line is checked against the engine
+that ran on every case: "appends in process" must run in process unless a data guard sent the refresh to
+Spark (logged), "Spark (…)" must never run in process.
+
+Seeded by ``random.Random``: a failing seed replays exactly (given the same PySpark line).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from incremental_testing import qualified, refresh, run
+
+from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
+from mt_magic.vocabulary import RefreshEngine
+
+LONG_MAX, INT_MAX = 2**63 - 1, 2**31 - 1
+ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin")
+RUN_LOGGER = "mt_magic.runtime.refresh.incremental.in_process.run"
+
+
+def _dec(text: str, precision: int, scale: int) -> str:
+    return f"CAST('{text}' AS DECIMAL({precision}, {scale}))"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A source column: its name, Spark SQL type, the Iceberg type the gate reads, and its value pool (SQL)."""
+
+    name: str
+    sql_type: str
+    iceberg: str
+    values: tuple[str, ...]
+    extremes: tuple[str, ...] = ()
+    group_key: bool = True
+
+
+COLUMNS = (
+    Column("i", "INT", "int", ("0", "1", "-1", "2", "3", "7"), (str(INT_MAX), str(-INT_MAX - 1))),
+    Column("l", "BIGINT", "long", ("0", "1", "-5", "40", str(2**40)), (str(LONG_MAX), str(-LONG_MAX - 1))),
+    Column(
+        "d10",
+        "DECIMAL(10,2)",
+        "decimal(10, 2)",
+        tuple(_dec(v, 10, 2) for v in ("0", "1.50", "-0.01", "2", "12.25")),
+        tuple(_dec(v, 10, 2) for v in ("99999999.99", "-99999999.99")),
+    ),
+    Column(
+        "d38",
+        "DECIMAL(38,10)",
+        "decimal(38, 10)",
+        tuple(_dec(v, 38, 10) for v in ("0", "1.5", "12655110134975178", "0.0000000001", "-3.25")),
+        tuple(_dec(v, 38, 10) for v in ("9999999999999999999999999999.9999999999", "-9999999999999999999999999999")),
+    ),
+    Column("d5", "DECIMAL(5,0)", "decimal(5, 0)", tuple(_dec(v, 5, 0) for v in ("0", "1", "-2", "99999"))),
+    Column(
+        "s",
+        "STRING",
+        "string",
+        ("'a'", "'g1'", "'g2'", "''", "'é'", "'日本'", "'A'", "'it\\'s'", "'z\\\\'", "'😀'", "' a'"),
+        ("CAST(unhex('FF') AS STRING)", "CAST(unhex('C328') AS STRING)"),
+    ),
+    Column("b", "BOOLEAN", "boolean", ("true", "false")),
+    Column(
+        "dt",
+        "DATE",
+        "date",
+        ("DATE '2024-03-10'", "DATE '1970-01-01'", "DATE '2024-12-31'"),
+        ("DATE '0001-01-01'", "DATE '9999-12-31'", "DATE '1582-10-10'"),
+    ),
+    Column(
+        "ts",
+        "TIMESTAMP",
+        "timestamptz",
+        (
+            "TIMESTAMP '2024-03-10 02:30:00'",
+            "TIMESTAMP '2024-11-03 01:30:00'",
+            "TIMESTAMP '1970-01-01 00:00:00'",
+            "TIMESTAMP '2024-03-10 10:30:00.123456'",
+        ),
+        ("TIMESTAMP '0001-01-01 00:00:00'", "TIMESTAMP '9999-12-31 23:59:59.999999'"),
+    ),
+    Column(
+        "tn",
+        "TIMESTAMP_NTZ",
+        "timestamp",
+        ("TIMESTAMP_NTZ '2024-03-10 02:30:00'", "TIMESTAMP_NTZ '1999-12-31 23:59:59'"),
+        ("TIMESTAMP_NTZ '1900-01-01 00:00:00'",),
+    ),
+    Column(
+        "f",
+        "FLOAT",
+        "float",
+        ("CAST(1.5 AS FLOAT)", "CAST(0.1 AS FLOAT)", "CAST(-0.0 AS FLOAT)"),
+        ("CAST('NaN' AS FLOAT)",),
+        False,
+    ),
+    Column("x", "DOUBLE", "double", ("1.5D", "0.1D", "1.2655110134975178E16"), ("CAST('NaN' AS DOUBLE)",), False),
+)
+NUMERIC = ("INT", "BIGINT", "DECIMAL")
+
+
+def literal(rng: random.Random, column: Column, strict: bool = False) -> str:
+    """A literal to compare ``column`` with: usually its own kind, sometimes another kind (the gate must refuse
+    what it has not proven; Spark may reject it at CREATE); ``strict``: its own kind, numbers of any precision."""
+    roll = rng.random()
+    if strict and column.sql_type.startswith(NUMERIC) and roll < 0.4:
+        return _number(rng, exponent=False)
+    if roll < 0.55 or strict:
+        return rng.choice(column.values + column.extremes)
+    if roll < 0.75 and column.sql_type.startswith(NUMERIC):
+        return _number(rng)
+    return rng.choice(
+        (
+            _number(rng),
+            "NULL",
+            "true",
+            "'a'",
+            "'2024-03-10'",
+            "DATE '2024-03-10'",
+            "TIMESTAMP '2024-03-10 02:30:00'",
+            "1.2655110134975178E16",
+            "1.5D",
+            "2.5E0",
+        )
+    )
+
+
+def _number(rng: random.Random, exponent: bool = True) -> str:
+    """Integer and decimal literals of many precisions and scales (Spark types them by their digits)."""
+    kind = rng.randrange(6 if exponent else 5)
+    if kind == 0:
+        return str(rng.choice((0, 1, 3, 7, 40, INT_MAX, INT_MAX + 1, LONG_MAX, 2**40)))
+    if kind == 1:
+        return f"-{rng.choice((1, 5, 2**40, LONG_MAX))}"
+    if kind == 2:
+        return rng.choice(("1.5", "0.01", "12.25", "1.50", "99999999.99", "-0.01", "2.0"))
+    if kind == 3:
+        return rng.choice(("0.0000000000000000000000000000001", "0.0000000001", "12655110134975178.0"))
+    if kind == 4:
+        scale = rng.randint(0, 12)
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 20)))
+        return str(Decimal(digits).scaleb(-scale))
+    return rng.choice(("1E3", "1.5E0", "1.2655110134975178E16"))
+
+
+def predicate(rng: random.Random, columns: list[Column], strict: bool, depth: int = 0) -> str:
+    """A random condition: every comparison, IN, BETWEEN, IS form, <=>, NOT, AND/OR (``strict``: of like types,
+    as the gate accepts them; else anything, which the gate must refuse unless proven)."""
+    if depth < 2 and rng.random() < 0.35:
+        op = rng.choice(("AND", "OR"))
+        return f"({predicate(rng, columns, strict, depth + 1)} {op} {predicate(rng, columns, strict, depth + 1)})"
+    if depth < 2 and rng.random() < 0.1:
+        return f"NOT ({predicate(rng, columns, strict, depth + 1)})"
+    column = rng.choice(columns)
+    booleans = [c for c in columns if c.sql_type == "BOOLEAN"]
+    kind = rng.randrange(7)
+    if kind == 0:
+        op = rng.choice(("=", "<>", "!=", "<", "<=", ">", ">=", "<=>"))
+        alike = [c for c in columns if c.sql_type.split("(")[0] == column.sql_type.split("(")[0]]
+        other = rng.choice(alike if strict else columns).name if rng.random() < 0.2 else literal(rng, column, strict)
+        return f"{column.name} {op} {other}"
+    if kind == 1:
+        items = ", ".join(literal(rng, column, strict) for _ in range(rng.randint(1, 4)))
+        return f"{column.name} {rng.choice(('IN', 'NOT IN'))} ({items})"
+    if kind == 2:
+        low, high = literal(rng, column, strict), literal(rng, column, strict)
+        return f"{column.name} {rng.choice(('', 'NOT '))}BETWEEN {low} AND {high}"
+    if kind == 3:
+        return f"{column.name} IS {rng.choice(('', 'NOT '))}NULL"
+    if kind == 4:
+        if strict:
+            column = rng.choice(booleans) if booleans else column
+        return f"{column.name} IS {rng.choice(('', 'NOT '))}{rng.choice(('TRUE', 'FALSE'))}"
+    if kind == 5 and booleans:
+        return rng.choice(booleans).name
+    return f"{column.name} {rng.choice(('=', '<', '>='))} {literal(rng, column, strict)}"
+
+
+def query(rng: random.Random, columns: list[Column]) -> str:
+    """A random query of a shape the in-process path may accept: projection, SELECT *, DISTINCT, GROUP BY with
+    count/sum/min/max; most typed as the gate accepts them, the rest anything (which it must refuse unless
+    proven)."""
+    strict = rng.random() < 0.7
+    every = columns
+    if strict:
+        columns = [c for c in columns if c.group_key] or columns
+    where = f" WHERE {predicate(rng, columns, strict)}" if rng.random() < 0.85 else ""
+    shape = rng.randrange(5)
+    picked = rng.sample(columns, rng.randint(1, min(3, len(columns))))
+    if shape == 0:
+        items = [c.name for c in picked]
+        if rng.random() < 0.2:
+            items.append(f"{rng.choice(('1', chr(39) + 'k' + chr(39), '1.50', 'true'))} AS lit")
+        return f"SELECT {', '.join(items)} FROM src{where}"
+    if shape == 1:
+        return f"SELECT * FROM src{where}" if every == columns or not strict else f"SELECT {picked[0].name} FROM src"
+    if shape == 2:
+        return f"SELECT DISTINCT {', '.join(c.name for c in picked)} FROM src{where}"
+    keys = [c for c in picked if c.group_key][: rng.randint(0, 2)] if shape == 3 else []
+    aggregates = []
+    for index in range(rng.randint(1, 4)):
+        column = rng.choice(columns)
+        functions = ("count", "sum", "sum", "min", "max", "count_star") + (() if strict else ("count_distinct",))
+        function = rng.choice(functions)
+        if function == "sum" and not column.sql_type.startswith(NUMERIC) and (strict or rng.random() < 0.8):
+            column = rng.choice([c for c in columns if c.sql_type.startswith(NUMERIC)] or [column])
+        text = {"count_star": "count(*)", "count_distinct": f"count(DISTINCT {column.name})"}.get(
+            function, f"{function}({column.name})"
+        )
+        aggregates.append(f"{text} AS a{index}")
+    group = f" GROUP BY {', '.join(k.name for k in keys)}" if keys else ""
+    return f"SELECT {', '.join([k.name for k in keys] + aggregates)} FROM src{where}{group}"
+
+
+def row(rng: random.Random, columns: list[Column], extreme: float) -> str:
+    cells = []
+    for column in columns:
+        roll = rng.random()
+        if roll < 0.12:
+            cells.append(f"CAST(NULL AS {column.sql_type})")
+        elif roll < 0.12 + extreme and column.extremes:
+            cells.append(rng.choice(column.extremes))
+        else:
+            cells.append(rng.choice(column.values))
+    return f"({', '.join(cells)})"
+
+
+@dataclass
+class Counts:
+    """What a fuzz run did; ``disagreements`` lists each (seed, batch, query, detail)."""
+
+    queries: int = 0
+    rejected: int = 0
+    spark_invalid: int = 0
+    tables: int = 0
+    refreshes: int = 0
+    in_process: int = 0
+    guarded: int = 0
+    compared: int = 0
+    both_failed: int = 0
+    disagreements: list[tuple[str, str]] = field(default_factory=list)
+    engine_line_mismatches: list[tuple[str, str]] = field(default_factory=list)
+    spark_side: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timing[what] = self.timing.get(what, 0.0) + time.monotonic() - started
+
+    def line(self) -> str:
+        return (
+            f"queries {self.queries} (gate refused {self.rejected}, invalid in Spark {self.spark_invalid}), "
+            f"tables {self.tables}, refreshes {self.refreshes} (in process {self.in_process}, sent to Spark by a "
+            f"data guard {self.guarded}), cases compared {self.compared}, both engines failed {self.both_failed}, "
+            f"disagreements {len(self.disagreements)}, engine-line mismatches {len(self.engine_line_mismatches)}, "
+            f"Spark-side differences {len(self.spark_side)}, {self.seconds:.0f} s "
+            f"({', '.join(f'{k} {v:.0f} s' for k, v in self.timing.items())})"
+        )
+
+
+class _Guards(logging.Handler):
+    """Collects the in-process path's "runs on Spark" records during a refresh."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def guard_log() -> Iterator[_Guards]:
+    handler = _Guards()
+    logger = logging.getLogger(RUN_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@contextmanager
+def session_settings(spark, settings: dict[str, str]) -> Iterator[None]:
+    """The notebook session's settings for a batch (CREATE records them); restored afterwards."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@dataclass
+class Table:
+    name: str
+    query: str
+    engine_line: str
+    accepted: bool
+
+
+class Fuzzer:
+    """Runs seeded batches against one service (``mt``) and its Spark session; see the module docstring."""
+
+    def __init__(self, mt, spark, seed: int, tables: int = 16, rounds: int = 5, rejected_sample: float = 0.05):
+        self.mt, self.spark, self.seed = mt, spark, seed
+        self.tables, self.rounds, self.rejected_sample = tables, rounds, rejected_sample
+        self.counts = Counts()
+
+    def run(self, cases: int, log: Callable[[str], None] = print) -> Counts:
+        started = time.monotonic()
+        batch = 0
+        while self.counts.compared < cases:
+            self.batch(batch)
+            batch += 1
+            self.counts.seconds = time.monotonic() - started
+            log(f"seed {self.seed} batch {batch}: {self.counts.line()}")
+        return self.counts
+
+    def batch(self, number: int) -> None:
+        rng = random.Random(f"{self.seed}:{number}")
+        columns = [c for c in COLUMNS if rng.random() < (0.7 if c.group_key else 0.25)] or [COLUMNS[0]]
+        settings = {
+            "spark.sql.session.timeZone": rng.choice(ZONES),
+            "spark.sql.ansi.enabled": rng.choice(("true", "false")),
+        }
+        fast = {"spark.sql.shuffle.partitions": "1"}  # the comparisons' shuffles: tiny data, one task
+        prefix = f"b{number}"
+        source = qualified(self.mt, f"{prefix}_src")
+        with session_settings(self.spark, {**settings, **fast}):
+            self.spark.sql(
+                f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg"
+            )
+            self._append(rng, source, columns, rng.randint(10, 30))
+            with self.counts.timed("create"):
+                tables = self._create(rng, prefix, source, columns, settings)
+            for _ in range(self.rounds):
+                with self.counts.timed("append"):
+                    for _ in range(rng.randint(1, 3)):
+                        self._append(rng, source, columns, rng.randint(1, 8))
+                with self.counts.timed("refresh"):
+                    refreshed = [self._refresh(table, settings) for table in tables]
+                with self.counts.timed("compare"):
+                    self._compare_all(refreshed)
+        with self.counts.timed("drop"):
+            for table in tables:
+                run(self.mt, f"DROP MATERIALIZED TABLE {table.name}")
+            self.spark.sql(f"DROP TABLE {source}")
+
+    def _append(self, rng: random.Random, source: str, columns: list[Column], rows: int) -> None:
+        extreme = 0.04 if rng.random() < 0.5 else 0.0
+        values = ", ".join(row(rng, columns, extreme) for _ in range(rows))
+        self.spark.sql(f"INSERT INTO {source} VALUES {values}")
+
+    def _create(self, rng, prefix: str, source: str, columns: list[Column], settings) -> list[Table]:
+        from mt_magic.runtime.refresh.incremental.explain import explain
+
+        made: list[Table] = []
+        attempts = 0
+        while len(made) < self.tables and attempts < self.tables * 6:
+            attempts += 1
+            text = query(rng, columns).replace("FROM src", f"FROM {source}")
+            self.counts.queries += 1
+            accepted = unsupported(text, [(c.name, c.iceberg) for c in columns]) is None
+            if not accepted:
+                self.counts.rejected += 1
+                if rng.random() >= self.rejected_sample:
+                    continue
+            name = f"{prefix}_t{len(made)}"
+            try:
+                run(
+                    self.mt,
+                    f"CREATE MATERIALIZED TABLE {name} WITH ('incremental' = 'always') "
+                    f"FRESHNESS = INTERVAL '1' MINUTE AS {text}",
+                )
+            except Exception:  # Spark rejects the query (e.g. a comparison across types under ANSI)
+                self.counts.spark_invalid += 1
+                if self.spark.catalog.tableExists(qualified(self.mt, name)):
+                    run(self.mt, f"DROP MATERIALIZED TABLE {name}")
+                continue
+            line = explain(self.mt.workspace, qualified(self.mt, name)).engine
+            made.append(Table(name, text, line, accepted))
+            self.counts.tables += 1
+        return made
+
+    def _refresh(self, table: Table, settings: dict[str, str]) -> tuple[Table, str, bool, Exception | None]:
+        """One real refresh; checks the engine that ran against explain's engine line."""
+        label = f"seed {self.seed} {settings} {table.name}: {table.query}"
+        with guard_log() as guards:
+            try:
+                outcome = refresh(self.mt, table.name)
+                failed = None
+            except Exception as exc:
+                outcome, failed = None, exc
+        self.counts.refreshes += 1
+        ran_in_process = outcome is not None and outcome.engine is RefreshEngine.IN_PROCESS
+        self.counts.in_process += ran_in_process
+        self.counts.guarded += bool(guards.messages)
+        says_in_process = table.engine_line.startswith("appends in process")
+        incremental = outcome is not None and outcome.strategy.startswith("incremental")
+        if ran_in_process and not says_in_process:
+            self.counts.engine_line_mismatches.append((label, f"ran in process; explain said {table.engine_line}"))
+        elif incremental and says_in_process and not ran_in_process and not guards.messages:
+            assert outcome is not None
+            self.counts.engine_line_mismatches.append((label, f"ran on Spark unexplained: {outcome.strategy}"))
+        return table, label, ran_in_process, failed
+
+    def _compare_all(self, refreshed: list[tuple[Table, str, bool, Exception | None]]) -> None:
+        """Every refreshed table against Spark's answer in ONE Spark job (scans only, no shuffle): each row as
+        an exact canonical text (strings as hex bytes, instants as epoch microseconds), compared as multisets;
+        a table whose query fails in Spark, or that differs, is compared again on its own for the detail."""
+        from collections import Counter
+
+        from pyspark.sql import functions as F
+
+        ok = [r for r in refreshed if r[3] is None]
+        differing: set[int] = set()
+        try:
+            frames = []
+            for index, (table, *_rest) in enumerate(ok):
+                for side, frame in enumerate(self._both(table)):
+                    row = F.to_json(F.struct(*[_canonical(frame, c) for c in frame.columns]))
+                    frames.append(frame.select(F.lit(index).alias("t"), F.lit(side).alias("side"), row.alias("r")))
+            rows: Counter = Counter()
+            if frames:
+                union = frames[0]
+                for frame in frames[1:]:
+                    union = union.union(frame)
+                rows = Counter((row.t, row.side, row.r) for row in union.collect())
+            for index in range(len(ok)):
+                expected = Counter({r: n for (t, side, r), n in rows.items() if t == index and side == 0})
+                actual = Counter({r: n for (t, side, r), n in rows.items() if t == index and side == 1})
+                if expected != actual:
+                    differing.add(index)
+        except Exception:  # some query fails in Spark (an overflow under ANSI): each one on its own
+            differing = set(range(len(ok)))
+        for index, item in enumerate(ok):
+            self._judge(item, self._spark_answer_differs(item[0]) if index in differing else None)
+        for item in refreshed:
+            if item[3] is not None:
+                self._judge(item, self._spark_answer_differs(item[0]))
+
+    def _judge(self, item: tuple[Table, str, bool, Exception | None], expected: str | None) -> None:
+        table, label, ran_in_process, failed = item
+        if failed is not None:
+            if expected == "spark query failed":
+                self.counts.both_failed += 1
+            else:
+                self.counts.spark_side.append((label, f"refresh failed: {failed}"))
+            return
+        self.counts.compared += 1
+        if expected is None:
+            return
+        if expected == "spark query failed":
+            target = self.counts.disagreements if ran_in_process else self.counts.spark_side
+            target.append((label, "the refresh succeeded where Spark's query fails"))
+            return
+        if ran_in_process or (table.accepted and self._last_ran_in_process(table)):
+            self.counts.disagreements.append((label, expected))
+        else:
+            self.counts.spark_side.append((label, expected))
+
+    def _both(self, table: Table):
+        """(Spark's answer to the table's query at the snapshots of its last refresh state, the table)."""
+        from mt_magic.sql.query.rewrite import pin_sources
+
+        name = qualified(self.mt, table.name)
+        info, definition = self.mt.workspace.catalog.load_materialized(name)
+        last = info.last_refresh()
+        assert last is not None
+        pinned = {s.qualified_name: s.snapshot_id for s in last[1].source_states}
+        actual = self.spark.table(name)
+        expected = self.spark.sql(pin_sources(definition.expanded_query, pinned))
+        return expected.select(*[f"`{c}`" for c in actual.columns]), actual
+
+    def _last_ran_in_process(self, table: Table) -> bool:
+        """Whether any refresh of the table so far committed in process (a difference could stem from it)."""
+        info = self.mt.workspace.catalog.load(qualified(self.mt, table.name))
+        return any(s.refresh_state.engine is RefreshEngine.IN_PROCESS for s in info.snapshots if s.refresh_state)
+
+    def _spark_answer_differs(self, table: Table) -> str | None:
+        """``None`` when the table equals Spark's answer to its query at the snapshots its last refresh state
+        records (multisets, exactly: ``EXCEPT ALL`` both ways); else what differs."""
+        try:
+            expected, actual = self._both(table)
+            found = expected.exceptAll(actual).limit(3).collect(), actual.exceptAll(expected).limit(3).collect()
+        except Exception:  # Spark's query fails on this data (e.g. an overflow under ANSI)
+            return "spark query failed"
+        if not found[0] and not found[1]:
+            return None
+        return f"missing {found[0]}, extra {found[1]}"
+
+
+def _canonical(frame, column: str):
+    """``column`` as an exact, zone-free value for comparing rows: text as its bytes (invalid UTF-8 included),
+    TIMESTAMP as epoch microseconds, TIMESTAMP_NTZ and floats as Spark's own text of them."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    kind = frame.schema[column].dataType
+    value = F.col(f"`{column}`")
+    if isinstance(kind, T.StringType):
+        value = F.hex(value.cast("binary"))
+    elif isinstance(kind, T.TimestampType):
+        value = F.unix_micros(value)
+    elif isinstance(kind, (T.TimestampNTZType, T.FloatType, T.DoubleType, T.DecimalType)):
+        value = value.cast("string")
+    return value.alias(column)
