@@ -4,7 +4,7 @@
 # `make test PYSPARK=4.1.4 PYSPARK_OTHER=3.5.9`.
 # `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
 # kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
-.PHONY: help setup setup-test setup-other demo test test-other test-reference test-quick test-spark lint bench cluster-start \
+.PHONY: help setup setup-test setup-other demo test test-other test-reference test-quick test-spark test-airflow lint bench cluster-start \
 	cluster-stop
 .DEFAULT_GOAL := help
 
@@ -46,9 +46,14 @@ test-reference: setup-test  ## materialized tables on Iceberg's reference REST c
 test-quick: setup-test  ## no JVM, under 2 minutes
 	.venv/bin/python -m pytest tests -q -m "not spark and not browser and not slow and not kernel and not cluster"
 
-# The default line with a real Spark, without kernels, the cluster, the browser, slow kits; 2 differential rounds.
-test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser, short differential rounds
-	MT_DIFFERENTIAL_ROUNDS=2 .venv/bin/python -m pytest tests -q -m "not browser and not slow and not kernel and not cluster"
+# The default line with a real Spark, without kernels, the cluster, the browser, Airflow, slow kits; 2 differential
+# rounds.
+test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser/Airflow, short differential rounds
+	MT_DIFFERENTIAL_ROUNDS=2 .venv/bin/python -m pytest tests -q -m "not browser and not slow and not kernel and not cluster and not airflow"
+
+# A real Airflow 3 (its own virtualenv, started by the tests on loopback) running the tables' refreshes; in `make test`.
+test-airflow: setup-test  ## the refresh workflows on a real Airflow (tests/airflow)
+	.venv/bin/python -m pytest tests/airflow tests/scheduling -q
 
 # Style, the layer contracts of ARCHITECTURE.md (import-linter) and types (mypy); part of `make test`.
 lint: setup-test  ## ruff, the layer contracts (import-linter) and mypy; part of make test

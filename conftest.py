@@ -34,6 +34,7 @@ _TIERS = {
     "examples/": "kernel",
     "tests/cluster/": "cluster",
     "tests/incremental/test_differential": "differential",
+    "tests/airflow/": "airflow",
 }
 """Markers by location: what each test needs beyond a Spark session (``make test-quick`` and ``make test-spark``
 leave them out; see the Makefile)."""

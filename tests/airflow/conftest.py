@@ -1,0 +1,45 @@
+"""A real Airflow for the tests of refresh workflows on Airflow (``make test`` runs them; marker ``airflow``).
+
+One Airflow per run (API server, scheduler and DAG processor on loopback, SQLite, ``AIRFLOW_HOME`` in a temporary
+directory: :mod:`mt_magic.scheduling.local_airflow`), reaching the run's embedded catalog (``tests/conftest.py``'s
+``catalog_server``, configured for pyiceberg as ``mtit``) through the environment, as Airflow reaches a team's
+catalog in production.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from shared_catalog import CATALOG
+
+from mt_magic.scheduling.local_airflow import LocalAirflow, local_airflow
+
+
+@pytest.fixture(scope="session")
+def airflow(connection, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAirflow]:
+    """Airflow started for the run; its tasks get a small local Spark and one quick retry."""
+    prefix = f"PYICEBERG_CATALOG__{CATALOG.upper()}__"
+    extra = {key: value for key, value in os.environ.items() if key.startswith(prefix)}
+    extra.update(
+        {
+            "MT_MAGIC_SPARK_MASTER": "local[1]",
+            "MT_MAGIC_DRIVER_MEMORY": "1g",
+            "MT_MAGIC_AIRFLOW_RETRIES": "1",
+            "MT_MAGIC_AIRFLOW_RETRY_DELAY": "1",
+        }
+    )
+    server = local_airflow(tmp_path_factory.mktemp("airflow_home"), CATALOG, extra)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_settings(airflow: LocalAirflow):
+    from mt_magic.scheduling.airflow_api import AirflowSettings
+
+    return AirflowSettings(airflow.url, airflow.user, airflow.password, timeout=30)
