@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     run.add_argument("--max-concurrent", type=int, default=2)
     once = sub.add_parser("refresh", help="refresh one materialized table once, under its refresh lease, and exit")
-    once.add_argument("table", help="the table, qualified (namespace.table) or in --namespace")
+    once.add_argument("table", help="the table: [catalog.]namespace.table, or a name in namespace default")
     once.add_argument("--catalog", default="mt", help="catalog name (pyiceberg configuration); default: embedded")
     once.add_argument("--partition", action="append", default=[], metavar="COLUMN=VALUE", help="backfill a partition")
     once.add_argument("--trigger", choices=["manual", "scheduled", "cascade"], default="manual")
