@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from mt_magic.runtime.status import TableStatus
 from mt_magic.runtime.workspace import utc_text
-from mt_magic.vocabulary import JobState
+from mt_magic.vocabulary import JobState, WorkflowSchedulerKind
 
 
 class FreshnessLevel(enum.Enum):
@@ -128,7 +128,9 @@ def state_badge_html(status: TableStatus) -> str:
 def mode_text(status: TableStatus) -> str:
     """``CONTINUOUS · freshness 5 minutes < 30 minutes threshold · incremental (…)``: the mode and why.
 
-    The stored reason reads "… → CONTINUOUS · …" on its own; the card names the mode first, so not again.
+    The stored reason reads "… → CONTINUOUS · …" on its own; the card names the mode first, so not again. A table
+    on Airflow says so (the card and the ``%mt`` dashboard).
     """
     reason = status.mode_reason.replace(f" → {status.mode.value}", "")
-    return status.mode.value + (f" · {reason}" if reason else "")
+    where = f" · on {status.scheduler.value}" if status.scheduler is not WorkflowSchedulerKind.KERNEL else ""
+    return status.mode.value + where + (f" · {reason}" if reason else "")

@@ -3,6 +3,7 @@ for (schedule, Asset, upstream Assets), the WITH option's check, and the Airflow
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -86,3 +87,7 @@ def test_the_card_says_a_table_runs_on_airflow() -> None:
     assert "scheduler" not in dict(detail_rows(status))
     on_airflow = dict(detail_rows(TableStatus(**{**status.__dict__, "scheduler": WorkflowSchedulerKind.AIRFLOW})))
     assert on_airflow["scheduler"].startswith("airflow: its runs, retries and logs are there")
+    from mt_magic.widgets.render import dashboard_text
+
+    assert "FULL · on airflow" in dashboard_text([replace(status, scheduler=WorkflowSchedulerKind.AIRFLOW)])
+    assert "on airflow" not in dashboard_text([status])
