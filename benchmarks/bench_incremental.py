@@ -33,7 +33,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -117,6 +117,8 @@ class Bench:
         self.service = self.conn.service
         self._batch = 0
         self._runs = 0
+        self.engines: Counter = Counter()
+        """Incremental refreshes by the engine that ran them."""
 
     def name(self, table: str) -> str:
         return f"bench.b.{table}"
@@ -168,6 +170,7 @@ class Bench:
         """One refresh through the same path the manager runs (a scheduled one, or a forced recompute)."""
         from mt_magic.runtime.refresh.run import run_refresh
         from mt_magic.runtime.status import RefreshRequest, RefreshTrigger
+        from mt_magic.vocabulary import RefreshKind
 
         self._runs += 1
         trigger = RefreshTrigger.MANUAL if full else RefreshTrigger.SCHEDULED
@@ -177,7 +180,18 @@ class Bench:
         outcome = run_refresh(self.service.engine.context, request, force_full=full)
         seconds = time.perf_counter() - started
         jobs = len(self.spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+        if outcome.kind is RefreshKind.INCREMENTAL:
+            self.engines[outcome.engine] += 1
         return Run(seconds, outcome.strategy, dict(outcome.phases), jobs)
+
+    def engine_share(self) -> str:
+        """How many incremental refreshes ran in process (DuckDB) rather than on Spark."""
+        from mt_magic.vocabulary import RefreshEngine
+
+        total = sum(self.engines.values())
+        local = self.engines[RefreshEngine.IN_PROCESS]
+        share = f"{local / total:.0%}" if total else "-"
+        return f"in-process share: {local} of {total} incremental refreshes ({share}); the rest ran on Spark"
 
     def insert_overwrite(self, plain: str, query: str) -> float:
         """Plain Spark: recompute the query into an Iceberg table with INSERT OVERWRITE."""
@@ -465,6 +479,7 @@ def main() -> None:
             dimension(bench, args)
         if "crossover" in parts:
             crossover(bench, args)
+        print(f"\n{bench.engine_share()}", flush=True)
     finally:
         bench.conn.close()
         stop_embedded_server()
