@@ -4,7 +4,7 @@
 # `make test PYSPARK=4.1.4 PYSPARK_OTHER=3.5.9`.
 # `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
 # kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
-.PHONY: help setup setup-test setup-other demo test test-other test-reference test-quick test-spark test-airflow lint bench cluster-start \
+.PHONY: help setup setup-test setup-other demo test test-other test-reference test-quick test-spark test-airflow lint bench fuzz-soak cluster-start \
 	cluster-stop
 .DEFAULT_GOAL := help
 
@@ -54,6 +54,13 @@ test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser/Airflow,
 # A real Airflow 3 (its own virtualenv, started by the tests on loopback) running the tables' refreshes; in `make test`.
 test-airflow: setup-test  ## the refresh workflows on a real Airflow (tests/airflow)
 	.venv/bin/python -m pytest tests/airflow tests/scheduling -q
+
+# The in-process path against Spark, long: `make fuzz-soak SEED=7 CASES=10000 [FUZZ_PYTHON=.venv-pyspark-4.1.4/bin/python]`.
+SEED ?= 1
+CASES ?= 10000
+FUZZ_PYTHON ?= .venv/bin/python
+fuzz-soak: setup-test  ## the differential fuzzer of the in-process path, CASES refreshes compared with Spark
+	MT_FUZZ_SEED=$(SEED) MT_FUZZ_CASES=$(CASES) $(FUZZ_PYTHON) -m pytest tests/incremental/test_in_process_fuzz.py -q -s
 
 # Style, the layer contracts of ARCHITECTURE.md (import-linter) and types (mypy); part of `make test`.
 lint: setup-test  ## ruff, the layer contracts (import-linter) and mypy; part of make test
