@@ -2,9 +2,12 @@
 # Two PySpark lines are supported: PYSPARK (the default line, in .venv) and PYSPARK_OTHER (in its own venv);
 # `make test` runs the whole suite on the first and OTHER_LINE_TESTS on the second. Swap them with
 # `make test PYSPARK=4.1.4 PYSPARK_OTHER=3.5.9`.
+# `make test` also runs CONNECT_LINE_TESTS on a Spark Connect server (MT_TEST_SPARK_CONNECT=1: no JVM in the tests or
+# the kernels; the server runs from VENV_CONNECT's PySpark 4, with Iceberg and the catalogs on it).
 # `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
 # kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
-.PHONY: help setup setup-test setup-other demo test test-other test-reference test-quick test-spark test-airflow lint bench fuzz-soak cluster-start \
+.PHONY: help setup setup-test setup-other demo test test-other test-reference test-connect test-quick test-spark spark-connect-start \
+	spark-connect-stop test-airflow lint bench fuzz-soak cluster-start \
 	cluster-stop
 .DEFAULT_GOAL := help
 
@@ -14,6 +17,11 @@ VENV_OTHER ?= .venv-pyspark-$(PYSPARK_OTHER)
 OTHER_LINE_TESTS ?= tests/integration tests/incremental tests/interop examples
 # The second line runs the differential tests with 3 rounds (the first runs their defaults) to keep the suite short.
 OTHER_LINE_ENV ?= MT_DIFFERENTIAL_ROUNDS=3
+# The Spark Connect line needs PySpark 4 (its wheel ships the server): whichever of the two lines is 4.x.
+VENV_CONNECT ?= $(if $(filter 4.%,$(PYSPARK)),.venv,$(VENV_OTHER))
+CONNECT_LINE_TESTS ?= tests/spark_connect tests/integration/test_lifecycle.py tests/integration/test_session_settings.py tests/interop \
+	tests/incremental/test_tutorial_chain.py tests/incremental/test_exactly_once.py tests/incremental/test_sum_overflow.py \
+	examples/01_quickstart.ipynb examples/03_incremental.ipynb
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 28
@@ -25,7 +33,7 @@ setup-test:  ## setup plus what the tests need (Chromium, PostgreSQL, the test j
 	bash scripts/setup.sh --test --pyspark $(PYSPARK)
 
 setup-other:  ## the second PySpark line in its own virtualenv
-	bash scripts/setup.sh --test --venv $(VENV_OTHER) --pyspark $(PYSPARK_OTHER)
+	bash scripts/setup.sh --test --connect --venv $(VENV_OTHER) --pyspark $(PYSPARK_OTHER)
 
 demo: setup  ## runs examples/01_quickstart.ipynb headless on the embedded defaults
 	.venv/bin/python -m mt_magic demo
@@ -34,6 +42,10 @@ test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs th
 	.venv/bin/python -m pytest
 	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
 	MT_TEST_CATALOG=reference .venv/bin/python -m pytest tests/reference_line -q
+	MT_TEST_SPARK_CONNECT=1 $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_TESTS)
+
+test-connect: setup-other  ## the Spark Connect line's share of `make test` (a real Connect server on loopback)
+	MT_TEST_SPARK_CONNECT=1 $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_TESTS)
 
 test-other: setup-other  ## the second line's share of `make test`
 	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
@@ -75,3 +87,10 @@ cluster-start: setup  ## a Spark standalone master and two workers on 127.0.0.1
 
 cluster-stop:  ## stops them
 	.venv/bin/python -m mt_magic.runtime.spark.cluster stop
+
+# A Spark Connect server on sc://127.0.0.1:15002 from the installed PySpark 4, Iceberg and the catalog on it (README).
+spark-connect-start: setup-other  ## a Spark Connect server on 127.0.0.1:15002 (the catalog mt on the server)
+	$(VENV_CONNECT)/bin/python -m mt_magic.runtime.spark.connect_server start
+
+spark-connect-stop:  ## stops it
+	$(VENV_CONNECT)/bin/python -m mt_magic.runtime.spark.connect_server stop

@@ -18,12 +18,26 @@ def pytest_configure(config) -> None:  # type: ignore[no-untyped-def]
     home = tempfile.mkdtemp(prefix="mt_home_")
     _OWN_HOME.append(home)
     os.environ["MT_MAGIC_HOME"] = home
+    if _connect_line().enabled():  # the Spark Connect line: a server for the whole run (tests/spark_connect/line.py)
+        _connect_line().start(Path(home))
+
+
+def _connect_line():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("connect_line", Path(__file__).parent / "tests/spark_connect/line.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_unconfigure(config) -> None:  # type: ignore[no-untyped-def]
     from mt_magic.catalog.embedded import stop_embedded_server
 
     for home in _OWN_HOME:
+        if _connect_line().enabled():
+            _connect_line().stop(Path(home))
         stop_embedded_server(Path(home))
         shutil.rmtree(home, ignore_errors=True)
 

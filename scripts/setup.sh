@@ -6,6 +6,7 @@
 #                                            for the shared-catalog test, Iceberg's REST Compatibility Kit and
 #                                            reference REST server from Maven, Apache Airflow 3 in .venv-airflow)
 #   scripts/setup.sh --venv DIR --pyspark V  another virtualenv with PySpark V (the second line CI tests)
+#   scripts/setup.sh --connect               plus the Spark Connect client (pyspark[connect]: grpcio, pandas, …)
 # MT_MAGIC_ICEBERG=maven (default) fetches org.apache.iceberg:iceberg-spark-runtime-<spark>_<scala> with Maven;
 # MT_MAGIC_ICEBERG=offline assembles the Spark 3.5 runtime without Maven Central (the documented fallback).
 set -euo pipefail
@@ -14,12 +15,14 @@ cd "$(dirname "$0")/.."
 venv=.venv
 pyspark=""
 with_test=0
+extras=dev
 while [ $# -gt 0 ]; do
   case "$1" in
     --test) with_test=1 ;;
+    --connect) extras=dev,connect ;;
     --venv) venv="$2"; shift ;;
     --pyspark) pyspark="$2"; shift ;;
-    *) echo "setup: unknown option $1 (use --test, --venv DIR, --pyspark VERSION)" >&2; exit 2 ;;
+    *) echo "setup: unknown option $1 (use --test, --connect, --venv DIR, --pyspark VERSION)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -46,11 +49,11 @@ if [ ${#packages[@]} -gt 0 ]; then
 fi
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-stamp="$venv/.installed-$( (cat pyproject.toml; echo "$pyspark") | sha256sum | cut -c1-16)"
+stamp="$venv/.installed-$( (cat pyproject.toml; echo "$pyspark $extras") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python dependencies into $venv${pyspark:+ (pyspark==$pyspark)}"
   "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -e ".[dev]" ${pyspark:+"pyspark==$pyspark"}
+  "$venv/bin/python" -m pip install -q -e ".[$extras]" ${pyspark:+"pyspark==$pyspark"}
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from shared_catalog import CATALOG
+from spark_connect import line as connect_line
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
@@ -24,7 +25,11 @@ def spark():
     """The one real SparkSession (local[2], Iceberg extensions and jars) shared by all Spark tests."""
     from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session
 
-    session = get_or_create_session(SparkSettings(master="local[2]", driver_memory="3g"))
+    if connect_line.enabled():  # a Connect session on the run's server (tests/spark_connect/line.py)
+        settings = SparkSettings(remote=os.environ["MT_MAGIC_SPARK_REMOTE"])
+    else:
+        settings = SparkSettings(master="local[2]", driver_memory="3g")
+    session = get_or_create_session(settings)
     yield session
     session.stop()
 
@@ -44,6 +49,9 @@ def catalog_server(tmp_path_factory: pytest.TempPathFactory):
     """One real REST catalog server process for the whole run, on loopback."""
     from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
 
+    if connect_line.enabled():  # the Connect server has this catalog in its own settings
+        yield ensure_embedded_server(connect_line.test_catalog_home(Path(os.environ["MT_MAGIC_HOME"])))
+        return
     home = tmp_path_factory.mktemp("catalog_home")
     server = ensure_embedded_server(home)
     yield server

@@ -1,0 +1,65 @@
+"""The Spark Connect line of the test suite: ``MT_TEST_SPARK_CONNECT=1`` runs the chosen tests with no JVM in the
+test process or the kernels, their Spark being a real Spark Connect server on loopback.
+
+The root conftest calls :func:`start` once per run (before any item, notebooks included, since nbval items get
+no fixtures) and :func:`stop` at the end. The server is the installed PySpark's (4.x ships
+``spark-connect_2.13-*.jar``), with the Iceberg runtime on its classpath and both of the run's catalogs configured
+*on the server*: ``mt``, the run's embedded catalog the notebooks' kernels use, and ``mtit``, the one
+``tests/conftest.py`` serves to the integration tests (a second embedded server, so the two never share
+namespaces). ``MT_MAGIC_SPARK_REMOTE`` points every kernel and runner the tests start at it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+from pathlib import Path
+
+ENV = "MT_TEST_SPARK_CONNECT"
+TEST_CATALOG_HOME = "tests-catalog"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "") == "1"
+
+
+def test_catalog_home(home: Path) -> Path:
+    """Where the integration tests' catalog (``mtit``) of this run lives."""
+    return home / TEST_CATALOG_HOME
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(home: Path) -> str:
+    """Start both catalogs and the Connect server for the run in ``home``; return the server's URL."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for shared_catalog
+    from shared_catalog import CATALOG
+
+    from mt_magic.catalog.client import resolve_catalog, spark_catalog_conf
+    from mt_magic.runtime.spark.connect_server import ConnectServer, ConnectServerSettings
+
+    catalog_conf = {
+        **spark_catalog_conf(resolve_catalog("mt", home)),
+        **spark_catalog_conf(resolve_catalog(CATALOG, test_catalog_home(home))),
+    }
+    settings = ConnectServerSettings(port=_free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
+    server = ConnectServer(settings)
+    url = server.start()
+    # Stopped at exit, after every Connect client's own exit hook (atexit runs last what it registered first):
+    # a client whose server is gone retries for minutes before it gives up.
+    atexit.register(server.stop)
+    os.environ["MT_MAGIC_SPARK_REMOTE"] = url
+    return url
+
+
+def stop(home: Path) -> None:
+    """Stop the integration tests' catalog (the kernels' one is the root conftest's; the server stops at exit)."""
+    from mt_magic.catalog.embedded import stop_embedded_server
+
+    stop_embedded_server(test_catalog_home(home))
