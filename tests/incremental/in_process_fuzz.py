@@ -30,7 +30,7 @@ from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
 from mt_magic.vocabulary import RefreshEngine
 
 LONG_MAX, INT_MAX = 2**63 - 1, 2**31 - 1
-ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin")
+ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin", "+05:30")
 RUN_LOGGER = "mt_magic.runtime.refresh.incremental.in_process.run"
 
 
