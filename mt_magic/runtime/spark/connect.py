@@ -83,6 +83,23 @@ def remote_session(url: str) -> SparkSession:
     return spark  # type: ignore[no-any-return,unused-ignore]
 
 
+def quiet_recorded_deprecations() -> None:
+    """Silence the Connect client's warning about deprecated SQL settings for the keys a definition records.
+
+    A CREATE reads, and every refresh sets, each answer-changing setting (:mod:`.semantics`), a few of them
+    deprecated in Spark 4 (``spark.sql.parser.escapedStringLiterals``); the classic line says nothing, but the
+    Connect client warns on every get and set, into whatever cell is running. The user's own uses of other
+    deprecated settings still warn.
+    """
+    import re
+    import warnings
+
+    from mt_magic.runtime.spark.semantics import ANSWER_SETTINGS
+
+    keys = "|".join(re.escape(key) for key in ANSWER_SETTINGS)
+    warnings.filterwarnings("ignore", message=f"The SQL config '({keys})' has been deprecated", category=UserWarning)
+
+
 def remote_url(spark: SparkSession) -> str:
     """The connection string of a Connect session, without credentials or its session id."""
     builder = spark._client._builder  # type: ignore[attr-defined]

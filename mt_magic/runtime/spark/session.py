@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -183,6 +183,7 @@ def get_or_create_session(
     if spark is None and settings.remote:
         spark = connect.remote_session(settings.remote)
     if spark is not None:
+        connect.quiet_recorded_deprecations()
         conf = {**settings.extra, **connect.client_catalog_conf(spark, catalog_conf)}
         for key, value in conf.items():
             spark.conf.set(key, value)
@@ -228,3 +229,15 @@ def spark_target(spark: SparkSession) -> dict[str, str]:
     if connect.is_connect(spark):
         return {"spark.remote": connect.remote_url(spark)}
     return {"spark.master": str(spark.sparkContext.master)}
+
+
+def job_ids_of_groups(spark: SparkSession, groups: Iterable[str]) -> list[int]:
+    """The Spark job ids of job groups this process ran (to report which jobs a refresh was), sorted.
+
+    Classic: from the status tracker. Over Connect, none: the server does not tell clients its job ids (a
+    refresh's operations carry tags instead, :mod:`.connect`).
+    """
+    if connect.is_connect(spark):
+        return []
+    tracker = spark.sparkContext.statusTracker()
+    return sorted({job for group in groups for job in tracker.getJobIdsForGroup(group)})
