@@ -57,10 +57,3 @@ class AirflowWorkflows:
         where = f" partition {dict(partition)}" if partition else ""
         run = self.client.trigger(dag_id(name), conf, note=f"REFRESH{where} from mt_magic")
         return WorkflowRun(self.kind, f"Airflow run {run.run_id} of DAG {run.dag_id} ({self.settings.url})", run.run_id)
-
-    def dag_state(self, name: str) -> str:
-        """For the card and DESCRIBE: paused or active, and the last run's state."""
-        info = self.client.dag(dag_id(name))
-        runs = self.client.dag_runs(info.dag_id, limit=1)
-        last = f", last run {runs[0].run_id}: {runs[0].state}" if runs else ", no run yet"
-        return ("paused" if info.is_paused else "active") + last
