@@ -133,6 +133,7 @@ class MaterializedTables(Inspection):
             if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
                 convert.convert_table(self.workspace, stmt, existing)
                 return self._populate(name, f"Converted {name} in place (its rows and history stay)")
+            self.workflows.refuse_move(name, stmt.options_dict, existing.definition.options)
             ddl.alter_query(
                 self.workspace,
                 name,

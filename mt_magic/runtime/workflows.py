@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import WorkflowSchedulerError
+from mt_magic.errors import DefinitionError, WorkflowSchedulerError
 from mt_magic.runtime.results import StatementResult
 from mt_magic.scheduling.airflow import AirflowWorkflows
 from mt_magic.scheduling.airflow_api import AirflowSettings
@@ -166,6 +166,23 @@ class Workflows:
                 scheduler.check(name, exists=False)
                 found[name] = scheduler
         return found
+
+    def refuse_move(self, name: str, given: Mapping[str, str], current: Mapping[str, str]) -> None:
+        """CREATE OR ALTER naming another scheduler than the table's: refused (a table never has two schedulers,
+        and moving one is not built yet); without ``'scheduler'`` in its WITH the table keeps its own.
+
+        Raises:
+            DefinitionError: the WITH names another scheduler (the message says what to do).
+        """
+        if not any(key.lower() == SCHEDULER_OPTION for key in given):
+            return
+        wanted, has = scheduler_of(given), scheduler_of(current)
+        if wanted is not has:
+            raise DefinitionError(
+                f"{name} is refreshed by {has.value}; CREATE OR ALTER cannot move it to {wanted.value} (a table has "
+                f"one scheduler at a time). DROP it and CREATE it WITH ('{SCHEDULER_OPTION}' = '{wanted.value}'), or "
+                "leave 'scheduler' out of the WITH; nothing was changed"
+            )
 
     def for_create(
         self, stmt: CreateMaterializedTable, name: str

@@ -91,3 +91,18 @@ def test_the_card_says_a_table_runs_on_airflow() -> None:
 
     assert "FULL · on airflow" in dashboard_text([replace(status, scheduler=WorkflowSchedulerKind.AIRFLOW)])
     assert "on airflow" not in dashboard_text([status])
+
+
+def test_create_or_alter_cannot_move_a_table_to_another_scheduler(mt, spark) -> None:
+    """A table has one scheduler at a time: CREATE OR ALTER naming another is refused and changes nothing."""
+    namespace = mt.workspace.default_namespace
+    spark.sql(f"CREATE TABLE mtit.{namespace}.src (k INT) USING iceberg")
+    spark.sql(f"INSERT INTO mtit.{namespace}.src VALUES (1)")
+    (create,) = parse_cell("CREATE MATERIALIZED TABLE t AS SELECT k FROM src")
+    mt.execute(create).refresh.result()
+    on_airflow = "WITH ('scheduler' = 'airflow')"
+    (move,) = parse_cell(f"CREATE OR ALTER MATERIALIZED TABLE t {on_airflow} AS SELECT k, 2 AS two FROM src")
+    with pytest.raises(DefinitionError, match="refreshed by kernel; CREATE OR ALTER cannot move it to airflow"):
+        mt.execute(move)
+    _, definition = mt.workspace.catalog.load_materialized(f"mtit.{namespace}.t")
+    assert definition.query == "SELECT k FROM src" and "scheduler" not in definition.options
