@@ -43,6 +43,7 @@ HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
     "spark.sql.parser.escapedStringLiterals": frozenset({"false"}),
     "spark.sql.legacy.allowNegativeScaleOfDecimal": frozenset({"false"}),
     "spark.sql.ansi.enforceReservedKeywords": ANY,
+    "spark.sql.legacy.bangEqualsNot": frozenset({"false"}),
     # clauses, functions and types the gate never lets through (GROUP BY aliases and ordinals are not columns)
     **dict.fromkeys(
         (
@@ -66,6 +67,10 @@ HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
             "spark.sql.legacy.sizeOfNull",
             "spark.sql.legacy.statisticalAggregate",
             "spark.sql.mapKeyDedupPolicy",
+            "spark.sql.legacy.decimal.retainFractionDigitsOnTruncate",
+            "spark.sql.legacy.scalarSubqueryCountBugBehavior",
+            "spark.sql.legacy.codingErrorAction",
+            "spark.sql.legacy.javaCharsets",
         ),  # fmt: skip
         ANY,
     ),
