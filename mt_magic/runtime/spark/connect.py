@@ -120,6 +120,22 @@ def client_catalog_conf(spark: SparkSession, catalog_conf: Mapping[str, str]) ->
     return {k: v for k, v in catalog_conf.items() if k.count(".") < 3 or k.split(".")[3] not in served}
 
 
+def check_client(spark: SparkSession) -> None:
+    """Raise a clear error for a Connect client older than PySpark 4.0 (no progress reports to the client).
+
+    Raises:
+        RuntimeSetupError: the client lacks what mt_magic's Connect line uses.
+    """
+    if not hasattr(spark, "registerProgressHandler"):
+        import pyspark
+
+        raise RuntimeSetupError(
+            f"mt_magic over Spark Connect needs the PySpark 4.0+ client (progress reports, operation tags); this "
+            f"kernel has PySpark {pyspark.__version__}. pip install 'pyspark[connect]>=4.0,<4.2', or use a classic "
+            "session (unset MT_MAGIC_SPARK_REMOTE)."
+        )
+
+
 def check_iceberg(spark: SparkSession, catalog_conf: Mapping[str, str]) -> None:
     """Raise a clear error when the server cannot host mt_magic's tables.
 

@@ -183,6 +183,7 @@ def get_or_create_session(
     if spark is None and settings.remote:
         spark = connect.remote_session(settings.remote)
     if spark is not None:
+        connect.check_client(spark)
         connect.quiet_recorded_deprecations()
         conf = {**settings.extra, **connect.client_catalog_conf(spark, catalog_conf)}
         for key, value in conf.items():
