@@ -19,7 +19,7 @@ from mt_magic.runtime.inspect.questions import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
 from mt_magic.runtime.results import StatementResult
-from mt_magic.runtime.statements import convert, ddl
+from mt_magic.runtime.statements import alter, convert, create, drop
 from mt_magic.runtime.statements.rename import rename_table
 from mt_magic.runtime.workflows import KernelWorkflows, Workflows
 from mt_magic.sql.ddl.statements import (
@@ -134,7 +134,7 @@ class MaterializedTables(Inspection):
                 convert.convert_table(self.workspace, stmt, existing)
                 return self._populate(name, f"Converted {name} in place (its rows and history stay)")
             self.workflows.refuse_move(name, stmt.options_dict, existing.definition.options)
-            ddl.alter_query(
+            alter.alter_query(
                 self.workspace,
                 name,
                 stmt.query,
@@ -148,14 +148,14 @@ class MaterializedTables(Inspection):
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
             )
         stmt, elsewhere = self.workflows.for_create(stmt, name)  # Airflow checked before the catalog changes
-        name, definition = ddl.create_table(self.workspace, stmt)
+        name, definition = create.create_table(self.workspace, stmt)
         if elsewhere is not None:
             self.manager.upsert(self._managed(name))  # shown on cards and in %mt; refreshed by its scheduler
             return self.workflows.created(elsewhere, name, definition)
         try:
             future = self.manager.add(self._managed(name), initial=True)
         except BaseException:
-            ddl.drop_tables(self.workspace, [name])
+            drop.drop_tables(self.workspace, [name])
             raise
         assert future is not None
         self._drive()
@@ -164,7 +164,7 @@ class MaterializedTables(Inspection):
         if not self.background and future.exception() is not None:
             self.manager.remove(name)
             self._drive()  # delivers the removal to subscribers now, not with the next statement
-            ddl.drop_tables(self.workspace, [name])
+            drop.drop_tables(self.workspace, [name])
             raise future.exception()  # type: ignore[misc]
         mode = definition.refresh_mode.value
         return StatementResult(
@@ -187,7 +187,7 @@ class MaterializedTables(Inspection):
         )
 
     def alter_query(self, name: str, query: str, query_position: Position | None = None) -> StatementResult:
-        definition = ddl.alter_query(self.workspace, name, query, query_position=query_position)
+        definition = alter.alter_query(self.workspace, name, query, query_position=query_position)
         self._retrack(name)
         return StatementResult(
             StatementAction.ALTERED,
@@ -197,13 +197,13 @@ class MaterializedTables(Inspection):
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
-        ddl.change_freshness(self.workspace, name, freshness)
+        alter.change_freshness(self.workspace, name, freshness)
         self._retrack(name)
         return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
 
     def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
         """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
-        definition = ddl.change_refresh_mode(self.workspace, name, mode)
+        definition = alter.change_refresh_mode(self.workspace, name, mode)
         self._retrack(name)
         schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
         return StatementResult(
@@ -223,7 +223,7 @@ class MaterializedTables(Inspection):
 
     def suspend(self, name: str) -> StatementResult:
         elsewhere = self.workflows.checked(self.workspace, name)
-        ddl.update_definition(self.workspace, name, suspended=True)
+        alter.update_definition(self.workspace, name, suspended=True)
         self.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
         if elsewhere is not None:
             elsewhere.suspend(name)
@@ -231,7 +231,7 @@ class MaterializedTables(Inspection):
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
         elsewhere = self.workflows.checked(self.workspace, name)
-        ddl.resume(self.workspace, name, dict(options))
+        alter.resume(self.workspace, name, dict(options))
         self.kernel.resume(name, options)
         if elsewhere is not None:
             elsewhere.resume(name, options)
@@ -248,7 +248,7 @@ class MaterializedTables(Inspection):
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
         A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
         elsewhere = self.workflows.checked(self.workspace, name)
-        ddl.check_partition(self.workspace, name, partition)
+        alter.check_partition(self.workspace, name, partition)
         where = f" partition {dict(partition)}" if partition else ""
         if elsewhere is not None:
             run = elsewhere.refresh(name, partition)
@@ -260,7 +260,7 @@ class MaterializedTables(Inspection):
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
-        victims = ddl.plan_drop(self.workspace, name, if_exists, cascade)
+        victims = drop.plan_drop(self.workspace, name, if_exists, cascade)
         if not victims:
             return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
         elsewhere = self.workflows.checked_for_drop(self.workspace, victims)
@@ -268,7 +268,7 @@ class MaterializedTables(Inspection):
             if self.manager.knows(victim):
                 self.manager.remove(victim, wait=DROP_WAIT_SECONDS)
         try:
-            ddl.drop_tables(self.workspace, victims)
+            drop.drop_tables(self.workspace, victims)
         except BaseException:
             # Not atomic: a cascade purges table by table, and a purged table cannot come back. A failure part
             # way (the catalog unreachable) leaves the dependents dropped so far gone; what remains stays managed.

@@ -23,7 +23,7 @@ from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import kept_tag
 from mt_magic.runtime.spark.quoting import qualified
 from mt_magic.runtime.statements import iceberg_view
-from mt_magic.runtime.statements.ddl import build_definition
+from mt_magic.runtime.statements.definition import build_definition
 from mt_magic.runtime.statements.schema import table_properties
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.options import CONVERT_OPTION

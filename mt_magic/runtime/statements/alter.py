@@ -1,0 +1,170 @@
+"""ALTER MATERIALIZED TABLE (AS, SET FRESHNESS / REFRESH_MODE, SUSPEND, RESUME, REFRESH's partition check) and
+CREATE OR ALTER over a materialized table: every check first, then one catalog commit (ALTER … AS: the appended
+columns with the definition), its Iceberg view version ordered and undone with it (``iceberg_view``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.errors import (
+    DefinitionError,
+    MtMagicError,
+)
+from mt_magic.runtime.refresh import incremental
+from mt_magic.runtime.refresh.retention import retention_properties
+from mt_magic.runtime.refresh.start import kept_tag, restart
+from mt_magic.runtime.spark import semantics
+from mt_magic.runtime.spark.quoting import qualified, string_literal
+from mt_magic.runtime.statements import iceberg_view
+from mt_magic.runtime.statements import schema as schema_rules
+from mt_magic.runtime.statements.definition import (
+    check_incremental_option,
+    infer_schema,
+    resolve_query,
+)
+from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.statements import Freshness, StartMode
+from mt_magic.sql.names import Position
+from mt_magic.vocabulary import RefreshMode
+
+if TYPE_CHECKING:
+    pass
+
+
+def alter_query(
+    ws: Workspace,
+    name: str,
+    query: str,
+    columns: tuple = (),
+    start_mode: StartMode | None = None,
+    with_options: Mapping[str, str] | None = None,
+    query_position: Position | None = None,
+) -> MaterializedTableDefinition:
+    """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query;
+    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one.
+
+    The new definition's SQL settings are this session's (``with_options``: CREATE OR ALTER's WITH may pin some;
+    its other options are not changed on an existing table), :mod:`~mt_magic.runtime.spark.semantics`.
+    """
+    label = f"ALTER MATERIALIZED TABLE {name} AS"
+    info, current = ws.catalog.load_materialized(name)
+    pinned, _ = semantics.split_pinned(label, with_options or {})
+    settings = semantics.captured_settings(ws.spark, pinned)
+    with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
+        expanded, upstream = resolve_query(ws, label, query, query_position)
+        expanded = schema_rules.apply_column_list(label, expanded, columns, infer_schema(ws, label, expanded))
+        new_schema = infer_schema(ws, label, expanded)
+        schema_rules.check_typed(label, new_schema)
+        added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
+        current = restart(ws, label, current, start_mode, upstream, info, expanded)
+    check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
+    reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
+    updated = replace(
+        current,
+        query=query,
+        expanded_query=expanded,
+        upstream=upstream,
+        mode_reason=reason,
+        definition_version=current.definition_version + 1,
+        sql_settings=settings,
+    )
+    appended = schema_rules.arrow_columns(added)
+    try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
+        with iceberg_view.defining(ws, label, name, updated, appended):
+            ws.catalog.update_properties(name, updated.to_properties(), appended, kept_tag(updated))
+    except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
+        raise DefinitionError(
+            f"{label}: the new column(s) {', '.join(f'{f.name} {f.dataType.simpleString()}' for f in added)} "
+            f"cannot be stored in an Iceberg table ({exc}). Nothing changed; cast them, e.g. CAST(NULL AS STRING)."
+        ) from exc
+    return updated
+
+
+def update_definition(
+    ws: Workspace, name: str, extra: Mapping[str, str] | None = None, **changes: object
+) -> MaterializedTableDefinition:
+    """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
+    properties, in one commit."""
+    _, current = ws.catalog.load_materialized(name)
+    updated = replace(current, **changes)  # type: ignore[arg-type]
+    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})})
+    return updated
+
+
+def resume(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
+    """``ALTER … RESUME [WITH (…)]``: clear the suspended flag, after checking that no option changes one of the
+    table's recorded answer-changing settings.
+
+    Raises:
+        DefinitionError: an option gives a recorded setting another value; nothing changed.
+    """
+    _, current = ws.catalog.load_materialized(name)
+    semantics.refuse_conflicts(f"ALTER MATERIALIZED TABLE {name} RESUME WITH", current.sql_settings, options)
+    return update_definition(ws, name, suspended=False)
+
+
+def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
+    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table). The
+    snapshot-retention policy follows the new freshness unless WITH set it."""
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+
+    _, current = ws.catalog.load_materialized(name)
+    schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
+    retention = retention_properties(freshness.to_timedelta(), current.options)
+    return update_definition(
+        ws,
+        name,
+        retention,
+        freshness=schedule.freshness.sql(),
+        cron=schedule.cron or "",
+        interval=freshness.to_timedelta(),
+    )
+
+
+def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], ...]) -> None:
+    """A backfill's ``PARTITION (k = 'v', …)`` must name partition columns of the table (checked before the
+    manager hears of it: a refresh that could only fail would change the table's status and failure count).
+
+    Raises:
+        DefinitionError: a key is not a partition column; the message lists the table's partition columns.
+    """
+    if not partition:
+        return
+    _, definition = ws.catalog.load_materialized(name)
+    columns = {c.lower() for c in definition.partitioned_by}
+    unknown = [key for key, _ in partition if key.lower() not in columns]
+    if unknown:
+        spec = ", ".join(f"{k} = {string_literal(v)}" for k, v in partition)
+        raise DefinitionError(
+            f"ALTER MATERIALIZED TABLE {name} REFRESH PARTITION ({spec}): {name} is not partitioned by "
+            f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'}). Name its "
+            "partition columns, or refresh the whole table without PARTITION."
+        )
+
+
+def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+    """``SET REFRESH_MODE``: a new schedule from the same freshness, taking over from the last committed
+    refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh consumed).
+
+    Raises:
+        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
+        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
+    """
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.ddl.parser import parse_interval
+
+    label = f"ALTER MATERIALIZED TABLE {name} SET REFRESH_MODE = {mode.value}"
+    _, current = ws.catalog.load_materialized(name)
+    try:
+        schedule = resolve_schedule(parse_interval(current.freshness), mode, ws.rules)
+    except MtMagicError as exc:
+        raise DefinitionError(f"{label}: {exc}") from exc
+    check_incremental_option(label, dict(current.options), mode, current.expanded_query)
+    reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
+    return update_definition(
+        ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "", mode_reason=reason
+    )

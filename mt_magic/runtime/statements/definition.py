@@ -1,0 +1,171 @@
+"""A definition checked against Spark and the catalog before anything is written: the query's sources (no temp
+views, no missing tables), its schema as Spark infers it under the recorded SQL settings, the schedule, the
+incremental options; :func:`build_definition` is what CREATE and CREATE OR ALTER (converting too) store.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import (
+    DefinitionError,
+    first_line,
+)
+from mt_magic.runtime.refresh import incremental
+from mt_magic.runtime.refresh.context import (
+    ENGINE_OPTION,
+    ENGINE_VALUES,
+    INCREMENTAL_OPTION,
+    INCREMENTAL_VALUES,
+    MAX_CHANGE_OPTION,
+    incremental_option,
+    is_strict,
+    max_change_fraction,
+)
+from mt_magic.runtime.refresh.start import check_kept, resolve_start, with_start
+from mt_magic.runtime.spark import semantics
+from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.statements import schema as schema_rules
+from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.formatter import formatter_column
+from mt_magic.sql.ddl.options import CONVERT_OPTION
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.names import Position
+from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
+from mt_magic.vocabulary import RefreshMode
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from mt_magic.sql.ddl.freshness import RefreshSchedule
+
+
+def date_formatters(options: dict[str, str]) -> dict[str, str]:
+    """``partition.fields.<col>.date-formatter`` options as column → pattern (the grammar reads the keys)."""
+    return {column: value for key, value in options.items() if (column := formatter_column(key)) is not None}
+
+
+def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | None) -> tuple[str, tuple[str, ...]]:
+    """Qualify the sources, reject temp views and missing tables, and return (expanded query, sources).
+
+    ``origin``: where the query starts in the cell, so a query sqlglot cannot read is refused at its line and
+    column."""
+    from mt_magic.sql.query.analysis import analyze_query
+
+    facts = analyze_query(query, statement=statement, origin=origin)
+    for source in facts.sources:
+        if source.catalog is None and source.namespace is None and _is_temp_view(ws.spark, source.name):
+            raise DefinitionError(
+                f"{statement}: source {source.name} is a temporary view; materialized tables may only read "
+                "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
+            )
+    known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
+    try:
+        expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    except QueryRewriteError as exc:
+        raise DefinitionError(f"{statement}: {exc}") from exc
+    for name in upstream:
+        if not ws.catalog.exists(name):
+            raise DefinitionError(f"{statement}: source table {name} does not exist in the catalog.")
+    return expanded, upstream
+
+
+def _is_temp_view(spark: SparkSession, name: str) -> bool:
+    try:
+        return bool(spark.catalog.getTable(identifier(name)).isTemporary)
+    except Exception:
+        return False
+
+
+def infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
+    try:
+        return ws.spark.sql(query).schema
+    except Exception as exc:  # AnalysisException and friends: keep Spark's first line, it names the problem
+        raise DefinitionError(f"{statement}: Spark cannot analyse the query: {first_line(exc)}") from exc
+
+
+def check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSchedule:
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+
+    return resolve_schedule(stmt.freshness, stmt.refresh_mode, ws.rules)
+
+
+def check_incremental_option(label: str, options: dict[str, str], mode: RefreshMode, expanded: str) -> None:
+    """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
+    value = incremental_option(options)
+    if value is not None and value not in INCREMENTAL_VALUES:
+        raise DefinitionError(
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
+            "'auto' (the default: incremental where correct and cheaper), 'always' (incremental wherever correct), "
+            "'strict' (fail rather than recompute) or 'never' (always recompute)."
+        )
+    raw = options.get(MAX_CHANGE_OPTION)
+    try:
+        fraction = max_change_fraction(options)
+    except ValueError:
+        fraction = -1.0
+    if fraction is not None and not 0 < fraction <= 1:
+        raise DefinitionError(
+            f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
+            "a full recompute is chosen over an incremental refresh."
+        )
+    engine = options.get(ENGINE_OPTION)
+    if engine is not None and engine.strip().lower() not in ENGINE_VALUES:
+        raise DefinitionError(
+            f"{label}: WITH ('{ENGINE_OPTION}' = '{engine}') is not a known value. Use 'auto' (the default: small "
+            "append-only refreshes of simple queries run in process, without a Spark job) or 'spark' (every "
+            "refresh runs on Spark)."
+        )
+    why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
+    if why is not None:
+        raise DefinitionError(
+            f"{label}: WITH ('{INCREMENTAL_OPTION}' = 'strict') can never be honoured: {why}. Nothing was "
+            "created; remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)."
+        )
+
+
+def build_definition(
+    ws: Workspace, stmt: CreateMaterializedTable, table: TableInfo | None = None
+) -> tuple[MaterializedTableDefinition, StructType]:
+    """Validate a CREATE against Spark and the catalog; nothing is written (``table``: the plain table it
+    converts)."""
+    label = f"CREATE MATERIALIZED TABLE {stmt.name}"
+    schedule = check_schedule(stmt, ws)
+    pinned, given = semantics.split_pinned(label, stmt.options_dict)
+    settings = semantics.captured_settings(ws.spark, pinned)
+    with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
+        expanded, upstream = resolve_query(ws, label, stmt.query, stmt.query_position)
+        expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, infer_schema(ws, label, expanded))
+        schema = infer_schema(ws, label, expanded)
+        schema_rules.check_typed(label, schema)
+        start = resolve_start(ws, label, stmt.start_mode, upstream, table)
+    options = {k: v for k, v in given.items() if k.lower() != CONVERT_OPTION}
+    check_kept(label, start, expanded)
+    check_incremental_option(label, options, schedule.mode, expanded)
+    formatters = date_formatters(options)
+    buckets = stmt.distribution
+    schema_rules.check_keys(
+        label, schema, stmt.primary_key, stmt.partitioned_by, formatters, buckets.columns if buckets else ()
+    )
+    definition = MaterializedTableDefinition(
+        query=stmt.query,
+        expanded_query=expanded,
+        freshness=schedule.freshness.sql(),
+        interval=schedule.freshness.to_timedelta(),
+        refresh_mode=schedule.mode,
+        declared_refresh_mode=stmt.refresh_mode,
+        mode_reason=incremental.mode_reason(schedule.reason, schedule.mode, expanded),
+        cron=schedule.cron or "",
+        options=options,
+        date_formatters=formatters,
+        upstream=upstream,
+        primary_key=stmt.primary_key.columns if stmt.primary_key else (),
+        partitioned_by=stmt.partitioned_by,
+        bucket_columns=buckets.columns if buckets else (),
+        buckets=buckets.buckets if buckets else 0,
+        sql_settings=settings,
+    )
+    return with_start(definition, start), schema
