@@ -86,6 +86,8 @@ def test_create_registers_the_view_and_refreshes_record_its_version(mt, connecti
     assert [r.viewName for r in shown if not r.isTemporary] == ["revenue__mv"]  # the shared session's temp views
     through_view = spark.table(f"{CATALOG}.{namespace}.revenue__mv").collect()
     assert sorted(tuple(r) for r in through_view) == [("ann", 12.5), ("bob", 5.5)]
+    described = {row[0]: row[1] for row in mt.describe(f"{CATALOG}.{namespace}.revenue").listing.rows}
+    assert described["# iceberg view"] == f"{CATALOG}.{namespace}.revenue__mv (version 1)"  # all of it kept
 
 
 def test_alter_as_makes_a_new_version_that_the_next_refresh_records(mt, connection, orders) -> None:  # type: ignore[no-untyped-def]

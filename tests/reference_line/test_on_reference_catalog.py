@@ -32,6 +32,7 @@ from test_refresh_leases import (  # noqa: F401
 from test_start_mode import *  # noqa: F401,F403
 
 from mt_magic.catalog.views import DROPPED_PROPERTY
+from mt_magic.sql.names import TableName
 
 pytestmark = pytest.mark.spark
 
@@ -50,6 +51,9 @@ def test_the_view_keeps_its_summary_and_says_the_catalog_drops_storage_table(mt,
     assert current["summary"]["mt.definition-version"] == "1"  # repaired: the created version had no summary
     assert "mt.definition-version" not in _versions(loaded)[1]["summary"]
     assert _refresh_state(connection, namespace, "revenue")["view-version-id"] == current["version-id"]
+    table = mt.workspace.qualify(TableName("revenue", namespace))
+    facts = {row[0]: row[1] for row in mt.describe(table).listing.rows}  # … and DESCRIBE says so too
+    assert facts["# iceberg view"].endswith("the catalog does not keep its storage-table"), facts["# iceberg view"]
 
 
 def test_alter_as_rename_and_drop_move_the_view(mt, connection, orders) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

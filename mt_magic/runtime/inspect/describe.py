@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.catalog.views import ViewInfo
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.status import Listing, TableStatus
 from mt_magic.runtime.workspace import utc_text
@@ -93,8 +94,14 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
     return Listing((), (), "\n".join(lines))
 
 
-def table_description(info: TableInfo, definition: MaterializedTableDefinition, status: TableStatus | None) -> Listing:
-    """Columns and types, then the table's mode and why, freshness, sources, state and last refresh."""
+def table_description(
+    info: TableInfo,
+    definition: MaterializedTableDefinition,
+    status: TableStatus | None,
+    view: ViewInfo | None = None,
+) -> Listing:
+    """Columns and types, then the table's mode and why, freshness, sources, state, last refresh and its Iceberg
+    view (``view``: the one registered alongside it, if any)."""
     rows: list[tuple[str, str, str]] = [
         (name, kind, "" if required else "nullable") for name, kind, required in info.columns
     ]
@@ -117,6 +124,7 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
         "# staleness": _staleness(status),
         "# last refresh": _last_refresh(info),
         "# definition version": str(definition.definition_version),
+        "# iceberg view": _view_text(view),
     }
     if status is not None and status.refreshed_by is not None:
         here = " (this process)" if status.refreshed_here else ""
@@ -128,6 +136,17 @@ def table_description(info: TableInfo, definition: MaterializedTableDefinition, 
     rows += [(key, value, "") for key, value in facts.items()]
     rows += settings_rows(definition)
     return Listing(("column", "type", "note"), tuple(rows))
+
+
+def _view_text(view: ViewInfo | None) -> str:
+    """The view other engines read the definition through, and what the catalog did not keep of it (said, never
+    silent: without ``storage-table`` an engine following the proposal cannot find this table from the view)."""
+    if view is None:
+        return "none registered (created before views, or the catalog has no view endpoints)"
+    text = f"{view.name} (version {view.current_version_id})"
+    if view.dropped:
+        text += f"; the catalog does not keep its {' and '.join(view.dropped)}"
+    return text
 
 
 def _scheduler(name: str, definition: MaterializedTableDefinition) -> str:

@@ -61,13 +61,17 @@ class Inspection:
         )
 
     def describe(self, name: str) -> StatementResult:
+        from mt_magic.catalog.views import MaterializedViews
+
         info, definition = self.workspace.catalog.load_materialized(name)
         status = self.manager.status(name) if self.manager.knows(name) else None
+        views = MaterializedViews(self.workspace.catalog)
+        view = views.of_table(name, info.uuid) if views.supported() else None
         return StatementResult(
             StatementAction.SHOWN,
             (),
             f"DESCRIBE MATERIALIZED TABLE {name}",
-            listing=table_description(info, definition, status),
+            listing=table_description(info, definition, status, view),
         )
 
     # --- what the views read ----------------------------------------------------------------------------
