@@ -65,6 +65,8 @@ class TableInfo:
     """The current spec's transform of each of ``partition_columns`` (``identity``, ``day``, ``bucket[16]``)."""
     partition_spec_count: int = 1
     """How many partition specs the table has had (more than one: partitioning evolved)."""
+    format_version: int = 2
+    """The table's Iceberg format version (metadata, not a property)."""
 
     @property
     def definition(self) -> MaterializedTableDefinition | None:
@@ -157,6 +159,7 @@ def table_info(name: str, table: Table) -> TableInfo:
         known_snapshot_ids=frozenset(s.snapshot_id for s in table.metadata.snapshots),
         partition_transforms=tuple(str(f.transform) for f in spec.fields),
         partition_spec_count=len(table.metadata.partition_specs),
+        format_version=int(table.metadata.format_version),
     )
 
 

@@ -4,7 +4,8 @@ Appends to a v3 source refresh incrementally as on v2 (the delta is an increment
 merge-on-read DELETE on a v3 source writes a deletion vector, a delete file that Iceberg's changelog scan
 refuses (as it refuses v2 position deletes): the next refresh recomputes and its strategy says why. (A DELETE
 that drops whole data files writes no deletion vector and stays incremental.) The refreshes run on Spark:
-pyiceberg 0.10, the in-process engine's writer, cannot write v3 manifests.
+pyiceberg 0.10, the in-process engine's writer, cannot write v3 manifests, so the in-process gate refuses a v3
+table (and a v3 source) and ``%mt explain`` says so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from mt_testing import run, utc
 from shared_catalog import CATALOG
 
 from mt_magic.runtime.status import RefreshRequest
-from mt_magic.vocabulary import RefreshKind, RefreshTrigger
+from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshTrigger
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +32,7 @@ def test_a_v3_materialized_table_over_a_v3_source(mt, spark) -> None:  # type: i
         mt,
         """
         CREATE MATERIALIZED TABLE v3_totals
-        WITH ('format-version' = '3', 'incremental' = 'always', 'incremental.engine' = 'spark')
+        WITH ('format-version' = '3', 'incremental' = 'always')
         FRESHNESS = INTERVAL '1' MINUTE
         AS SELECT k, sum(v) AS s, count(*) AS n FROM v3_src GROUP BY k
         """,
@@ -43,7 +44,8 @@ def test_a_v3_materialized_table_over_a_v3_source(mt, spark) -> None:  # type: i
 
     spark.sql("INSERT INTO v3_src VALUES (1, 5), (3, 30)")
     outcome = mt.engine.refresh(RefreshRequest(name, RefreshTrigger.SCHEDULED, utc(2026, 1, 1)))
-    assert outcome.kind is RefreshKind.INCREMENTAL, outcome.strategy
+    assert outcome.kind is RefreshKind.INCREMENTAL and outcome.engine is RefreshEngine.SPARK, outcome.strategy
+    assert "is an Iceberg format v3 table" in mt.explain(name).engine
     assert _rows(spark, "SELECT * FROM v3_totals") == [(1, 15, 2), (2, 20, 1), (3, 30, 1), (4, 40, 1)]
     assert mt.workspace.catalog.catalog.load_table(iceberg).metadata.next_row_id > 0  # row lineage advanced
 

@@ -182,7 +182,7 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         options, partitioned = dict(definition.options), definition.partitioned_by
         partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
         columns, settings = table_columns(info), definition.sql_settings
-        options = {**info.properties, **options}
+        options = {**info.properties, **options, "format-version": str(info.format_version)}
     sources = [_load(ws, s) for s in upstream]
     plan = plan_query(analyze_query(query))
     maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None

@@ -79,6 +79,7 @@ HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
 every value) and why; a setting not listed, or a value not listed, runs the table's refreshes on Spark."""
 
 FILE_FORMAT = "write.format.default"
+FORMAT_VERSION = "format-version"
 
 
 def settings_reason(settings: Mapping[str, str] | None) -> str | None:
@@ -107,9 +108,17 @@ def partitioning_reason(transforms: Sequence[str], spec_count: int = 1) -> str |
 
 
 def format_reason(properties: Mapping[str, str], what: str) -> str | None:
-    """Why pyiceberg does not read or write this table's files here (``None``: Parquet, Iceberg's default)."""
+    """Why pyiceberg does not read or write this table's files here (``None``: Parquet, Iceberg's default, in a
+    format v1 or v2 table: pyiceberg 0.10 fails writing v3 manifests, after the point a refresh can fall back)."""
+    if properties.get(FORMAT_VERSION, "2").strip() not in ("1", "2"):
+        return f"{what} is an Iceberg format v{properties[FORMAT_VERSION].strip()} table"
     file_format = properties.get(FILE_FORMAT, "parquet").strip().lower()
     return None if file_format == "parquet" else f"{what} writes {file_format.upper()} files"
+
+
+def with_format_version(info: TableInfo) -> dict[str, str]:
+    """``info``'s properties with its format version, which the metadata holds and :func:`format_reason` reads."""
+    return {**info.properties, FORMAT_VERSION: str(info.format_version)}
 
 
 def spark_reason(
@@ -136,7 +145,7 @@ def spark_reason(
         return "a join, a UNION or grouping sets"
     if partitioning is not None:
         return partitioning
-    why = format_reason(source.properties, f"the source {source.name}") or format_reason(options, "the table")
+    why = format_reason(with_format_version(source), f"the source {source.name}") or format_reason(options, "the table")
     if why is not None:
         return why
     why = settings_reason(settings)
@@ -171,7 +180,7 @@ def in_process_plan(
     if not table_rows.isdigit() or int(table_rows) + plan.changes[0].rows > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
-    options = {**info.properties, **definition.options}
+    options = {**info.properties, **definition.options, FORMAT_VERSION: str(info.format_version)}
     return spark_reason(
         options,
         plan.query,
