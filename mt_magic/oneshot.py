@@ -98,12 +98,11 @@ def holding_lease(keeper: LeaseKeeper, table: str, wait: timedelta) -> Iterator[
 
 
 def spark_job_ids(spark: SparkSession, table: str, runs: int = 8) -> list[int]:
-    """The Spark jobs this process ran for ``table``'s refresh (its job groups are numbered from 1)."""
-    tracker = spark.sparkContext.statusTracker()
-    found: list[int] = []
-    for number in range(runs + 1):
-        found.extend(tracker.getJobIdsForGroup(f"{job_group_prefix(table)}{number}"))
-    return sorted(set(found))
+    """The Spark jobs this process ran for ``table``'s refresh (its job groups are numbered from 1; none over
+    Spark Connect, whose server does not tell clients its job ids)."""
+    from mt_magic.runtime.spark.session import job_ids_of_groups
+
+    return job_ids_of_groups(spark, (f"{job_group_prefix(table)}{number}" for number in range(runs + 1)))
 
 
 def result_extra(table: str, outcome: RefreshOutcome, job_ids: list[int], seconds: float) -> dict[str, Any]:
