@@ -158,6 +158,11 @@ class FallbackReason(enum.Enum):
         "recompute can tell apart, and no output column locates the group"
     )
     """A merge touching a DECIMAL(38, s) sum that is NULL on exactly one side, in a query without group keys."""
+    INCREMENTAL_OVERFLOW = (
+        "the incremental refresh overflowed a type (ANSI mode) adding in another order than the query, which may "
+        "not overflow over all rows, so this refresh recomputes"
+    )
+    """Spark refused a value past its type while refreshing incrementally (nothing was committed)."""
     START_WINDOW = (
         "the table starts later than its sources' history (START_MODE), and this change may reach rows before "
         "the start or needs whole sources, so it recomputes over the rows since the start"

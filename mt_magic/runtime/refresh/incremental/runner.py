@@ -8,6 +8,7 @@ from datetime import datetime
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import first_line
 from mt_magic.runtime.refresh.commit import RowsWrite, Write, commit
 from mt_magic.runtime.refresh.context import (
     IncrementalPolicy,
@@ -18,7 +19,7 @@ from mt_magic.runtime.refresh.context import (
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh
-from mt_magic.runtime.refresh.incremental.reasons import Fallback, Strategy
+from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, execute
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.start import window_fallback
@@ -122,8 +123,23 @@ def run_incremental(
                 return result
             text = describe(result.strategy, plan, result.write.scope)
             return _committed(ctx, request, definition, plan, states, started, result.write, text)
+        except Exception as exc:
+            if not overflowed(exc):
+                raise
+            return Fallback((FallbackReason.INCREMENTAL_OVERFLOW,), first_line(exc)[:200])
         finally:
             views.release()
+
+
+OVERFLOW_ERRORS = ("[ARITHMETIC_OVERFLOW]", "[NUMERIC_VALUE_OUT_OF_RANGE", "[CAST_OVERFLOW")
+"""Spark's error classes for a value past its type (ANSI mode): raised before the commit, nothing written."""
+
+
+def overflowed(exc: BaseException) -> bool:
+    """Whether Spark refused a value past its type. An incremental refresh adds in another order than the query
+    (a delta's partial sum, then the stored one), so under ANSI mode it can overflow where the query over all rows
+    does not: such a refresh recomputes instead, and fails only if the query itself does."""
+    return any(marker in str(exc) for marker in OVERFLOW_ERRORS)
 
 
 def _committed(
