@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from incremental_testing import qualified, refresh, run
+from notebook_settings import session_settings
 
 from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
 from mt_magic.vocabulary import RefreshEngine
@@ -302,22 +303,6 @@ def guard_log() -> Iterator[_Guards]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-
-
-@contextmanager
-def session_settings(spark, settings: dict[str, str]) -> Iterator[None]:
-    """The notebook session's settings for a batch (CREATE records them); restored afterwards."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @dataclass

@@ -4,8 +4,8 @@ what it has not proven, data the engines do not hold alike runs on Spark, and th
 from __future__ import annotations
 
 import pytest
-from in_process_fuzz import session_settings
 from incremental_testing import assert_matches_oracle, qualified, refresh, run
+from notebook_settings import session_settings
 
 from mt_magic.runtime.refresh.incremental.in_process.eligibility import settings_reason, spark_reason
 from mt_magic.runtime.refresh.incremental.in_process.gate import iceberg_type, unsupported

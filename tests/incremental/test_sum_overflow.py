@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from incremental_testing import assert_matches_oracle, qualified, refresh, run
+from notebook_settings import session_settings
 
 from mt_magic.vocabulary import RefreshEngine
 
@@ -34,11 +35,8 @@ def _sums(spark, mt) -> dict:
 
 @pytest.fixture
 def ansi_off(spark):
-    key = "spark.sql.ansi.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "false")
-    yield
-    spark.conf.set(key, before)
+    with session_settings(spark, {"spark.sql.ansi.enabled": "false"}):
+        yield
 
 
 def test_an_overflowed_sum_stays_null_when_rows_are_appended_to_its_group(spark, mt, src, ansi_off) -> None:
@@ -102,11 +100,8 @@ def test_sums_of_narrower_decimals_merge_without_a_check(spark, mt, src, ansi_of
 
 @pytest.fixture
 def ansi_on(spark):
-    key = "spark.sql.ansi.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "true")
-    yield
-    spark.conf.set(key, before)
+    with session_settings(spark, {"spark.sql.ansi.enabled": "true"}):
+        yield
 
 
 def test_a_merge_that_overflows_recomputes_instead_of_failing(spark, mt, ansi_on, monkeypatch) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import pytest
 from mt_testing import run
+from notebook_settings import session_settings
 
 from mt_magic.errors import DefinitionError
 from mt_magic.runtime.refresh.run import run_refresh
@@ -32,22 +32,6 @@ HOUR = 3_600_000_000
 MARCH_10 = 1_710_028_800_000_000
 """2024-03-10 00:00:00 UTC in microseconds; Los Angeles springs forward at 10:00 UTC that day."""
 TZ_QUERY = "SELECT id, ts, date_format(ts, 'yyyy-MM-dd') AS day FROM ev WHERE ts > '2024-03-10 02:30:00'"
-
-
-@contextmanager
-def session_settings(spark, settings: Mapping[str, str]) -> Iterator[None]:
-    """The notebook's session with ``settings`` for the block, then as before."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @pytest.fixture
