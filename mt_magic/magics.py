@@ -57,6 +57,7 @@ class MaterializedMagics(Magics):
         2, config=True, help="Cap on refresh jobs running on Spark at once (next %load_ext)."
     )
     preview_rows = Integer(100, config=True, help="Rows in a card's preview of the newest data.")
+    query_rows = Integer(1000, config=True, help="Rows a %%mtsql cell keeps (its pandas result, its live view).")
     failures_before_suspend = Integer(
         5,
         config=True,
@@ -107,7 +108,9 @@ class MaterializedMagics(Magics):
 
     # -- settings ----------------------------------------------------------------------------------------
 
-    @validate("preview_rows", "max_concurrent_refreshes", "failures_before_suspend", "refresh_lease_seconds")
+    @validate(
+        "preview_rows", "query_rows", "max_concurrent_refreshes", "failures_before_suspend", "refresh_lease_seconds"
+    )
     def _positive(self, proposal):  # type: ignore[no-untyped-def]
         if proposal["value"] < 1:
             raise TraitError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
@@ -269,6 +272,49 @@ class MaterializedMagics(Magics):
             raise UsageError(str(exc)) from None
         live = self.live_views()
         return live.statement_output(results) if live is not None else StatementResultsView(results)
+
+    # -- %%mtsql ---------------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--live", action="store_true", help="Re-run whenever a table it reads commits (a live view).")
+    @argument("--spark", action="store_true", help="Return the Spark DataFrame (all rows) instead of pandas.")
+    @argument("-o", "--out", default="", help="Also store the result (or the live view) in this variable.")
+    @argument("--limit", type=int, default=None, help="Rows kept (default: MaterializedMagics.query_rows).")
+    @argument("--debounce", type=float, default=2.0, help="--live: seconds without a commit before a re-run.")
+    @cell_magic
+    def mtsql(self, line: str, cell: str) -> object:
+        """Run one Spark SQL query over materialized (and any) tables; ``--live`` keeps its result current.
+
+        Example::
+
+            %%mtsql --live -o top
+            SELECT tms_company, order_cnt FROM continues_tms_res ORDER BY order_cnt DESC
+
+        Names resolve as in statements (unqualified: the connection's namespace); each table of the catalog is
+        read at the snapshot it had when the query started. The result is a pandas DataFrame (the next cell's
+        ``_``), the Spark DataFrame with ``--spark``, or with ``--live`` a view that re-runs (debounced, off the
+        kernel's thread) when a table it reads commits a refresh, showing the snapshots it is as of, each
+        table's staleness, the last run, and Pause/Resume. Also from Python: ``mt_magic.query(sql)``,
+        ``mt_magic.live(sql)``.
+        """
+        from mt_magic import queries
+
+        args = parse_argstring(self.mtsql, line)
+        limit = self.query_rows if args.limit is None else args.limit
+        try:
+            if args.live:
+                result: Any = queries.live(
+                    cell, limit=limit, debounce=args.debounce, views=self.live_views(), connection=self.connection
+                )
+            else:
+                result = queries.query(cell, limit=limit, spark=args.spark, connection=self.connection)
+        except MtMagicError as exc:
+            raise UsageError(str(exc)) from None
+        if not args.live and not args.spark and result.attrs.get("truncated"):
+            print(f"The first {limit} rows (more exist): --limit N keeps more, --spark returns all.")
+        if args.out and self.shell is not None:
+            self.shell.user_ns[args.out] = result
+        return result
 
     # -- %mt ---------------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.workspace import utc_now
@@ -27,7 +27,9 @@ from mt_magic.widgets.cell_output import StatementOutput
 from mt_magic.widgets.dashboard import DASHBOARD_KEY, Dashboard
 
 if TYPE_CHECKING:
+    from mt_magic.runtime.inspect.query import QueryResult
     from mt_magic.runtime.results import StatementResult
+    from mt_magic.widgets.live_query import LiveQuery, QueryRunner
 
 log = logging.getLogger(__name__)
 V = TypeVar("V", bound=LiveView)
@@ -97,6 +99,12 @@ class LiveViews:
             except NoSuchMaterializedTableError:
                 continue
         return StatementOutput(results, cards)
+
+    def query(self, runner: QueryRunner, first: QueryResult, **options: Any) -> LiveQuery:
+        """A new live query view of ``runner`` showing ``first`` (one per call: each cell has its own)."""
+        from mt_magic.widgets.live_query import LiveQuery
+
+        return self._register(LiveQuery(self, runner, first, **options))
 
     @property
     def views(self) -> tuple[LiveView, ...]:

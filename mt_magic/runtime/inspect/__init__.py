@@ -5,4 +5,5 @@
 * ``describe`` — the listings SHOW and DESCRIBE print, and the statement SHOW CREATE writes.
 * ``history`` — a table's refreshes with the staleness each one ended.
 * ``read`` — reading a table under a staleness policy (``mt_magic.read``).
+* ``query`` — a query cell's query (``%%mtsql``): names resolved, tables pinned to snapshots, run by Spark.
 """
