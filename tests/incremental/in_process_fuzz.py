@@ -272,6 +272,10 @@ class Counts:
         finally:
             self.timing[what] = self.timing.get(what, 0.0) + time.monotonic() - started
 
+    def summary(self) -> dict[str, object]:
+        """The counts as JSON-ready values (lists as their details), for a soak run in shards to add up."""
+        return {key: list(value) if isinstance(value, list) else value for key, value in vars(self).items()}
+
     def line(self) -> str:
         return (
             f"queries {self.queries} (gate refused {self.rejected}, invalid in Spark {self.spark_invalid}), "
@@ -325,12 +329,15 @@ class Fuzzer:
         self.tables, self.rounds, self.rejected_sample = tables, rounds, rejected_sample
         self.counts = Counts()
 
-    def run(self, cases: int, log: Callable[[str], None] = print, only: Sequence[int] = ()) -> Counts:
+    def run(
+        self, cases: int, log: Callable[[str], None] = print, only: Sequence[int] = (), shard: tuple[int, int] = (0, 1)
+    ) -> Counts:
         """Batches 0, 1, … until ``cases`` refreshes were compared, or exactly the batches ``only`` names (a
-        replay: batch ``n`` is the line the log numbers ``n + 1``). Each disagreement is logged when found."""
+        replay: batch ``n`` is the line the log numbers ``n + 1``). Each disagreement is logged when found.
+        ``shard`` = (k, n) runs batches k, k + n, k + 2n, …: n processes together run the batches one would."""
         started = time.monotonic()
         reported = 0
-        for number in only or itertools.count():
+        for number in only or itertools.count(*shard):
             if not only and self.counts.compared >= cases:
                 break
             self.batch(number)
