@@ -46,6 +46,11 @@ class RefreshCancelledError(RefreshError):
     """A refresh was cancelled (suspend, drop, ALTER AS, stop); nothing was committed."""
 
 
+class RefreshTimeLimitError(RefreshError):
+    """A refresh ran past its time limit (the stall watchdog): its Spark jobs were cancelled, nothing was committed,
+    and the table retries on its normal backoff."""
+
+
 class CatalogUnavailableError(CatalogError):
     """The catalog cannot be reached right now; the manager pauses work and tries again later."""
 

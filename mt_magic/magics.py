@@ -11,10 +11,11 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Integer, TraitError, Unicode, observe, validate
+from traitlets import Float, Integer, TraitError, Unicode, observe, validate
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
+from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
@@ -71,6 +72,22 @@ class MaterializedMagics(Magics):
         "runner takes its tables over this many seconds later (renewed every third; next "
         "%load_ext).",
     )
+    stall_factor = Float(
+        4.0,
+        config=True,
+        help="A running refresh is flagged STALLED (card, %mt, history) past this multiple of the median duration "
+        "of the table's recent refreshes, and never before stall_floor_seconds.",
+    )
+    stall_floor_seconds = Float(60.0, config=True, help="The earliest a refresh is flagged STALLED, in seconds.")
+    stall_limit_factor = Float(
+        20.0,
+        config=True,
+        help="Past this multiple of its usual duration (and stall_limit_floor_seconds) the manager cancels a "
+        "refresh's Spark jobs and counts a failure: the table retries on its backoff.",
+    )
+    stall_limit_floor_seconds = Float(
+        1800.0, config=True, help="The earliest the manager gives up on a running refresh, in seconds."
+    )
     default_freshness_continuous = Unicode(
         "INTERVAL '3' MINUTE",
         config=True,
@@ -115,6 +132,32 @@ class MaterializedMagics(Magics):
         if proposal["value"] < 1:
             raise TraitError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
         return proposal["value"]
+
+    @validate("stall_factor", "stall_floor_seconds", "stall_limit_factor", "stall_limit_floor_seconds")
+    def _stall(self, proposal):  # type: ignore[no-untyped-def]
+        try:
+            self._stall_policy(**{proposal["trait"].name: proposal["value"]})
+        except ValueError as exc:
+            raise TraitError(f"{proposal['trait'].name} = {proposal['value']}: {exc}") from None
+        return proposal["value"]
+
+    def _stall_policy(self, **values: float) -> StallPolicy:
+        """The watchdog's policy from the settings (``values`` override them, to check a proposed one)."""
+        current = {
+            name: values.get(name, getattr(self, name))
+            for name in ("stall_factor", "stall_floor_seconds", "stall_limit_factor", "stall_limit_floor_seconds")
+        }
+        return StallPolicy(
+            current["stall_factor"],
+            timedelta(seconds=current["stall_floor_seconds"]),
+            current["stall_limit_factor"],
+            timedelta(seconds=current["stall_limit_floor_seconds"]),
+        )
+
+    @observe("stall_factor", "stall_floor_seconds", "stall_limit_factor", "stall_limit_floor_seconds")
+    def _stall_changed(self, change) -> None:  # type: ignore[no-untyped-def]
+        if self._connection is not None and self._connection.manager is not None:
+            self._connection.manager.stall_policy = self._stall_policy()
 
     @validate("catalog_name", "namespace")
     def _identifier(self, proposal):  # type: ignore[no-untyped-def]
@@ -203,6 +246,7 @@ class MaterializedMagics(Magics):
                 rules=self.rules,
                 failures_before_suspend=self.failures_before_suspend,
                 lease_ttl=timedelta(seconds=self.refresh_lease_seconds),
+                stall=self._stall_policy(),
             )
             try:
                 self._connection = connect(settings)

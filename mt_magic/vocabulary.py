@@ -73,6 +73,17 @@ class JobState(enum.Enum):
     """Repeated failures: shown as failed, still retried at a slow rate."""
 
 
+class RunHealth(enum.Enum):
+    """How a running refresh compares with its usual duration (the stall watchdog, ``manager.watchdog``)."""
+
+    ON_TIME = "on time"
+    """Within its stall threshold: max(factor × the median of its recent durations, floor)."""
+    STALLED = "stalled"
+    """Past the threshold: flagged on the card, in ``%mt`` and in its history row; still running."""
+    OVER_LIMIT = "over its time limit"
+    """Past the hard limit: the manager cancels its job group and counts a failure (normal backoff)."""
+
+
 class StatementAction(enum.Enum):
     """What a statement did, as its result reports it (the views decide from it which cards to show)."""
 
@@ -83,6 +94,8 @@ class StatementAction(enum.Enum):
     RESUMED = "resumed"
     REFRESHING = "refreshing"
     """A refresh was requested; the result's future tells when it has committed."""
+    CANCELLED = "cancelled"
+    """The running refresh was cancelled (the card's Cancel); the table's schedule goes on."""
     DROPPED = "dropped"
     SHOWN = "shown"
     """SHOW or DESCRIBE: nothing changed."""

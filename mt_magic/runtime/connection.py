@@ -16,6 +16,7 @@ from mt_magic.catalog.tables import MaterializedCatalog
 from mt_magic.runtime.manager.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper, holder_id
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
+from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.runtime.spark.quoting import identifier
@@ -49,6 +50,8 @@ class ConnectionSettings:
     """How this process appears as the holder of refresh leases ("kernel", "runner"); with a manager only."""
     lease_ttl: timedelta = DEFAULT_LEASE_TTL
     """How long a refresh lease outlives its holder (a crashed kernel's tables wait this long for another)."""
+    stall: StallPolicy = field(default_factory=StallPolicy)
+    """When a running refresh is flagged STALLED and when the manager gives up on it (``manager.watchdog``)."""
 
 
 @dataclass
@@ -65,7 +68,6 @@ class Connection:
         """Stop the manager (running refreshes are cancelled) and release the refreshes' child sessions; True if
         everything ended within ``timeout`` s."""
         stopped = True if self.manager is None else self.manager.stop(timeout)
-        self.service.workflows.close()
         self.service.engine.jobs.close()
         return stopped
 
@@ -132,7 +134,12 @@ def connect(
         CatalogLeases(pyiceberg_catalog, catalog_config.name), holder_id(settings.refresher), settings.lease_ttl
     )
     manager = RefreshManager(
-        engine, clock=clock, max_concurrent_jobs=settings.max_concurrent_refreshes, retry=retry, leases=leases
+        engine,
+        clock=clock,
+        max_concurrent_jobs=settings.max_concurrent_refreshes,
+        retry=retry,
+        leases=leases,
+        stall_policy=settings.stall,
     )
     for callback in subscribers:
         manager.subscribe(callback)

@@ -22,7 +22,6 @@ from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter, convert, create, drop
 from mt_magic.runtime.statements.rename import rename_table
 from mt_magic.runtime.workflows import KernelWorkflows, Workflows
-from mt_magic.scheduling.workflow import SCHEDULER_OPTION
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -30,7 +29,6 @@ from mt_magic.sql.ddl.statements import (
     AlterRefreshMode,
     AlterRename,
     AlterResume,
-    AlterScheduler,
     AlterSuspend,
     AnyStatement,
     CreateMaterializedTable,
@@ -45,7 +43,6 @@ from mt_magic.vocabulary import RefreshMode, RefreshTrigger, StatementAction
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
-    from mt_magic.scheduling.airflow_runs import AirflowRunView
     from mt_magic.sql.ddl.freshness import FreshnessRules
 
 Partition = tuple[tuple[str, str], ...]
@@ -120,8 +117,6 @@ class MaterializedTables(Inspection):
                 return self.set_freshness(name, stmt.freshness)
             case AlterRefreshMode():
                 return self.set_refresh_mode(name, stmt.mode)
-            case AlterScheduler():
-                return self.set_scheduler(name, stmt.scheduler)
             case AlterRename():
                 own_namespace = TableName.from_parts(name.split(".")).namespace
                 return self.rename(name, self.workspace.qualify(stmt.new_name, own_namespace))
@@ -138,20 +133,16 @@ class MaterializedTables(Inspection):
             if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
                 convert.convert_table(self.workspace, stmt, existing)
                 return self._populate(name, f"Converted {name} in place (its rows and history stay)")
-            with (
-                self.workflows.changing(self.workspace, name),
-                self.workflows.moving(self.kernel, name, existing.definition.options, stmt.options_dict) as moved,
-            ):
-                alter.alter_query(
-                    self.workspace,
-                    name,
-                    stmt.query,
-                    stmt.columns,
-                    stmt.start_mode,
-                    stmt.options_dict,
-                    query_position=stmt.query_position,
-                    options=moved,
-                )
+            self.workflows.refuse_move(name, stmt.options_dict, existing.definition.options)
+            alter.alter_query(
+                self.workspace,
+                name,
+                stmt.query,
+                stmt.columns,
+                stmt.start_mode,
+                stmt.options_dict,
+                query_position=stmt.query_position,
+            )
             self._retrack(name)
             return StatementResult(
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
@@ -196,8 +187,7 @@ class MaterializedTables(Inspection):
         )
 
     def alter_query(self, name: str, query: str, query_position: Position | None = None) -> StatementResult:
-        with self.workflows.changing(self.workspace, name):
-            definition = alter.alter_query(self.workspace, name, query, query_position=query_position)
+        definition = alter.alter_query(self.workspace, name, query, query_position=query_position)
         self._retrack(name)
         return StatementResult(
             StatementAction.ALTERED,
@@ -207,15 +197,13 @@ class MaterializedTables(Inspection):
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
-        with self.workflows.changing(self.workspace, name):
-            alter.change_freshness(self.workspace, name, freshness)
+        alter.change_freshness(self.workspace, name, freshness)
         self._retrack(name)
         return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
 
     def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
         """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
-        with self.workflows.changing(self.workspace, name):
-            definition = alter.change_refresh_mode(self.workspace, name, mode)
+        definition = alter.change_refresh_mode(self.workspace, name, mode)
         self._retrack(name)
         schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
         return StatementResult(
@@ -224,8 +212,7 @@ class MaterializedTables(Inspection):
 
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
-        with self.workflows.renaming(self.workspace, name, new_name):
-            readers = rename_table(self.workspace, name, new_name)
+        readers = rename_table(self.workspace, name, new_name)
         if self.manager.knows(name):
             self.manager.remove(name, reason=f"renamed to {new_name}", wait=DROP_WAIT_SECONDS)
         self.manager.upsert(self._managed(new_name))
@@ -233,23 +220,6 @@ class MaterializedTables(Inspection):
             self._retrack(reader)
         also = f"; {', '.join(readers)} now read(s) it" if readers else ""
         return StatementResult(StatementAction.RENAMED, (new_name,), f"Renamed {name} to {new_name}{also}.")
-
-    def set_scheduler(self, name: str, scheduler: str) -> StatementResult:
-        """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow, never
-        with two schedulers at once (:meth:`Workflows.moving`); naming its own scheduler changes nothing."""
-        _, definition = self.workspace.catalog.load_materialized(name)
-        given = {SCHEDULER_OPTION: scheduler}
-        with self.workflows.moving(self.kernel, name, definition.options, given) as moved:
-            if moved is not None:
-                alter.update_definition(self.workspace, name, options=moved)
-        if moved is None:
-            return StatementResult(StatementAction.ALTERED, (name,), f"{name} is already refreshed by {scheduler}.")
-        self._retrack(name)
-        return StatementResult(StatementAction.ALTERED, (name,), f"{name} is now refreshed by {scheduler}.")
-
-    def airflow_run(self, name: str) -> AirflowRunView | None:
-        """Airflow's last run, log link and next run of a table on Airflow, as last polled (never waits)."""
-        return self.workflows.airflow_run(name)
 
     def suspend(self, name: str) -> StatementResult:
         elsewhere = self.workflows.checked(self.workspace, name)
@@ -287,6 +257,18 @@ class MaterializedTables(Inspection):
         future = self.kernel.refresh(name, partition, cascade, trigger).future
         also = " and its downstream tables" if cascade else ""
         return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}{also}.", future)
+
+    def cancel(self, name: str) -> StatementResult:
+        """Cancel the table's running refresh in this process (the card's Cancel); its schedule goes on.
+
+        Raises:
+            NoSuchMaterializedTableError: the manager does not know ``name``.
+        """
+        if self.manager.cancel(name):
+            message = f"Cancelled the running refresh of {name}: nothing was committed; its schedule goes on."
+        else:
+            message = f"No refresh of {name} is running in this process: nothing to cancel."
+        return StatementResult(StatementAction.CANCELLED, (name,), message)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""

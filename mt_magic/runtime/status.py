@@ -83,6 +83,8 @@ class RefreshRecord:
     """The strategy line the refresh recorded, e.g. "incremental: merge the aggregated delta"."""
     engine: RefreshEngine | None = None
     """What computed the rows (``None``: a failed attempt)."""
+    stall: Stall | None = None
+    """The run ran far past its usual duration (flagged by the watchdog in this process); kept once it ends."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,31 @@ class JobProgress:
 
     tasks_done: int
     tasks_total: int
+    active_jobs: int | None = None
+    """Spark jobs of the group still running (``None``: the line does not tell, e.g. Spark Connect)."""
+    active_stages: int | None = None
+    running_tasks: int | None = None
+    """Tasks executing right now; 0 means Spark does no work for the refresh at all."""
 
     @property
     def fraction(self) -> float:
         return self.tasks_done / self.tasks_total if self.tasks_total else 0.0
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A refresh running far past its usual duration, as the watchdog saw it (``manager.watchdog``)."""
+
+    running_for: timedelta
+    """How long it had run when last checked (or when it ended)."""
+    usual: timedelta | None
+    """The median duration of the table's recent refreshes; ``None``: none measured yet (the floor applies)."""
+    flagged_after: timedelta
+    """The threshold it passed: max(factor × usual, floor)."""
+    limit: timedelta
+    """When the manager cancels it and counts a failure."""
+    spark: JobProgress | None = None
+    """Spark's view of its job group when last checked; ``None``: no Spark job at all."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +145,11 @@ class TableStatus:
     """Whether that is this process's manager (it refreshes the table; others leave it alone)."""
     paused: str | None = None
     """Why all work waits (the catalog cannot be reached), while it does; ``None`` otherwise."""
+    stall: Stall | None = None
+    """The running refresh is far past its usual duration (the watchdog's flag); ``None`` otherwise."""
+    recent: tuple[RefreshRecord, ...] = ()
+    """The table's latest refreshes this process knows, newest first (durations for the watchdog, strategy
+    lines for recommendations)."""
 
     @property
     def within_freshness(self) -> bool | None:

@@ -28,6 +28,10 @@ class TableActions(Protocol):
 
     def resume(self, name: str) -> str: ...
 
+    def cancel(self, name: str) -> str:
+        """Cancel the running refresh (nothing commits; the schedule goes on)."""
+        ...
+
     def set_freshness(self, name: str, freshness: Freshness) -> str:
         """Persist a new freshness (and schedule) for ``name``."""
         ...
@@ -51,6 +55,9 @@ class ServiceActions:
 
     def resume(self, name: str) -> str:
         return self.service.resume(name).message
+
+    def cancel(self, name: str) -> str:
+        return self.service.cancel(name).message
 
     def set_freshness(self, name: str, freshness: Freshness) -> str:
         return self.service.set_freshness(name, freshness).message

@@ -10,7 +10,8 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mt_magic.runtime.status import TableStatus
+from mt_magic.runtime.inspect.recommendations import Recommendation
+from mt_magic.runtime.status import JobProgress, Stall, TableStatus
 from mt_magic.runtime.workspace import utc_text
 from mt_magic.vocabulary import JobState, WorkflowSchedulerKind
 
@@ -134,3 +135,59 @@ def mode_text(status: TableStatus) -> str:
     reason = status.mode_reason.replace(f" → {status.mode.value}", "")
     where = f" · on {status.scheduler.value}" if status.scheduler is not WorkflowSchedulerKind.KERNEL else ""
     return status.mode.value + where + (f" · {reason}" if reason else "")
+
+
+STALL_COLOUR = "#b91c1c"
+
+
+def spark_text(progress: JobProgress | None) -> str:
+    """``Spark: 1 job, 1 stage, 2 tasks running, 3/8 tasks done`` — or that Spark runs nothing for it."""
+    if progress is None:
+        return "Spark: no job running for it"
+    counts = [
+        f"{count} {noun}{'' if count == 1 else 's'}{suffix}"
+        for count, noun, suffix in (
+            (progress.active_jobs, "job", ""),
+            (progress.active_stages, "stage", ""),
+            (progress.running_tasks, "task", " running"),
+        )
+        if count is not None
+    ]
+    idle = " — no task running" if progress.running_tasks == 0 else ""
+    return "Spark: " + ", ".join([*counts, f"{progress.tasks_done}/{progress.tasks_total} tasks done"]) + idle
+
+
+def stall_text(stall: Stall) -> str:
+    """``running 5m 00s, usually 12s (flagged after 1m 00s; cancelled at 30m 00s) · Spark: …``."""
+    usual = f"usually {human_duration(stall.usual)}" if stall.usual is not None else "no usual duration measured yet"
+    return (
+        f"running {human_duration(stall.running_for)}, {usual} (flagged after {human_duration(stall.flagged_after)}; "
+        f"cancelled at {human_duration(stall.limit)}) · {spark_text(stall.spark)}"
+    )
+
+
+def stall_badge_html(status: TableStatus) -> str:
+    """A red ``STALLED 5m 00s / usually 12s`` badge while the running refresh is stalled; empty otherwise."""
+    stall = status.stall
+    if stall is None:
+        return ""
+    usual = f" / usually {human_duration(stall.usual)}" if stall.usual is not None else ""
+    return badge_html(f"STALLED {human_duration(stall.running_for)}{usual}", STALL_COLOUR, "mt-stalled")
+
+
+def recommendation_text(advice: Recommendation) -> str:
+    """What to change, why, and the saving where measured (an estimate, said so)."""
+    runs = f"{advice.recomputes} recent refresh{'es' if advice.recomputes != 1 else ''}"
+    if advice.saving is None:
+        saving = (
+            f"{runs} recomputed for it (median {human_duration(advice.recompute)}); no incremental refresh of this "
+            "table measured yet, so no estimate of the saving"
+        )
+    else:
+        saving = (
+            f"estimate: saves about {human_duration(advice.saving)} per refresh ({runs} recomputed, median "
+            f"{human_duration(advice.recompute)}; its {advice.incremental_runs} incremental refresh"
+            f"{'es' if advice.incremental_runs != 1 else ''}, median {human_duration(advice.incremental)})"
+        )
+    why = advice.reason.name.lower().replace("_", " ")
+    return f"recomputes ({why}): {advice.change} · {saving}"

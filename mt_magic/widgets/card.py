@@ -19,7 +19,6 @@ from mt_magic.runtime.status import EventKind, RefreshEvent, TableStatus
 from mt_magic.sql.ddl.parser import parse_partition
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.vocabulary import JobState, RefreshKind
-from mt_magic.widgets.airflow_run import airflow_html, airflow_rows, airflow_text
 from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
 
@@ -50,7 +49,6 @@ class TableCard(LiveView):
         self.preview: Preview | None = None
         self.title = widgets.HTML()
         self.details = widgets.HTML()
-        self.airflow = widgets.HTML()  # Airflow's last run, log link, next run (tables on Airflow)
         self.progress = widgets.FloatProgress(
             min=0.0, max=1.0, description="Spark", layout=widgets.Layout(display="none", width="60%")
         )
@@ -70,11 +68,14 @@ class TableCard(LiveView):
         )
         self.refresh_button = _button("Refresh now", "refresh", "mt-refresh", self.refresh_now)
         self.suspend_button = _button("Suspend", "pause", "mt-suspend", self.toggle_suspend)
+        self.cancel_button = _button("Cancel refresh", "stop", "mt-cancel", self.cancel_refresh)
+        self.cancel_button.layout.display = "none"
         self.freshness_button = _button("Set freshness", "clock-o", "mt-set-freshness", self.set_freshness)
         self.backfill_button = _button("Backfill", "history", "mt-backfill", self.backfill)
         controls = widgets.HBox(
             [
                 self.refresh_button,
+                self.cancel_button,
                 self.suspend_button,
                 widgets.HTML("&nbsp;freshness"),
                 self.freshness_value,
@@ -84,18 +85,7 @@ class TableCard(LiveView):
         )
         backfill = widgets.HBox([widgets.HTML("partition"), self.partition, self.cascade, self.backfill_button])
         super().__init__(
-            live,
-            name,
-            [
-                self.title,
-                self.details,
-                self.airflow,
-                self.progress,
-                self.preview_area,
-                controls,
-                backfill,
-                self.message,
-            ],
+            live, name, [self.title, self.details, self.progress, self.preview_area, controls, backfill, self.message]
         )
         self.add_class("mt-card")
         self.layout.border, self.layout.padding, self.layout.margin = "1px solid #d1d5db", "4px 10px", "4px 0"
@@ -137,12 +127,12 @@ class TableCard(LiveView):
             now = self.live.clock()
             self.title.value = title_html(status)
             self.details.value = details_html(status, now)
-            self.airflow.value = airflow_html(airflow_rows(self.live.feed, status))
             running = status.state is JobState.RUNNING
             self.progress.layout.display = "flex" if running else "none"
             fraction = status.progress.fraction if running and status.progress else 0.0
             self.progress.value = fraction
-            self.progress.bar_style = "info" if running else ""
+            self.progress.bar_style = ("danger" if status.stall is not None else "info") if running else ""
+            self.cancel_button.layout.display = "flex" if running else "none"
             suspended = status.state is JobState.SUSPENDED
             self.suspend_button.description = "Resume" if suspended else "Suspend"
             self.suspend_button.icon = "play" if suspended else "pause"
@@ -154,7 +144,13 @@ class TableCard(LiveView):
             self.details.value = (
                 f'<div class="mt-removed" style="color:#dc2626">{html.escape(self.name)}: {html.escape(reason)}</div>'
             )
-            for button in (self.refresh_button, self.suspend_button, self.freshness_button, self.backfill_button):
+            for button in (
+                self.refresh_button,
+                self.cancel_button,
+                self.suspend_button,
+                self.freshness_button,
+                self.backfill_button,
+            ):
                 button.disabled = True
 
     def request_preview(self) -> None:
@@ -179,6 +175,9 @@ class TableCard(LiveView):
 
     def refresh_now(self) -> None:
         self._act(lambda: self.live.actions.refresh(self.name))
+
+    def cancel_refresh(self) -> None:
+        self._act(lambda: self.live.actions.cancel(self.name))
 
     def toggle_suspend(self) -> None:
         actions = self.live.actions
@@ -210,11 +209,7 @@ class TableCard(LiveView):
     # -- fallbacks ------------------------------------------------------------------------------------
 
     def fallback_html(self) -> str:
-        return card_html(self.status, self.preview, self.live.clock()) + airflow_html(
-            airflow_rows(self.live.feed, self.status)
-        )
+        return card_html(self.status, self.preview, self.live.clock())
 
     def fallback_text(self) -> str:
-        return card_text(self.status, self.preview, self.live.clock()) + airflow_text(
-            airflow_rows(self.live.feed, self.status)
-        )
+        return card_text(self.status, self.preview, self.live.clock())

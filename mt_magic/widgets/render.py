@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from mt_magic.runtime.inspect.recommendations import recommend
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import Listing, TableStatus
@@ -22,6 +23,9 @@ from mt_magic.widgets.badges import (
     human_duration,
     human_time,
     mode_text,
+    recommendation_text,
+    stall_badge_html,
+    stall_text,
     state_badge_html,
 )
 
@@ -74,6 +78,11 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
     last = status.last_refresh
     if last is not None and last.engine is not None:
         rows.insert(3, ("ran", f"{last.strategy or last.kind.value} · {last.engine.value}"))
+    if status.stall is not None:
+        rows.insert(2, ("stalled", stall_text(status.stall)))
+    advice = recommend(status.recent)
+    if advice is not None:
+        rows.append(("advice", recommendation_text(advice)))
     if status.upstream:
         rows.append(("reads", ", ".join(status.upstream)))
     if status.scheduler is not WorkflowSchedulerKind.KERNEL:
@@ -106,7 +115,7 @@ def refreshed_by_text(status: TableStatus) -> str:
 def title_html(status: TableStatus) -> str:
     return (
         f'<div class="mt-title"><b style="font-size:110%">{html.escape(status.name)}</b> '
-        f"{state_badge_html(status)} {freshness_badge_html(status)}</div>"
+        f"{state_badge_html(status)} {stall_badge_html(status)} {freshness_badge_html(status)}</div>"
         f'<div class="mt-mode" style="color:#4b5563">{html.escape(mode_text(status))}</div>'
     )
 
@@ -170,7 +179,7 @@ def _status_cells(s: TableStatus, now: datetime | None) -> tuple[str, ...]:
     return (
         s.name,
         mode_text(s),
-        s.state.value,
+        s.state.value + (f" · STALLED {stall_text(s.stall)}" if s.stall is not None else ""),
         freshness_badge(s).label,
         last_refresh_text(s, now),
         next_refresh_text(s, now),
@@ -186,7 +195,11 @@ def dashboard_html(statuses: Sequence[TableStatus], now: datetime | None = None)
     rows = []
     for s in statuses:
         cells = [html.escape(c) for c in _status_cells(s, now)]
-        cells[2], cells[3] = state_badge_html(s), freshness_badge_html(s)
+        cells[2] = state_badge_html(s)
+        if s.stall is not None:
+            cells[2] += f' {stall_badge_html(s)}<br><small class="mt-stall">{html.escape(stall_text(s.stall))}</small>'
+
+        cells[3] = freshness_badge_html(s)
         rows.append(
             f'<tr class="mt-row" data-table="{html.escape(s.name)}">'
             + "".join(f'<td style="{CELL}">{c}</td>' for c in cells)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from mt_magic.runtime.graph import Lineage
+from mt_magic.runtime.inspect.recommendations import recommend
 from mt_magic.runtime.status import RefreshRecord, TableStatus
-from mt_magic.widgets.badges import human_duration, human_time
+from mt_magic.widgets.badges import human_duration, human_time, recommendation_text, stall_text
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import lineage_svg, lineage_text
 
@@ -48,11 +49,17 @@ class HistoryView:
                 str(r.rows_written),
                 human_duration(r.staleness_before),
                 str(r.snapshot_id),
-                f"failed: {r.error}" if r.error else r.strategy or "—",
+                (f"STALLED: {stall_text(r.stall)} · " if r.stall is not None else "")
+                + (f"failed: {r.error}" if r.error else r.strategy or "—"),
                 "—" if r.engine is None else r.engine.value,
             )
             for r in self.records
         ]
+
+    def advice(self) -> str:
+        """What to change where its refreshes recompute for a reason the user can change (empty otherwise)."""
+        advice = recommend(self.records)
+        return "" if advice is None else f"advice: {recommendation_text(advice)}"
 
     def _repr_html_(self) -> str:
         target = f" · freshness target {human_duration(self.freshness)}" if self.freshness else ""
@@ -63,13 +70,16 @@ class HistoryView:
         body = "".join(
             "<tr>" + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row) + "</tr>" for row in self.rows()
         )
+        advice = f'<div class="mt-advice">{html.escape(self.advice())}</div>' if self.advice() else ""
         return (
-            f'<div class="mt-history">{title}<br>{history_svg(self.records, self.freshness)}'
+            f'<div class="mt-history">{title}<br>{advice}{history_svg(self.records, self.freshness)}'
             f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>'
         )
 
     def __repr__(self) -> str:
-        lines = [f"{self.table}: {len(self.records)} refresh(es), newest first", " | ".join(HISTORY_HEADERS)]
+        lines = [f"{self.table}: {len(self.records)} refresh(es), newest first"]
+        lines += [self.advice()] if self.advice() else []
+        lines.append(" | ".join(HISTORY_HEADERS))
         return "\n".join([*lines, *(" | ".join(r) for r in self.rows())])
 
 

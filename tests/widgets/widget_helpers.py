@@ -50,6 +50,11 @@ class ManagerActions:
         self.manager.resume(name)
         return f"{name} is resumed."
 
+    def cancel(self, name: str) -> str:
+        self.calls.append(("cancel", name))
+        cancelled = self.manager.cancel(name)
+        return f"Cancelled the running refresh of {name}." if cancelled else "nothing to cancel"
+
     def set_freshness(self, name: str, freshness: Freshness) -> str:
         self.calls.append(("set_freshness", name, freshness))
         table = replace(self.backend.tables[name], freshness=freshness.to_timedelta())

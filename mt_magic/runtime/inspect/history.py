@@ -7,6 +7,7 @@ those this one consumed. The first refresh of a table has no "before" and gets `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -60,3 +61,10 @@ def _staleness_before(
     if oldest is None or oldest > current.refresh_start:
         return timedelta(0)
     return current.refresh_start - oldest
+
+
+def with_stall_marks(records: list[RefreshRecord], seen: Sequence[RefreshRecord]) -> list[RefreshRecord]:
+    """``records`` (the catalog's) with the stall the watchdog of this process saw in the same commits (``seen``:
+    the manager's recent runs), so a stalled run that finished keeps its mark in ``%mt history``."""
+    stalls = {r.snapshot_id: r.stall for r in seen if r.stall is not None and r.snapshot_id is not None}
+    return [replace(r, stall=stalls[r.snapshot_id]) if r.snapshot_id in stalls else r for r in records]

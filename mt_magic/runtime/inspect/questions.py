@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.graph import Lineage, lineage
 from mt_magic.runtime.inspect.describe import create_statement, table_description, tables_listing
-from mt_magic.runtime.inspect.history import refresh_history
+from mt_magic.runtime.inspect.history import refresh_history, with_stall_marks
 from mt_magic.runtime.results import StatementResult, TableHistory
 from mt_magic.runtime.status import RefreshEvent, TableStatus
 from mt_magic.vocabulary import StatementAction
@@ -18,13 +18,11 @@ from mt_magic.vocabulary import StatementAction
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from mt_magic.catalog.definitions import MaterializedTableDefinition
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.runtime.refresh.engine import Engine
     from mt_magic.runtime.refresh.incremental.explain import Explanation
     from mt_magic.runtime.spark.preview import Preview
     from mt_magic.runtime.workspace import Workspace
-    from mt_magic.scheduling.airflow_runs import AirflowRunView
     from mt_magic.sql.ddl.statements import CreateMaterializedTable
 
 
@@ -39,9 +37,6 @@ class Inspection:
         return self.engine.workspace
 
     def _track(self, name: str, with_downstream: bool = False) -> None:
-        raise NotImplementedError
-
-    def airflow_run(self, name: str) -> AirflowRunView | None:
         raise NotImplementedError
 
     # --- statements that only look --------------------------------------------------------------------
@@ -76,18 +71,8 @@ class Inspection:
             StatementAction.SHOWN,
             (),
             f"DESCRIBE MATERIALIZED TABLE {name}",
-            listing=table_description(info, definition, status, view, self._airflow_facts(name, definition)),
+            listing=table_description(info, definition, status, view),
         )
-
-    def _airflow_facts(self, name: str, definition: MaterializedTableDefinition) -> list[tuple[str, str]]:
-        """Airflow's view of a table on Airflow, as last polled (DESCRIBE never waits on Airflow)."""
-        from mt_magic.scheduling.airflow_runs import run_facts
-        from mt_magic.scheduling.workflow import scheduler_of
-        from mt_magic.vocabulary import WorkflowSchedulerKind
-
-        if scheduler_of(definition.options) is not WorkflowSchedulerKind.AIRFLOW:
-            return []
-        return run_facts(self.airflow_run(name))
 
     # --- what the views read ----------------------------------------------------------------------------
 
@@ -107,6 +92,7 @@ class Inspection:
         _, definition = self.workspace.catalog.load_materialized(name)
         records = refresh_history(self.engine, name)
         if self.manager.knows(name):
+            records = with_stall_marks(records, self.manager.status(name).recent)
             records = sorted([*records, *self.manager.failures(name)], key=lambda r: r.started_at, reverse=True)
         freshness = definition.interval or None
         return TableHistory(name, tuple(records), freshness)

@@ -20,6 +20,7 @@ from mt_magic.runtime.manager.backend import RefreshBackend
 from mt_magic.runtime.manager.lease_pass import lease_pass
 from mt_magic.runtime.manager.state import Effects, SchedulerState
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
+from mt_magic.runtime.manager.watchdog import RECENT_RUNS, StallPolicy, watch
 from mt_magic.runtime.spark.jobs import job_group_prefix
 from mt_magic.runtime.status import EventKind, RefreshEvent, RefreshOutcome, RefreshRecord, RefreshRequest
 
@@ -61,8 +62,10 @@ class RefreshRunner:
         rediscover_every: timedelta,
         progress_every: timedelta,
         staleness_every: timedelta,
+        stall_policy: StallPolicy | None = None,
     ) -> None:
         self.backend = backend
+        self.stall_policy = stall_policy or StallPolicy()
         self.state = state
         self.lock = lock
         self.clock = clock
@@ -89,6 +92,7 @@ class RefreshRunner:
         if self.state.leases is not None and (self.state.lease_at is None or now >= self.state.lease_at):
             self.apply(lease_pass(self.state, self.lock, now))
         self._poll_progress(now)
+        self._watch(now)
         self.recancel(now)
         if self.state.scheduling:
             self._poll_staleness(now)
@@ -111,7 +115,8 @@ class RefreshRunner:
             tables = list(self.backend.discover())
             with self.lock:
                 known = set(self.state.tables) | self.state.removed
-            last_refresh = {t.name: self._last_refresh(t.name) for t in tables if t.name not in known}
+            recent = {t.name: self._recent_refreshes(t.name) for t in tables if t.name not in known}
+            last_refresh = {name: records[0] if records else None for name, records in recent.items()}
         except CatalogUnavailableError as exc:
             with self.lock:
                 self.state.pause(str(exc), now)
@@ -122,19 +127,19 @@ class RefreshRunner:
                 self.state.discover_at = now + self.rediscover_every
             return
         with self.lock:
-            effects = self.state.apply_discovery(tables, last_refresh, now)
+            effects = self.state.apply_discovery(tables, last_refresh, now, recent)
             self.state.discover_at = now + self.rediscover_every
         self.apply(effects)
 
-    def _last_refresh(self, name: str) -> RefreshRecord | None:
+    def _recent_refreshes(self, name: str) -> list[RefreshRecord]:
+        """The newest refreshes of ``name`` (its last one, and the durations the stall watchdog's median needs)."""
         try:
-            records = self.backend.history(name, 1)
+            return list(self.backend.history(name, RECENT_RUNS))
         except CatalogUnavailableError:
             raise
         except Exception:
             log.exception("reading the refresh history of %s failed", name)
-            return None
-        return records[0] if records else None
+            return []
 
     def _poll_progress(self, now: datetime) -> None:
         with self.lock:
@@ -155,6 +160,17 @@ class RefreshRunner:
                 if progress != job.progress and self.state.tables.get(job.request.table) is job.table:
                     job.progress = progress
                     self.state.publish(EventKind.REFRESH_PROGRESS, job.table, now)
+
+    def _watch(self, now: datetime) -> None:
+        """The stall watchdog's turn: flag stalled runs, give up on those past their limit (``watchdog``)."""
+        with self.lock:
+            result = watch(self.state, self.stall_policy, now)
+            if result.abandoned:
+                self.changed.notify_all()
+        if result.abandoned and self._owns_executor and self._executor is not None:
+            self._executor.shutdown(wait=False)  # its lost worker may never return: later runs get a new pool
+            self._executor = None
+        self.apply(result.effects)
 
     def recancel(self, now: datetime) -> None:
         """Cancel again the job groups of cancelled jobs that still run, every ``progress_every``.

@@ -27,6 +27,7 @@ from mt_magic.runtime.manager.loop import RefreshRunner, Subscriber
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.state import Effects, SchedulerState
 from mt_magic.runtime.manager.tracked import CascadeGroup, PendingRun, ScheduledTable
+from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.status import ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest, TableStatus
 from mt_magic.runtime.workspace import utc_now
 from mt_magic.vocabulary import RefreshTrigger
@@ -71,6 +72,7 @@ class RefreshManager:
         scheduling: ``False`` makes an *inline* manager (no thread: scripts, tests, ``start_manager=False``):
             only requested refreshes and their cascades run, each within :meth:`step`, with no schedules,
             catch-ups or discovery of its own — the same refresh path without the background.
+        stall_policy: when a running refresh is flagged STALLED and when it is given up on (:mod:`.watchdog`).
 
     Raises:
         ValueError: ``max_concurrent_jobs`` is below 1.
@@ -90,6 +92,7 @@ class RefreshManager:
         executor: Executor | None = None,
         scheduling: bool = True,
         leases: LeaseKeeper | None = None,
+        stall_policy: StallPolicy | None = None,
     ) -> None:
         if max_concurrent_jobs < 1:
             raise ValueError(f"max_concurrent_jobs must be at least 1, got {max_concurrent_jobs}")
@@ -109,6 +112,7 @@ class RefreshManager:
             rediscover_every=rediscover_every,
             progress_every=progress_every,
             staleness_every=staleness_every,
+            stall_policy=stall_policy,
         )
         self._clock = clock
         self._lifecycle = threading.Lock()
@@ -132,6 +136,17 @@ class RefreshManager:
     def lease_holder(self) -> str | None:
         """This manager's name in the catalog's lease map (``None``: leasing is off)."""
         return self._state.leases.holder if self._state.leases is not None else None
+
+    @property
+    def stall_policy(self) -> StallPolicy:
+        """When a running refresh is flagged STALLED and when it is given up on (:mod:`.watchdog`)."""
+        return self._runner.stall_policy
+
+    @stall_policy.setter
+    def stall_policy(self, policy: StallPolicy) -> None:
+        with self._lock:
+            self._runner.stall_policy = policy
+        self._runner.wake.set()
 
     @property
     def pause_reason(self) -> str | None:
@@ -292,6 +307,24 @@ class RefreshManager:
         with self._lock:
             effects = self._state.suspend(self._entry(name), self._clock(), "suspended")
         self._runner.apply(effects)
+
+    def cancel(self, name: str, reason: str = "cancelled by the user") -> bool:
+        """Cancel ``name``'s running refresh: nothing commits, its waiters get RefreshCancelledError, and its
+        schedule goes on (the next run comes as usual; nothing counts as a failure).
+
+        Returns:
+            Whether a refresh was running (and is now cancelled).
+
+        Raises:
+            NoSuchMaterializedTableError: the manager does not know ``name``.
+        """
+        with self._lock:
+            self._entry(name)
+            group = self._state.cancel_job(name, reason, requeue=False)
+        effects = Effects()
+        effects.cancel_group(group)
+        self._runner.apply(effects)
+        return group is not None
 
     def resume(self, name: str, options: Pairs = ()) -> None:
         """Schedule ``name`` again; ``options`` reach every run of this resumption (``RefreshRequest.options``).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -82,9 +82,15 @@ class SchedulerState:
 
     # -- tables ----------------------------------------------------------------------------------------
 
-    def insert(self, table: ManagedTable, last_refresh: RefreshRecord | None, now: datetime) -> ScheduledTable:
+    def insert(
+        self,
+        table: ManagedTable,
+        last_refresh: RefreshRecord | None,
+        now: datetime,
+        recent: Sequence[RefreshRecord] = (),
+    ) -> ScheduledTable:
         """Track a new table; one behind its schedule (or never refreshed) is caught up once, now."""
-        entry = ScheduledTable(table, last_refresh, scheduling=self.scheduling)
+        entry = ScheduledTable(table, last_refresh, scheduling=self.scheduling, recent=recent)
         self.tables[table.name] = entry
         self.lease_at = None  # its lease is wanted now
         self.removed.discard(table.name)
@@ -189,6 +195,9 @@ class SchedulerState:
     ) -> Effects:
         """Account for a finished job: success, failure (backoff), cancellation or an unreachable catalog."""
         name = job.request.table
+        if job.abandoned:
+            log.warning("refresh of %s ended after the manager gave up on it (time limit); not counted", name)
+            return Effects()
         if self.jobs.get(name) is job:
             del self.jobs[name]
         current = self.tables.get(name) is job.table
@@ -224,8 +233,19 @@ class SchedulerState:
         else:
             effects.fail(job.run.futures, RefreshCancelledError(f"refresh of {job.request.table} cancelled: {reason}"))
         if current:
+            if job.stall is not None:
+                job.table.record_failure(job, f"cancelled after it stalled: {reason}", now)
             job.table.arm(now)
             self.publish(EventKind.STATE_CHANGED, job.table, now, f"refresh cancelled: {reason}")
+        return effects
+
+    def abandon(self, job: RunningJob, error: BaseException, now: datetime) -> Effects:
+        """Give up on a run past its time limit: a failure now (backoff, waiters failed), its slot and lease free,
+        its job group cancelled; its worker's later answer is ignored (``manager.watchdog``)."""
+        job.abandoned = True
+        del self.jobs[job.request.table]
+        effects = self._settle_failed(job, error, now)
+        effects.cancel_group(job.request.job_group)
         return effects
 
     def _settle_failed(self, job: RunningJob, error: BaseException, now: datetime) -> Effects:
@@ -279,7 +299,11 @@ class SchedulerState:
     # -- catalog ---------------------------------------------------------------------------------------
 
     def apply_discovery(
-        self, tables: Sequence[ManagedTable], last_refresh: dict[str, RefreshRecord | None], now: datetime
+        self,
+        tables: Sequence[ManagedTable],
+        last_refresh: dict[str, RefreshRecord | None],
+        now: datetime,
+        recent: Mapping[str, Sequence[RefreshRecord]] | None = None,
     ) -> Effects:
         """Reconcile with the catalog's list: new tables appear, dropped ones go, external changes apply."""
         seen = {table.name for table in tables}
@@ -289,7 +313,7 @@ class SchedulerState:
             entry = self.tables.get(table.name)
             try:
                 if entry is None and table.name not in self.removed:
-                    self.insert(table, last_refresh.get(table.name), now)
+                    self.insert(table, last_refresh.get(table.name), now, (recent or {}).get(table.name, ()))
                 elif entry is not None and replace(table, last_refresh_at=None) != replace(
                     entry.table, last_refresh_at=None
                 ):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -20,6 +21,7 @@ from mt_magic.runtime.status import (
     RefreshOutcome,
     RefreshRecord,
     RefreshRequest,
+    Stall,
     TableStatus,
 )
 from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger, WorkflowSchedulerKind
@@ -34,6 +36,8 @@ MAX_CONFLICTS_IN_A_ROW = 10
 
 FAILURES_KEPT = 20
 """Failed attempts remembered per table for ``%mt history``."""
+RECENT_KEPT = 20
+"""Successful refreshes remembered per table (the watchdog's usual duration, recommendations, history marks)."""
 
 TRIGGER_PRIORITY = {
     RefreshTrigger.SCHEDULED: 1,
@@ -130,17 +134,32 @@ class RunningJob:
     """Cancelled only to start over (ALTER AS, stop): run it again once it has ended."""
     progress: JobProgress | None = None
     progress_polled_at: datetime | None = None
+    stall: Stall | None = None
+    """Set by the watchdog once it runs past its stall threshold (``manager.watchdog``)."""
+    abandoned: bool = False
+    """Past its time limit: settled as failed by the watchdog; whatever its worker returns later is ignored."""
 
     @property
     def cancelled(self) -> bool:
         return self.cancel_reason is not None
+
+    def stall_at(self, now: datetime) -> Stall | None:
+        """Its stall as of ``now`` (how long it has run, Spark's latest view); ``None`` if never flagged."""
+        if self.stall is None:
+            return None
+        return replace(self.stall, running_for=now - self.started_at, spark=self.progress or self.stall.spark)
 
 
 class ScheduledTable:
     """The manager's mutable record of one table (guarded by the manager's lock)."""
 
     def __init__(
-        self, table: ManagedTable, last_refresh: RefreshRecord | None = None, *, scheduling: bool = True
+        self,
+        table: ManagedTable,
+        last_refresh: RefreshRecord | None = None,
+        *,
+        scheduling: bool = True,
+        recent: Sequence[RefreshRecord] = (),
     ) -> None:
         self.table = table
         self.scheduling = scheduling
@@ -161,6 +180,8 @@ class ScheduledTable:
         self.failure_records: deque[RefreshRecord] = deque(maxlen=FAILURES_KEPT)
         """The latest failed attempts, for ``%mt history`` (failures commit nothing to the catalog)."""
         self.last_refresh = last_refresh
+        self.recent: deque[RefreshRecord] = deque(recent, maxlen=RECENT_KEPT)
+        """The latest successful refreshes, newest first: the catalog's history at discovery, then this process's."""
         self.pending_since: datetime | None = None
         self.pending_checked_at: datetime | None = None
         self.published_state: JobState | None = None
@@ -235,7 +256,9 @@ class ScheduledTable:
             staleness_before=job.staleness_before,
             strategy=outcome.strategy,
             engine=outcome.engine,
+            stall=job.stall_at(now),
         )
+        self.recent.appendleft(self.last_refresh)
         if job.run.partition == ():
             self.base = self.schedule.anchor(job.started_at, job.request.scheduled_time)
         self.arm(now)
@@ -251,17 +274,7 @@ class ScheduledTable:
         """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
-        self.failure_records.append(
-            RefreshRecord(
-                kind=RefreshKind.FULL,
-                trigger=job.request.trigger,
-                started_at=job.started_at,
-                duration=now - job.started_at,
-                rows_written=0,
-                snapshot_id=None,
-                error=self.last_error,
-            )
-        )
+        self.record_failure(job, self.last_error, now)
         if policy.gives_up(self.failures):
             self.gave_up, self.not_before = True, None
             self.drain()
@@ -270,6 +283,21 @@ class ScheduledTable:
         self.not_before = now + delay
         self.requeue(job.run, self.not_before, keep_waiters=False)
         return delay
+
+    def record_failure(self, job: RunningJob, error: str, now: datetime) -> None:
+        """Remember an attempt that committed nothing, for ``%mt history`` (with its stall, if it stalled)."""
+        self.failure_records.append(
+            RefreshRecord(
+                kind=RefreshKind.FULL,
+                trigger=job.request.trigger,
+                started_at=job.started_at,
+                duration=now - job.started_at,
+                rows_written=0,
+                snapshot_id=None,
+                error=error,
+                stall=job.stall_at(now),
+            )
+        )
 
     def conflicted(self, job: RunningJob, now: datetime, rng: random.Random) -> timedelta | None:
         """Another writer committed first: run again soon, with the same waiters, without counting a failure.
@@ -352,4 +380,6 @@ class ScheduledTable:
             progress=job.progress if job is not None and not job.cancelled else None,
             upstream=self.table.upstream,
             scheduler=self.table.scheduler,
+            stall=job.stall_at(now) if job is not None and not job.cancelled else None,
+            recent=tuple(self.recent),
         )

@@ -160,19 +160,25 @@ class SparkJobs:
         self.spark.sparkContext.cancelJobGroup(group)
 
     def progress(self, group: str) -> JobProgress | None:
-        """Completed vs. total tasks over the group's jobs (``None`` when it has no jobs)."""
+        """Completed vs. total tasks over the group's jobs, and its running jobs, stages and tasks (``None`` when
+        it has no jobs): the stall watchdog shows whether Spark does any work for a long refresh at all."""
         tracker = self.spark.sparkContext.statusTracker()
         job_ids = tracker.getJobIdsForGroup(group)
         if not job_ids:
             return None
-        done = total = 0
+        active = set(tracker.getActiveStageIds())
+        done = total = jobs = stages = running = 0
         for job_id in job_ids:
             job = tracker.getJobInfo(job_id)
             if job is None:
                 continue
+            jobs += job.status == "RUNNING"
             for stage_id in job.stageIds:
                 stage = tracker.getStageInfo(stage_id)
                 if stage is not None:
                     done += stage.numCompletedTasks
                     total += stage.numTasks
-        return JobProgress(done, total)
+                    if stage_id in active:
+                        stages += 1
+                        running += stage.numActiveTasks
+        return JobProgress(done, total, jobs, stages, running)
