@@ -67,12 +67,14 @@ test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser/Airflow,
 test-airflow: setup-test  ## the refresh workflows on a real Airflow (tests/airflow)
 	.venv/bin/python -m pytest tests/airflow tests/scheduling -q
 
-# The in-process path against Spark, long: `make fuzz-soak SEED=7 CASES=10000 [FUZZ_PYTHON=.venv-pyspark-4.1.4/bin/python]`.
+# The in-process path against Spark, long: `make fuzz-soak SEED=7 CASES=10000 SHARDS=3
+# [FUZZ_PYTHON=.venv-pyspark-4.1.4/bin/python]`; SHARDS processes share the seed's batches (scripts/fuzz_soak.py).
 SEED ?= 1
 CASES ?= 10000
+SHARDS ?= 1
 FUZZ_PYTHON ?= .venv/bin/python
 fuzz-soak: setup-test  ## the differential fuzzer of the in-process path, CASES refreshes compared with Spark
-	MT_FUZZ_SEED=$(SEED) MT_FUZZ_CASES=$(CASES) $(FUZZ_PYTHON) -m pytest tests/incremental/test_in_process_fuzz.py -q -s
+	.venv/bin/python scripts/fuzz_soak.py --seed $(SEED) --cases $(CASES) --shards $(SHARDS) --python $(FUZZ_PYTHON)
 
 # Style, the layer contracts of ARCHITECTURE.md (import-linter) and types (mypy); part of `make test`.
 lint: setup-test  ## ruff, the layer contracts (import-linter) and mypy; part of make test

@@ -68,6 +68,7 @@ class Connection:
         """Stop the manager (running refreshes are cancelled) and release the refreshes' child sessions; True if
         everything ended within ``timeout`` s."""
         stopped = True if self.manager is None else self.manager.stop(timeout)
+        self.service.workflows.close()
         self.service.engine.jobs.close()
         return stopped
 

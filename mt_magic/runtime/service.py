@@ -22,6 +22,7 @@ from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter, convert, create, drop
 from mt_magic.runtime.statements.rename import rename_table
 from mt_magic.runtime.workflows import KernelWorkflows, Workflows
+from mt_magic.scheduling.workflow import SCHEDULER_OPTION
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -29,6 +30,7 @@ from mt_magic.sql.ddl.statements import (
     AlterRefreshMode,
     AlterRename,
     AlterResume,
+    AlterScheduler,
     AlterSuspend,
     AnyStatement,
     CreateMaterializedTable,
@@ -43,6 +45,7 @@ from mt_magic.vocabulary import RefreshMode, RefreshTrigger, StatementAction
 
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
+    from mt_magic.scheduling.airflow_runs import AirflowRunView
     from mt_magic.sql.ddl.freshness import FreshnessRules
 
 Partition = tuple[tuple[str, str], ...]
@@ -117,6 +120,8 @@ class MaterializedTables(Inspection):
                 return self.set_freshness(name, stmt.freshness)
             case AlterRefreshMode():
                 return self.set_refresh_mode(name, stmt.mode)
+            case AlterScheduler():
+                return self.set_scheduler(name, stmt.scheduler)
             case AlterRename():
                 own_namespace = TableName.from_parts(name.split(".")).namespace
                 return self.rename(name, self.workspace.qualify(stmt.new_name, own_namespace))
@@ -133,16 +138,20 @@ class MaterializedTables(Inspection):
             if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
                 convert.convert_table(self.workspace, stmt, existing)
                 return self._populate(name, f"Converted {name} in place (its rows and history stay)")
-            self.workflows.refuse_move(name, stmt.options_dict, existing.definition.options)
-            alter.alter_query(
-                self.workspace,
-                name,
-                stmt.query,
-                stmt.columns,
-                stmt.start_mode,
-                stmt.options_dict,
-                query_position=stmt.query_position,
-            )
+            with (
+                self.workflows.changing(self.workspace, name),
+                self.workflows.moving(self.kernel, name, existing.definition.options, stmt.options_dict) as moved,
+            ):
+                alter.alter_query(
+                    self.workspace,
+                    name,
+                    stmt.query,
+                    stmt.columns,
+                    stmt.start_mode,
+                    stmt.options_dict,
+                    query_position=stmt.query_position,
+                    options=moved,
+                )
             self._retrack(name)
             return StatementResult(
                 StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
@@ -187,7 +196,8 @@ class MaterializedTables(Inspection):
         )
 
     def alter_query(self, name: str, query: str, query_position: Position | None = None) -> StatementResult:
-        definition = alter.alter_query(self.workspace, name, query, query_position=query_position)
+        with self.workflows.changing(self.workspace, name):
+            definition = alter.alter_query(self.workspace, name, query, query_position=query_position)
         self._retrack(name)
         return StatementResult(
             StatementAction.ALTERED,
@@ -197,13 +207,15 @@ class MaterializedTables(Inspection):
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
-        alter.change_freshness(self.workspace, name, freshness)
+        with self.workflows.changing(self.workspace, name):
+            alter.change_freshness(self.workspace, name, freshness)
         self._retrack(name)
         return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
 
     def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
         """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
-        definition = alter.change_refresh_mode(self.workspace, name, mode)
+        with self.workflows.changing(self.workspace, name):
+            definition = alter.change_refresh_mode(self.workspace, name, mode)
         self._retrack(name)
         schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
         return StatementResult(
@@ -212,7 +224,8 @@ class MaterializedTables(Inspection):
 
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
-        readers = rename_table(self.workspace, name, new_name)
+        with self.workflows.renaming(self.workspace, name, new_name):
+            readers = rename_table(self.workspace, name, new_name)
         if self.manager.knows(name):
             self.manager.remove(name, reason=f"renamed to {new_name}", wait=DROP_WAIT_SECONDS)
         self.manager.upsert(self._managed(new_name))
@@ -220,6 +233,23 @@ class MaterializedTables(Inspection):
             self._retrack(reader)
         also = f"; {', '.join(readers)} now read(s) it" if readers else ""
         return StatementResult(StatementAction.RENAMED, (new_name,), f"Renamed {name} to {new_name}{also}.")
+
+    def set_scheduler(self, name: str, scheduler: str) -> StatementResult:
+        """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow, never
+        with two schedulers at once (:meth:`Workflows.moving`); naming its own scheduler changes nothing."""
+        _, definition = self.workspace.catalog.load_materialized(name)
+        given = {SCHEDULER_OPTION: scheduler}
+        with self.workflows.moving(self.kernel, name, definition.options, given) as moved:
+            if moved is not None:
+                alter.update_definition(self.workspace, name, options=moved)
+        if moved is None:
+            return StatementResult(StatementAction.ALTERED, (name,), f"{name} is already refreshed by {scheduler}.")
+        self._retrack(name)
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name} is now refreshed by {scheduler}.")
+
+    def airflow_run(self, name: str) -> AirflowRunView | None:
+        """Airflow's last run, log link and next run of a table on Airflow, as last polled (never waits)."""
+        return self.workflows.airflow_run(name)
 
     def suspend(self, name: str) -> StatementResult:
         elsewhere = self.workflows.checked(self.workspace, name)

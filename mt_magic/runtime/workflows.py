@@ -8,15 +8,18 @@ without one from the default (``%config MaterializedMagics.scheduler``, itself d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import DefinitionError, WorkflowSchedulerError
+from mt_magic.errors import WorkflowSchedulerError
 from mt_magic.runtime.results import StatementResult
 from mt_magic.scheduling.airflow import AirflowWorkflows
-from mt_magic.scheduling.airflow_api import AirflowSettings
+from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
+from mt_magic.scheduling.airflow_runs import AirflowRunCache, AirflowRunView
+from mt_magic.scheduling.dags import dag_id
 from mt_magic.scheduling.workflow import (
     SCHEDULER_OPTION,
     Partition,
@@ -108,10 +111,28 @@ class Workflows:
         self.run_here = False
         """This process is the other scheduler's worker (``python -m mt_magic refresh`` in an Airflow task):
         every table is refreshed here, whoever schedules it."""
+        self.runs = AirflowRunCache(self._airflow_client)
+        """Airflow's last run, log link and next run of each table on Airflow, polled in the background."""
 
-    def configure(self, default: WorkflowSchedulerKind, airflow: AirflowSettings | None) -> None:
-        """New settings (``%config``): the next statement uses them."""
-        self.default, self.airflow_settings, self._airflow = default, airflow, None
+    def configure(
+        self, default: WorkflowSchedulerKind, airflow: AirflowSettings | None, client: AirflowClient | None = None
+    ) -> None:
+        """New settings (``%config``): the next statement uses them (``client``: talk to Airflow through this
+        one, e.g. a test's fake; needs ``airflow``)."""
+        self.default, self.airflow_settings = default, airflow
+        self._airflow = AirflowWorkflows(airflow, client) if airflow is not None and client is not None else None
+        self.runs.forget()
+
+    def close(self) -> None:
+        """Stop polling Airflow (the connection closes)."""
+        self.runs.close()
+
+    def airflow_run(self, name: str) -> AirflowRunView | None:
+        """What Airflow last said of ``name``'s DAG, at once (``None``: not asked yet; being asked now)."""
+        return self.runs.get(name)
+
+    def _airflow_client(self) -> AirflowClient:
+        return self.airflow().client
 
     def airflow(self) -> AirflowWorkflows:
         """Raises WorkflowSchedulerError: Airflow is not configured (the message says how)."""
@@ -142,8 +163,9 @@ class Workflows:
 
     # --- what the service's statements ask (each before the catalog changes) -----------------------------
 
-    def checked(self, workspace: Workspace, name: str) -> WorkflowScheduler | None:
+    def checked(self, workspace: Workspace, name: str, *, exists: bool = True) -> WorkflowScheduler | None:
         """The scheduler of an existing table when it is not this kernel, after its check (``None``: the kernel).
+        ``exists=False`` (a change of definition): reachable is enough, the next parse builds a missing DAG.
 
         Raises:
             WorkflowSchedulerError: that scheduler cannot take the statement now (nothing was changed).
@@ -153,8 +175,37 @@ class Workflows:
         _, definition = workspace.catalog.load_materialized(name)
         scheduler = self.external(definition.options)
         if scheduler is not None:
-            scheduler.check(name)
+            scheduler.check(name, exists=exists)
+            self.runs.forget(name)
         return scheduler
+
+    @contextmanager
+    def changing(self, workspace: Workspace, name: str) -> Iterator[None]:
+        """Around a statement that changes ``name``'s schedule or query (ALTER … AS, SET FRESHNESS, SET
+        REFRESH_MODE, CREATE OR ALTER): its scheduler is checked before the body writes the catalog, and told
+        after (Airflow parses the DAG file now, so the DAG's schedule changes at once).
+
+        Raises:
+            WorkflowSchedulerError: before the body runs; nothing was changed.
+        """
+        scheduler = self.checked(workspace, name, exists=False)
+        yield
+        if scheduler is not None:
+            scheduler.modify(name)
+
+    @contextmanager
+    def renaming(self, workspace: Workspace, name: str, new_name: str) -> Iterator[None]:
+        """Around RENAME: on Airflow the old DAG is paused and the file parsed now, so the new DAG id appears
+        (and runs, unless suspended) and the old one goes stale."""
+        scheduler = self.checked(workspace, name, exists=False)
+        yield
+        if scheduler is not None:
+            scheduler.delete(name)
+            _, definition = workspace.catalog.load_materialized(new_name)
+            if isinstance(scheduler, AirflowWorkflows):
+                scheduler.create(new_name, suspended=definition.suspended)
+            else:
+                scheduler.create(new_name)
 
     def checked_for_drop(self, workspace: Workspace, names: list[str]) -> dict[str, WorkflowScheduler]:
         """The tables of a DROP on another scheduler, each checked reachable (a DAG not parsed yet is fine)."""
@@ -167,22 +218,41 @@ class Workflows:
                 found[name] = scheduler
         return found
 
-    def refuse_move(self, name: str, given: Mapping[str, str], current: Mapping[str, str]) -> None:
-        """CREATE OR ALTER naming another scheduler than the table's: refused (a table never has two schedulers,
-        and moving one is not built yet); without ``'scheduler'`` in its WITH the table keeps its own.
+    @contextmanager
+    def moving(
+        self, kernel: KernelWorkflows, name: str, current: Mapping[str, str], given: Mapping[str, str]
+    ) -> Iterator[dict[str, str] | None]:
+        """Move ``name`` to the scheduler ``given`` names around the statement's one catalog write (the body).
+
+        Yields the table's new options (``None``: ``given`` names no other scheduler, nothing moves). A table
+        never has two schedulers at once: *to Airflow*, Airflow is checked reachable, this kernel's manager
+        forgets the table (a running refresh is cancelled and waited for), the body writes the catalog, then
+        Airflow is asked to parse the DAG now; *to the kernel*, the DAG is paused first, the body writes the
+        catalog, then the manager takes the table and Airflow is asked for the parse that drops the DAG. If a
+        step before the write or the write itself fails, the old scheduler is put back in charge and the error
+        raised. (The refresh lease keeps a kernel and an Airflow task from refreshing at the same time anyway.)
 
         Raises:
-            DefinitionError: the WITH names another scheduler (the message says what to do).
+            WorkflowSchedulerError: Airflow not configured, unreachable or refusing (nothing was changed).
         """
-        if not any(key.lower() == SCHEDULER_OPTION for key in given):
+        if self.run_here or not any(key.lower() == SCHEDULER_OPTION for key in given):
+            yield None
             return
         wanted, has = scheduler_of(given), scheduler_of(current)
-        if wanted is not has:
-            raise DefinitionError(
-                f"{name} is refreshed by {has.value}; CREATE OR ALTER cannot move it to {wanted.value} (a table has "
-                f"one scheduler at a time). DROP it and CREATE it WITH ('{SCHEDULER_OPTION}' = '{wanted.value}'), or "
-                "leave 'scheduler' out of the WITH; nothing was changed"
-            )
+        if wanted is has:
+            yield None
+            return
+        options = {k: v for k, v in current.items() if k.lower() != SCHEDULER_OPTION}
+        options[SCHEDULER_OPTION] = wanted.value
+        airflow = self.airflow()
+        airflow.check(name, exists=False)
+        self.runs.forget(name)
+        if wanted is WorkflowSchedulerKind.AIRFLOW:
+            with _to_airflow(kernel, airflow, name):
+                yield options
+        else:
+            with _to_kernel(kernel, airflow, name):
+                yield options
 
     def for_create(
         self, stmt: CreateMaterializedTable, name: str
@@ -203,13 +273,54 @@ class Workflows:
         self, scheduler: WorkflowScheduler, name: str, definition: MaterializedTableDefinition
     ) -> StatementResult:
         """CREATE of a table on another scheduler: it populates the table (no refresh here)."""
-        from mt_magic.scheduling.dags import dag_id
-
-        scheduler.create(name)
+        scheduler.create(name)  # asks Airflow to parse the DAG file now: the DAG appears and runs
         mode = f"{definition.refresh_mode.value}, {definition.freshness}"
         return StatementResult(
             StatementAction.CREATED,
             (name,),
             f"Created {name} ({mode}) on Airflow: DAG {dag_id(name)} refreshes it, the first run as soon as "
-            "Airflow's DAG processor parses the catalog again.",
+            "Airflow's DAG processor has parsed it (asked for now).",
         )
+
+
+MOVE_WAIT_SECONDS = 60.0
+"""How long a move to Airflow waits for the kernel's cancelled refresh of the table to stop."""
+
+
+@contextmanager
+def _to_airflow(kernel: KernelWorkflows, airflow: AirflowWorkflows, name: str) -> Iterator[None]:
+    """The kernel lets go before the catalog names Airflow; on a failure it takes the table back."""
+    manager = kernel.manager
+    if manager.knows(name):
+        manager.remove(name, reason="moving to Airflow", wait=MOVE_WAIT_SECONDS)
+    try:
+        yield
+    except BaseException:
+        manager.upsert(kernel.managed(name))
+        kernel.drive()
+        raise
+    record = kernel.managed(name)
+    manager.upsert(record)  # shown on the card, refreshed by Airflow (never armed nor leased here)
+    kernel.drive()
+    airflow.create(name, suspended=record.suspended)
+
+
+@contextmanager
+def _to_kernel(kernel: KernelWorkflows, airflow: AirflowWorkflows, name: str) -> Iterator[None]:
+    """Airflow's DAG is paused before the catalog names the kernel; on a failure it is unpaused again."""
+    paused_here = False
+    try:
+        paused_here = not airflow.client.dag(dag_id(name)).is_paused
+    except DagNotFoundError:
+        pass
+    if paused_here:
+        airflow.suspend(name)
+    try:
+        yield
+    except BaseException:
+        if paused_here:
+            airflow.resume(name)
+        raise
+    kernel.modify(name)  # the manager adopts the definition that now names it: armed and leased here
+    kernel.drive()
+    airflow.parse_now(name)  # the DAG leaves Airflow at this parse (it stays paused until then)

@@ -9,7 +9,8 @@ workflow.py      WorkflowScheduler (the protocol: create / modify / delete a tab
                  refresh or backfill now) and scheduler_of(definition)
 dags.py          a definition → the DAG it asks for (id, Asset, cron / interval / upstream Assets); pure
 airflow_api.py   a small typed client of Airflow 3's REST API (JWT from a user and password, or a token)
-airflow.py       AirflowWorkflows: the protocol over that client (pause, unpause, trigger with conf)
+airflow.py       AirflowWorkflows: the protocol over that client (parse the DAG file now, pause, unpause, trigger)
+airflow_runs.py  Airflow's view of a table (last run, its log link, next run, paused), polled and cached
 airflow_dags.py  imported *inside Airflow* by a DAG file: one DAG per table on Airflow, read from the catalog
                  with pyiceberg (no Spark at parse time); each task runs ``python -m mt_magic refresh``
 ```

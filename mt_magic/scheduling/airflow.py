@@ -1,19 +1,25 @@
 """The workflow scheduler of tables on Airflow: what the kernel asks of Airflow's REST API for each statement.
 
-Airflow builds the DAGs itself, from the catalog (:mod:`.airflow_dags`), so CREATE and ALTER need no call — the
-DAG appears or changes at the DAG processor's next parse. What must happen *now* goes through the API: SUSPEND
-pauses the DAG, RESUME unpauses it, REFRESH (and a backfill, with the partition as the run's conf) triggers a
-run, DROP pauses it (the DAG then disappears from the files at the next parse). ``check`` runs before the
-statement writes the catalog: Airflow unreachable, refused credentials or a DAG not parsed yet refuse the
-statement with what to do, and nothing changes.
+Airflow builds the DAGs itself, from the catalog (:mod:`.airflow_dags`); a statement that changes a table's
+schedule makes it take effect *now* instead of at the DAG processor's next periodic parse: CREATE, ALTER … AS,
+SET FRESHNESS, SET REFRESH_MODE, RENAME and CREATE OR ALTER ask Airflow to parse the catalog's DAG file at once
+(``PUT /api/v2/parseDagFile/{file_token}``, Airflow 3's priority parsing). SUSPEND pauses the DAG, RESUME
+unpauses it, REFRESH (and a backfill, with the partition as the run's conf) triggers a run, DROP pauses it and
+asks for the parse that drops it. ``check`` runs before the statement writes the catalog: Airflow unreachable,
+refused credentials or a DAG not parsed yet refuse the statement with what to do, and nothing changes.
 """
 
 from __future__ import annotations
 
+import logging
+
+from mt_magic.errors import WorkflowSchedulerError
 from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
-from mt_magic.scheduling.dags import dag_id
+from mt_magic.scheduling.dags import catalog_dag_prefix, dag_id
 from mt_magic.scheduling.workflow import Partition, WorkflowRun
 from mt_magic.vocabulary import WorkflowSchedulerKind
+
+log = logging.getLogger(__name__)
 
 
 class AirflowWorkflows:
@@ -32,18 +38,33 @@ class AirflowWorkflows:
         else:
             self.client.version()
 
-    def create(self, name: str) -> None:
-        """Nothing to call: the DAG processor builds the DAG from the catalog at its next parse."""
+    def create(self, name: str, *, suspended: bool = False) -> None:
+        """Ask for a parse of the catalog's DAG file now, so the new table's DAG appears (and runs) at once.
+
+        A DAG of that id that Airflow still knows (left paused by a DROP, a RENAME or a move to the kernel) is
+        unpaused, unless the table is ``suspended``; a new DAG starts paused only then (its DAG file says so).
+        """
+        try:
+            known = self.client.dag(dag_id(name))
+            if known.is_paused is not suspended:
+                self.client.set_paused(known.dag_id, suspended)
+        except DagNotFoundError:
+            pass
+        except WorkflowSchedulerError as exc:  # the catalog is written: said, and shown paused on the card
+            log.warning("could not set the DAG of %s %s: %s", name, "paused" if suspended else "unpaused", exc)
+        self.parse_now(name)
 
     def modify(self, name: str) -> None:
-        """Nothing to call: the next parse rebuilds the DAG from the changed definition."""
+        """Ask for a parse now: the DAG is rebuilt from the changed definition (schedule, query, upstreams)."""
+        self.parse_now(name)
 
     def delete(self, name: str) -> None:
-        """Pause the DAG at once (no run starts before the next parse drops it); a DAG never parsed is fine."""
+        """Pause the DAG at once (no run starts), then ask for the parse that drops it; a DAG never parsed is fine."""
         try:
             self.client.set_paused(dag_id(name), True)
         except DagNotFoundError:
             pass
+        self.parse_now(name)
 
     def suspend(self, name: str) -> None:
         self.client.set_paused(dag_id(name), True)
@@ -57,3 +78,26 @@ class AirflowWorkflows:
         where = f" partition {dict(partition)}" if partition else ""
         run = self.client.trigger(dag_id(name), conf, note=f"REFRESH{where} from mt_magic")
         return WorkflowRun(self.kind, f"Airflow run {run.run_id} of DAG {run.dag_id} ({self.settings.url})", run.run_id)
+
+    def parse_now(self, name: str) -> bool:
+        """Ask Airflow to parse the DAG file of ``name``'s catalog now; False when it cannot be asked.
+
+        The file is found through the table's own DAG, else any DAG of the same catalog (one DAG file builds
+        them all). The statement has already written the catalog, so a refusal here is logged, not raised: the
+        DAG then catches up at the DAG processor's next periodic parse.
+        """
+        try:
+            token = self._file_token(name)
+            if token:
+                self.client.reparse(token)
+            return bool(token)
+        except WorkflowSchedulerError as exc:
+            log.warning("could not ask Airflow to parse the DAGs of %s now (the next parse catches up): %s", name, exc)
+            return False
+
+    def _file_token(self, name: str) -> str:
+        try:
+            return self.client.dag(dag_id(name)).file_token
+        except DagNotFoundError:
+            others = self.client.dags(catalog_dag_prefix(name))
+            return next((dag.file_token for dag in others if dag.file_token), "")

@@ -79,6 +79,15 @@ class DagInfo:
     is_paused: bool
     is_stale: bool
     """Airflow no longer finds it in the DAG files (e.g. its table was dropped)."""
+    file_token: str = ""
+    """Airflow's token of the DAG's file (``PUT /api/v2/parseDagFile/{file_token}`` asks for a parse now)."""
+    schedule: str = ""
+    """Airflow's summary of its timetable (e.g. ``0:05:00`` or ``0 * * * *``; the upstream Assets' names)."""
+    next_run_after: str | None = None
+    """``next_dagrun_run_after``: when the scheduler creates the next scheduled run (ISO text, UTC)."""
+    next_logical_date: str | None = None
+    """``next_dagrun_logical_date`` (``None`` for Asset-triggered DAGs and trigger timetables without a date)."""
+    last_parsed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,12 +119,25 @@ class AirflowClient:
 
     def dag(self, dag_id: str) -> DagInfo:
         """Raises DagNotFoundError when Airflow has not parsed the DAG (yet)."""
-        data = self._call("GET", f"/api/v2/dags/{_part(dag_id)}", dag_id=dag_id)
-        return DagInfo(dag_id, bool(data.get("is_paused")), bool(data.get("is_stale")))
+        return _dag(self._call("GET", f"/api/v2/dags/{_part(dag_id)}", dag_id=dag_id))
+
+    def dags(self, prefix: str, limit: int = 50) -> list[DagInfo]:
+        """DAGs whose id starts with ``prefix`` (stale ones included; Airflow searches a substring, ``_`` a
+        wildcard, so the prefix is checked here)."""
+        data = self._call("GET", f"/api/v2/dags?dag_id_pattern={_part(prefix)}&exclude_stale=false&limit={limit}")
+        return [dag for dag in map(_dag, data.get("dags", [])) if dag.dag_id.startswith(prefix)]
 
     def set_paused(self, dag_id: str, paused: bool) -> DagInfo:
-        data = self._call("PATCH", f"/api/v2/dags/{_part(dag_id)}", {"is_paused": paused}, dag_id=dag_id)
-        return DagInfo(dag_id, bool(data.get("is_paused")), bool(data.get("is_stale")))
+        return _dag(self._call("PATCH", f"/api/v2/dags/{_part(dag_id)}", {"is_paused": paused}, dag_id=dag_id))
+
+    def reparse(self, file_token: str) -> None:
+        """Ask the DAG processor to parse a DAG file now, ahead of its periodic parse (Airflow 3's priority
+        parsing request; the processor takes it up within a few seconds)."""
+        self._call("PUT", f"/api/v2/parseDagFile/{_part(file_token)}")
+
+    def task_url(self, dag_id: str, run_id: str, task_id: str) -> str:
+        """The task instance's page in Airflow 3's UI (its log): ``/dags/{dag}/runs/{run}/tasks/{task}``."""
+        return f"{self.settings.url}/dags/{_part(dag_id)}/runs/{_part(run_id)}/tasks/{_part(task_id)}"
 
     def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None, note: str = "") -> DagRunInfo:
         """A manual run now (``logical_date`` None: Airflow 3 allows many runs without a date)."""
@@ -210,6 +232,19 @@ class AirflowClient:
 
 def _part(text: str) -> str:
     return quote(text, safe="")
+
+
+def _dag(data: Mapping[str, Any]) -> DagInfo:
+    return DagInfo(
+        str(data["dag_id"]),
+        bool(data.get("is_paused")),
+        bool(data.get("is_stale")),
+        str(data.get("file_token") or ""),
+        str(data.get("timetable_summary") or ""),
+        data.get("next_dagrun_run_after"),
+        data.get("next_dagrun_logical_date"),
+        data.get("last_parsed_time"),
+    )
 
 
 def _run(data: Mapping[str, Any]) -> DagRunInfo:

@@ -46,6 +46,15 @@ def dag_id(table: str) -> str:
     return DAG_PREFIX + safe
 
 
+def catalog_dag_prefix(table: str) -> str:
+    """What the DAG ids of every table in ``table``'s catalog start with (the DAGs of one DAG file).
+
+    >>> catalog_dag_prefix("mt.sales.daily")
+    'mt__mt.'
+    """
+    return dag_id(table.split(".", 1)[0]) + "."
+
+
 def asset_uri(table: str) -> str:
     """The Airflow Asset URI of a table: ``iceberg://<catalog>/<namespace…>/<table>``, each part quoted.
 

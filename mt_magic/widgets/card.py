@@ -19,6 +19,7 @@ from mt_magic.runtime.status import EventKind, RefreshEvent, TableStatus
 from mt_magic.sql.ddl.parser import parse_partition
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.vocabulary import JobState, RefreshKind
+from mt_magic.widgets.airflow_run import airflow_html, airflow_rows, airflow_text
 from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
 
@@ -49,6 +50,7 @@ class TableCard(LiveView):
         self.preview: Preview | None = None
         self.title = widgets.HTML()
         self.details = widgets.HTML()
+        self.airflow = widgets.HTML()  # Airflow's last run, log link, next run (tables on Airflow)
         self.progress = widgets.FloatProgress(
             min=0.0, max=1.0, description="Spark", layout=widgets.Layout(display="none", width="60%")
         )
@@ -85,7 +87,18 @@ class TableCard(LiveView):
         )
         backfill = widgets.HBox([widgets.HTML("partition"), self.partition, self.cascade, self.backfill_button])
         super().__init__(
-            live, name, [self.title, self.details, self.progress, self.preview_area, controls, backfill, self.message]
+            live,
+            name,
+            [
+                self.title,
+                self.details,
+                self.airflow,
+                self.progress,
+                self.preview_area,
+                controls,
+                backfill,
+                self.message,
+            ],
         )
         self.add_class("mt-card")
         self.layout.border, self.layout.padding, self.layout.margin = "1px solid #d1d5db", "4px 10px", "4px 0"
@@ -127,6 +140,7 @@ class TableCard(LiveView):
             now = self.live.clock()
             self.title.value = title_html(status)
             self.details.value = details_html(status, now)
+            self.airflow.value = airflow_html(airflow_rows(self.live.feed, status))
             running = status.state is JobState.RUNNING
             self.progress.layout.display = "flex" if running else "none"
             fraction = status.progress.fraction if running and status.progress else 0.0
@@ -209,7 +223,11 @@ class TableCard(LiveView):
     # -- fallbacks ------------------------------------------------------------------------------------
 
     def fallback_html(self) -> str:
-        return card_html(self.status, self.preview, self.live.clock())
+        return card_html(self.status, self.preview, self.live.clock()) + airflow_html(
+            airflow_rows(self.live.feed, self.status)
+        )
 
     def fallback_text(self) -> str:
-        return card_text(self.status, self.preview, self.live.clock())
+        return card_text(self.status, self.preview, self.live.clock()) + airflow_text(
+            airflow_rows(self.live.feed, self.status)
+        )

@@ -8,7 +8,8 @@ re-run, which waits no longer than ``longest`` after the first — and never sta
 flight (a commit during a run makes one more run after it). Where it runs: on the live views' updater thread
 (:class:`~mt_magic.widgets.live.LiveViews`, the thread that already reads the cards' previews with Spark), never
 on the kernel's or the manager's thread. A failed re-run shows its error and keeps the last rows; the next
-commit tries again. Pause stops re-runs (commits are still noted) until Resume.
+commit tries again. Pause stops re-runs (commits are still noted) until Resume; so does the manager's own pause
+while the catalog cannot be reached.
 """
 
 from __future__ import annotations
@@ -216,10 +217,12 @@ class LiveQuery(LiveView):
             return next((s.snapshot_id for s in self.result.as_of if s.table == table), None)
 
     def tick(self) -> None:
-        """Start a due re-run or poll on the updater thread; refresh the relative times."""
+        """Start a due re-run or poll on the updater thread; refresh the relative times. While the manager pauses
+        all work (the catalog cannot be reached) a due re-run waits too."""
         now = self.live.clock()
+        paused = any(s.paused for s in self._statuses().values())
         with self.lock:
-            start = self.schedule.start(now)
+            start = not paused and self.schedule.start(now)
             poll = (
                 not self._polling
                 and self.poll_every is not None

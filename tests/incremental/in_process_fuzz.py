@@ -16,10 +16,11 @@ Seeded by ``random.Random``: a failing seed replays exactly (given the same PySp
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -258,6 +259,8 @@ class Counts:
     disagreements: list[tuple[str, str]] = field(default_factory=list)
     engine_line_mismatches: list[tuple[str, str]] = field(default_factory=list)
     spark_side: list[tuple[str, str]] = field(default_factory=list)
+    order_dependent: int = 0
+    """Cases where Spark's query overflowed a partial sum under ANSI and the table equals the exact sums."""
     seconds: float = 0.0
     timing: dict[str, float] = field(default_factory=dict)
 
@@ -269,11 +272,16 @@ class Counts:
         finally:
             self.timing[what] = self.timing.get(what, 0.0) + time.monotonic() - started
 
+    def summary(self) -> dict[str, object]:
+        """The counts as JSON-ready values (lists as their details), for a soak run in shards to add up."""
+        return {key: list(value) if isinstance(value, list) else value for key, value in vars(self).items()}
+
     def line(self) -> str:
         return (
             f"queries {self.queries} (gate refused {self.rejected}, invalid in Spark {self.spark_invalid}), "
             f"tables {self.tables}, refreshes {self.refreshes} (in process {self.in_process}, sent to Spark by a "
             f"data guard {self.guarded}), cases compared {self.compared}, both engines failed {self.both_failed}, "
+            f"Spark's partial-sum overflow only {self.order_dependent}, "
             f"disagreements {len(self.disagreements)}, engine-line mismatches {len(self.engine_line_mismatches)}, "
             f"Spark-side differences {len(self.spark_side)}, {self.seconds:.0f} s "
             f"({', '.join(f'{k} {v:.0f} s' for k, v in self.timing.items())})"
@@ -321,14 +329,23 @@ class Fuzzer:
         self.tables, self.rounds, self.rejected_sample = tables, rounds, rejected_sample
         self.counts = Counts()
 
-    def run(self, cases: int, log: Callable[[str], None] = print) -> Counts:
+    def run(
+        self, cases: int, log: Callable[[str], None] = print, only: Sequence[int] = (), shard: tuple[int, int] = (0, 1)
+    ) -> Counts:
+        """Batches 0, 1, … until ``cases`` refreshes were compared, or exactly the batches ``only`` names (a
+        replay: batch ``n`` is the line the log numbers ``n + 1``). Each disagreement is logged when found.
+        ``shard`` = (k, n) runs batches k, k + n, k + 2n, …: n processes together run the batches one would."""
         started = time.monotonic()
-        batch = 0
-        while self.counts.compared < cases:
-            self.batch(batch)
-            batch += 1
+        reported = 0
+        for number in only or itertools.count(*shard):
+            if not only and self.counts.compared >= cases:
+                break
+            self.batch(number)
             self.counts.seconds = time.monotonic() - started
-            log(f"seed {self.seed} batch {batch}: {self.counts.line()}")
+            log(f"seed {self.seed} batch {number + 1}: {self.counts.line()}")
+            for label, detail in self.counts.disagreements[reported:]:
+                log(f"DISAGREEMENT in batch {number + 1} (replay: MT_FUZZ_BATCHES={number}) {label}: {detail}")
+            reported = len(self.counts.disagreements)
         return self.counts
 
     def batch(self, number: int) -> None:
@@ -422,48 +439,62 @@ class Fuzzer:
     def _compare_all(self, refreshed: list[tuple[Table, str, bool, Exception | None]]) -> None:
         """Every refreshed table against Spark's answer in ONE Spark job (scans only, no shuffle): each row as
         an exact canonical text (strings as hex bytes, instants as epoch microseconds), compared as multisets;
-        a table whose query fails in Spark, or that differs, is compared again on its own for the detail."""
+        a table whose query fails in Spark (found by halving the job), or that differs, is compared again on its
+        own for the detail."""
         from collections import Counter
 
-        from pyspark.sql import functions as F
-
         ok = [r for r in refreshed if r[3] is None]
-        differing: set[int] = set()
-        try:
-            frames = []
-            for index, (table, *_rest) in enumerate(ok):
-                for side, frame in enumerate(self._both(table)):
-                    row = F.to_json(F.struct(*[_canonical(frame, c) for c in frame.columns]))
-                    frames.append(frame.select(F.lit(index).alias("t"), F.lit(side).alias("side"), row.alias("r")))
-            rows: Counter = Counter()
-            if frames:
-                union = frames[0]
-                for frame in frames[1:]:
-                    union = union.union(frame)
-                rows = Counter((row.t, row.side, row.r) for row in union.collect())
-            for index in range(len(ok)):
-                expected = Counter({r: n for (t, side, r), n in rows.items() if t == index and side == 0})
-                actual = Counter({r: n for (t, side, r), n in rows.items() if t == index and side == 1})
-                if expected != actual:
-                    differing.add(index)
-        except Exception:  # some query fails in Spark (an overflow under ANSI): each one on its own
-            differing = set(range(len(ok)))
+        rows, differing = self._canonical_rows([(index, item[0]) for index, item in enumerate(ok)])
+        for index in range(len(ok)):
+            expected = Counter({r: n for (t, side, r), n in rows.items() if t == index and side == 0})
+            actual = Counter({r: n for (t, side, r), n in rows.items() if t == index and side == 1})
+            if expected != actual:
+                differing.add(index)
         for index, item in enumerate(ok):
             self._judge(item, self._spark_answer_differs(item[0]) if index in differing else None)
         for item in refreshed:
             if item[3] is not None:
                 self._judge(item, self._spark_answer_differs(item[0]))
 
+    def _canonical_rows(self, tables: list[tuple[int, Table]]):
+        """(Counter of (index, side, canonical row) over ``tables`` and Spark's answers, the indexes whose
+        query fails in Spark): one job, halved until each failing query stands alone."""
+        from collections import Counter
+
+        from pyspark.sql import functions as F
+
+        try:
+            frames = []
+            for index, table in tables:
+                for side, frame in enumerate(self._both(table)):
+                    row = F.to_json(F.struct(*[_canonical(frame, c) for c in frame.columns]))
+                    frames.append(frame.select(F.lit(index).alias("t"), F.lit(side).alias("side"), row.alias("r")))
+            if not frames:
+                return Counter(), set()
+            union = frames[0]
+            for frame in frames[1:]:
+                union = union.union(frame)
+            return Counter((row.t, row.side, row.r) for row in union.collect()), set()
+        except Exception:  # some query fails in Spark (an overflow under ANSI)
+            if len(tables) == 1:
+                return Counter(), {tables[0][0]}
+            half = len(tables) // 2
+            first, second = self._canonical_rows(tables[:half]), self._canonical_rows(tables[half:])
+            return first[0] + second[0], first[1] | second[1]
+
     def _judge(self, item: tuple[Table, str, bool, Exception | None], expected: str | None) -> None:
         table, label, ran_in_process, failed = item
         if failed is not None:
-            if expected == "spark query failed":
+            if expected in ("spark query failed", ORDER_DEPENDENT):
                 self.counts.both_failed += 1
             else:
                 self.counts.spark_side.append((label, f"refresh failed: {failed}"))
             return
         self.counts.compared += 1
         if expected is None:
+            return
+        if expected == ORDER_DEPENDENT:
+            self.counts.order_dependent += 1
             return
         if expected == "spark query failed":
             target = self.counts.disagreements if ran_in_process else self.counts.spark_side
@@ -474,8 +505,9 @@ class Fuzzer:
         else:
             self.counts.spark_side.append((label, expected))
 
-    def _both(self, table: Table):
-        """(Spark's answer to the table's query at the snapshots of its last refresh state, the table)."""
+    def _both(self, table: Table, exact_sums: bool = False):
+        """(Spark's answer to the table's query at the snapshots of its last refresh state, the table);
+        ``exact_sums``: its integral sums added without partial overflow (see :meth:`_spark_answer_differs`)."""
         from mt_magic.sql.query.rewrite import pin_sources
 
         name = qualified(self.mt, table.name)
@@ -484,7 +516,8 @@ class Fuzzer:
         assert last is not None
         pinned = {s.qualified_name: s.snapshot_id for s in last[1].source_states}
         actual = self.spark.table(name)
-        expected = self.spark.sql(pin_sources(definition.expanded_query, pinned))
+        text = pin_sources(definition.expanded_query, pinned)
+        expected = self.spark.sql(_exact_integral_sums(text) if exact_sums else text)
         return expected.select(*[f"`{c}`" for c in actual.columns]), actual
 
     def _last_ran_in_process(self, table: Table) -> bool:
@@ -494,15 +527,50 @@ class Fuzzer:
 
     def _spark_answer_differs(self, table: Table) -> str | None:
         """``None`` when the table equals Spark's answer to its query at the snapshots its last refresh state
-        records (multisets, exactly: ``EXCEPT ALL`` both ways); else what differs."""
+        records (multisets, exactly: ``EXCEPT ALL`` both ways); else what differs.
+
+        Under ANSI mode Spark's integral ``sum`` fails when any *partial* sum overflows, so whether its query
+        fails depends on the order it reads the rows in. When it fails so, the table is compared with the exact
+        sums (added as DECIMAL(38, 0), then cast back, which fails only when the total itself does not fit):
+        equal is :data:`ORDER_DEPENDENT` — the answer Spark gives in any order that does not overflow."""
         try:
-            expected, actual = self._both(table)
-            found = expected.exceptAll(actual).limit(3).collect(), actual.exceptAll(expected).limit(3).collect()
-        except Exception:  # Spark's query fails on this data (e.g. an overflow under ANSI)
+            return _difference(*self._both(table))
+        except Exception as exc:  # Spark's query fails on this data (e.g. an overflow under ANSI)
+            if "overflow" not in str(exc).lower():
+                return "spark query failed"
+        try:
+            found = _difference(*self._both(table, exact_sums=True))
+        except Exception:  # the total overflows too: Spark fails in every order
             return "spark query failed"
-        if not found[0] and not found[1]:
-            return None
-        return f"missing {found[0]}, extra {found[1]}"
+        return ORDER_DEPENDENT if found is None else f"{found} (against the exact sums: Spark's query overflowed)"
+
+
+ORDER_DEPENDENT = "Spark's query overflowed a partial sum; the table holds the exact sums, which fit"
+INTEGRAL = frozenset(c.name for c in COLUMNS if c.sql_type in ("INT", "BIGINT"))
+
+
+def _difference(expected, actual) -> str | None:
+    found = expected.exceptAll(actual).limit(3).collect(), actual.exceptAll(expected).limit(3).collect()
+    return None if not found[0] and not found[1] else f"missing {found[0]}, extra {found[1]}"
+
+
+def _exact_integral_sums(text: str) -> str:
+    """``text`` with each ``sum`` of an INT or BIGINT column added as DECIMAL(38, 0) and cast back to BIGINT
+    (Spark's type for it): the same total, with no partial sum to overflow."""
+    import sqlglot
+    from sqlglot import exp
+
+    def exact(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Sum):
+            return node
+        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
+        if not isinstance(inner, exp.Column) or inner.name not in INTEGRAL:
+            return node
+        widened = exp.cast(inner.copy(), "DECIMAL(38, 0)", dialect="spark")
+        argument = exp.Distinct(expressions=[widened]) if isinstance(node.this, exp.Distinct) else widened
+        return exp.cast(exp.Sum(this=argument), "BIGINT", dialect="spark")
+
+    return sqlglot.parse_one(text, read="spark").transform(exact).sql(dialect="spark")
 
 
 def _canonical(frame, column: str):

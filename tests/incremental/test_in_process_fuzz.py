@@ -1,10 +1,12 @@
 """The in-process path against Spark, by the differential fuzzer (:mod:`in_process_fuzz`): a seeded, bounded run
-here; the soak is ``make fuzz-soak SEED=… CASES=10000`` (this test with ``MT_FUZZ_SEED`` and ``MT_FUZZ_CASES``).
+here; the soak is ``make fuzz-soak SEED=… CASES=10000 SHARDS=3`` (``scripts/fuzz_soak.py``: this test in SHARDS
+processes with ``MT_FUZZ_SEED``, ``MT_FUZZ_CASES`` each, ``MT_FUZZ_SHARD=k/n`` and ``MT_FUZZ_REPORT``).
 
 Every disagreement a run ever finds becomes a fixed case in ``test_in_process_defects.py``."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -14,13 +16,22 @@ pytestmark = pytest.mark.spark
 
 SEED = int(os.environ.get("MT_FUZZ_SEED", "2024"))
 CASES = int(os.environ.get("MT_FUZZ_CASES", "60"))
+BATCHES = tuple(int(n) for n in os.environ.get("MT_FUZZ_BATCHES", "").split(",") if n.strip())
+"""A replay of the batches a soak's log names (``MT_FUZZ_BATCHES=2,5``): exactly those, whatever CASES says."""
+SHARD = tuple(int(n) for n in os.environ.get("MT_FUZZ_SHARD", "0/1").split("/"))
+"""``k/n``: this process runs batches k, k + n, … of the seed (a soak in n processes)."""
+REPORT = os.environ.get("MT_FUZZ_REPORT")
+"""Where to write the counts as JSON (the soak adds up its shards')."""
 
 
 def test_in_process_refreshes_equal_spark_and_explain_names_the_engine(spark, mt) -> None:
-    counts = Fuzzer(mt, spark, SEED).run(CASES)
+    counts = Fuzzer(mt, spark, SEED).run(CASES, only=BATCHES, shard=(SHARD[0], SHARD[1]))
     print(counts.line())
+    if REPORT:
+        with open(REPORT, "w") as report:
+            json.dump(counts.summary(), report)
     for label, detail in counts.spark_side:  # Spark's own refresh against Spark's query: reported, the lead's part
         print(f"Spark-side: {label}: {detail}")
-    assert counts.compared >= CASES and counts.in_process > 0, counts.line()
+    assert (counts.compared >= CASES or BATCHES) and counts.in_process > 0, counts.line()
     assert not counts.disagreements, "\n".join(f"{label}: {detail}" for label, detail in counts.disagreements)
     assert not counts.engine_line_mismatches, "\n".join(f"{a}: {b}" for a, b in counts.engine_line_mismatches)

@@ -93,8 +93,10 @@ def test_the_card_says_a_table_runs_on_airflow() -> None:
     assert "on airflow" not in dashboard_text([status])
 
 
-def test_create_or_alter_cannot_move_a_table_to_another_scheduler(mt, spark) -> None:
-    """A table has one scheduler at a time: CREATE OR ALTER naming another is refused and changes nothing."""
+def test_a_move_to_airflow_without_airflow_configured_changes_nothing(mt, spark, monkeypatch) -> None:
+    """CREATE OR ALTER naming Airflow for a kernel table, with no Airflow configured: refused, saying how to
+    configure it, and the query and the scheduler stay."""
+    monkeypatch.delenv("MT_MAGIC_AIRFLOW_URL", raising=False)
     namespace = mt.workspace.default_namespace
     spark.sql(f"CREATE TABLE mtit.{namespace}.src (k INT) USING iceberg")
     spark.sql(f"INSERT INTO mtit.{namespace}.src VALUES (1)")
@@ -102,7 +104,8 @@ def test_create_or_alter_cannot_move_a_table_to_another_scheduler(mt, spark) -> 
     mt.execute(create).refresh.result()
     on_airflow = "WITH ('scheduler' = 'airflow')"
     (move,) = parse_cell(f"CREATE OR ALTER MATERIALIZED TABLE t {on_airflow} AS SELECT k, 2 AS two FROM src")
-    with pytest.raises(DefinitionError, match="refreshed by kernel; CREATE OR ALTER cannot move it to airflow"):
+    with pytest.raises(WorkflowSchedulerError, match="no Airflow is configured: set MT_MAGIC_AIRFLOW_URL"):
         mt.execute(move)
     _, definition = mt.workspace.catalog.load_materialized(f"mtit.{namespace}.t")
     assert definition.query == "SELECT k FROM src" and "scheduler" not in definition.options
+    assert mt.manager.knows(f"mtit.{namespace}.t")

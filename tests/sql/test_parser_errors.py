@@ -216,15 +216,15 @@ MALFORMED = [
         "unknown-alter-action",
         "ALTER MATERIALIZED TABLE t PAUSE",
         SqlSyntaxError,
-        r"unknown ALTER action 'PAUSE'.*SUSPEND, RESUME, REFRESH, AS, RENAME TO, SET FRESHNESS = INTERVAL … or "
-        r"SET REFRESH_MODE = …",
+        r"unknown ALTER action 'PAUSE'.*SUSPEND, RESUME, REFRESH, AS, RENAME TO, SET FRESHNESS = INTERVAL …, "
+        r"SET REFRESH_MODE = … or SET \('scheduler' = …\)",
     ),
     ("alter-without-action", "ALTER MATERIALIZED TABLE t", SqlSyntaxError, r"ALTER MATERIALIZED TABLE needs an action"),
     (
         "alter-set-other",
         "ALTER MATERIALIZED TABLE t SET COMMENT = 'x'",
         SqlSyntaxError,
-        r"SET supports FRESHNESS and REFRESH_MODE, found 'COMMENT'",
+        r"SET supports FRESHNESS, REFRESH_MODE and \('scheduler' = …\), found 'COMMENT'",
     ),
     (
         "alter-set-freshness-month",

@@ -120,7 +120,7 @@ def test_distributed_by_hash_into_buckets() -> None:
         (
             "ALTER MATERIALIZED TABLE t SET OWNER = x",
             SqlSyntaxError,
-            r"ALTER … SET supports FRESHNESS and REFRESH_MODE, found 'OWNER'",
+            r"ALTER … SET supports FRESHNESS, REFRESH_MODE and \('scheduler' = …\), found 'OWNER'",
         ),
     ],
 )

@@ -280,3 +280,27 @@ def test_a_table_the_manager_does_not_know_shows_no_staleness(live: LiveViews, c
     runner = FakeRunner(clock, ("mt.default.elsewhere",))
     view = live.query(runner, runner.run())
     assert "staleness unknown" in view.header.value
+
+
+def test_a_due_re_run_waits_while_the_manager_pauses_for_an_unreachable_catalog(
+    live: LiveViews,
+    view: LiveQuery,
+    runner: FakeRunner,
+    manager: RefreshManager,
+    backend: FakeBackend,
+    clock: FakeClock,
+) -> None:
+    view.rerun_now()
+    backend.unavailable = "connection refused"
+    clock.advance(minutes=1)
+    manager.step()  # discovery fails: every status carries the pause
+    assert manager.status(NAME).paused
+    live.tick()
+    assert live.run_pending() == 0 and runner.runs == 1
+
+    backend.unavailable = None
+    clock.advance(minutes=5)
+    manager.step()
+    assert not manager.status(NAME).paused
+    live.tick()
+    assert live.run_pending() == 1 and runner.runs == 2

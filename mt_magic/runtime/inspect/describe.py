@@ -99,9 +99,10 @@ def table_description(
     definition: MaterializedTableDefinition,
     status: TableStatus | None,
     view: ViewInfo | None = None,
+    airflow: list[tuple[str, str]] | None = None,
 ) -> Listing:
     """Columns and types, then the table's mode and why, freshness, sources, state, last refresh and its Iceberg
-    view (``view``: the one registered alongside it, if any)."""
+    view (``view``: the one registered alongside it, if any); ``airflow``: Airflow's view of a table on Airflow."""
     rows: list[tuple[str, str, str]] = [
         (name, kind, "" if required else "nullable") for name, kind, required in info.columns
     ]
@@ -133,6 +134,7 @@ def table_description(
         facts["# paused"] = status.paused
     if status is not None and status.last_error:
         facts["# last error"] = status.last_error
+    facts.update((f"# {label}", text) for label, text in airflow or ())
     rows += [(key, value, "") for key, value in facts.items()]
     rows += settings_rows(definition)
     return Listing(("column", "type", "note"), tuple(rows))

@@ -18,11 +18,13 @@ from mt_magic.vocabulary import StatementAction
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.runtime.refresh.engine import Engine
     from mt_magic.runtime.refresh.incremental.explain import Explanation
     from mt_magic.runtime.spark.preview import Preview
     from mt_magic.runtime.workspace import Workspace
+    from mt_magic.scheduling.airflow_runs import AirflowRunView
     from mt_magic.sql.ddl.statements import CreateMaterializedTable
 
 
@@ -37,6 +39,9 @@ class Inspection:
         return self.engine.workspace
 
     def _track(self, name: str, with_downstream: bool = False) -> None:
+        raise NotImplementedError
+
+    def airflow_run(self, name: str) -> AirflowRunView | None:
         raise NotImplementedError
 
     # --- statements that only look --------------------------------------------------------------------
@@ -71,8 +76,18 @@ class Inspection:
             StatementAction.SHOWN,
             (),
             f"DESCRIBE MATERIALIZED TABLE {name}",
-            listing=table_description(info, definition, status, view),
+            listing=table_description(info, definition, status, view, self._airflow_facts(name, definition)),
         )
+
+    def _airflow_facts(self, name: str, definition: MaterializedTableDefinition) -> list[tuple[str, str]]:
+        """Airflow's view of a table on Airflow, as last polled (DESCRIBE never waits on Airflow)."""
+        from mt_magic.scheduling.airflow_runs import run_facts
+        from mt_magic.scheduling.workflow import scheduler_of
+        from mt_magic.vocabulary import WorkflowSchedulerKind
+
+        if scheduler_of(definition.options) is not WorkflowSchedulerKind.AIRFLOW:
+            return []
+        return run_facts(self.airflow_run(name))
 
     # --- what the views read ----------------------------------------------------------------------------
 

@@ -43,9 +43,11 @@ def alter_query(
     start_mode: StartMode | None = None,
     with_options: Mapping[str, str] | None = None,
     query_position: Position | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> MaterializedTableDefinition:
     """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query;
-    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one.
+    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one;
+    with ``options`` the table's new options in the same commit (CREATE OR ALTER moving it to another scheduler).
 
     The new definition's SQL settings are this session's (``with_options``: CREATE OR ALTER's WITH may pin some;
     its other options are not changed on an existing table), :mod:`~mt_magic.runtime.spark.semantics`.
@@ -71,6 +73,7 @@ def alter_query(
         mode_reason=reason,
         definition_version=current.definition_version + 1,
         sql_settings=settings,
+        options=current.options if options is None else dict(options),
     )
     appended = schema_rules.arrow_columns(added)
     try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)

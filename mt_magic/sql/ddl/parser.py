@@ -8,7 +8,7 @@ Grammar (Flink's materialized-table statements; the query bodies are Spark SQL a
         AS <select>
     ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
         | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit> | SET REFRESH_MODE = CONTINUOUS | FULL
-        | RENAME TO new_name
+        | SET ('scheduler' = 'kernel' | 'airflow') | RENAME TO new_name
     DROP MATERIALIZED TABLE [IF EXISTS] name
     SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']
     SHOW CREATE MATERIALIZED TABLE name
@@ -35,7 +35,7 @@ from mt_magic.sql.ddl.lexing import (
     statement_label,
     tokenize,
 )
-from mt_magic.sql.ddl.options import check_resume_options
+from mt_magic.sql.ddl.options import SCHEDULER_OPTION, check_create_options, check_resume_options
 from mt_magic.sql.ddl.show import parse_describe, parse_show
 from mt_magic.sql.ddl.start_mode import START_MODE_FIX, start_mode_value
 from mt_magic.sql.ddl.statements import (
@@ -45,13 +45,14 @@ from mt_magic.sql.ddl.statements import (
     AlterRefreshMode,
     AlterRename,
     AlterResume,
+    AlterScheduler,
     AlterSuspend,
     AnyStatement,
     DropMaterializedTable,
     Freshness,
     StartMode,
 )
-from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatementError
+from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedOptionError, UnsupportedStatementError
 from mt_magic.sql.names import Position, TableName
 
 ALTER_ACTIONS = [
@@ -62,6 +63,7 @@ ALTER_ACTIONS = [
     "RENAME TO",
     "SET FRESHNESS = INTERVAL …",
     "SET REFRESH_MODE = …",
+    "SET ('scheduler' = …)",
 ]
 _ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET", "RENAME"}
 
@@ -265,12 +267,31 @@ def _parse_alter_set(cur: Cursor, text: str, position: Position, name: TableName
     if target is not None and target.is_word("REFRESH_MODE"):
         cur.advance()
         return AlterRefreshMode(text, position, name=name, mode=refresh_mode_value(cur))
+    if target is not None and target.text == "(":
+        return _parse_alter_scheduler(cur, text, position, name)
     raise cur.error(
         SqlSyntaxError,
-        f"ALTER … SET supports FRESHNESS and REFRESH_MODE, found {describe(target)}",
+        f"ALTER … SET supports FRESHNESS, REFRESH_MODE and ('scheduler' = …), found {describe(target)}",
         target,
-        "write SET FRESHNESS = INTERVAL '5' MINUTE or SET REFRESH_MODE = FULL",
+        "write SET FRESHNESS = INTERVAL '5' MINUTE, SET REFRESH_MODE = FULL or SET ('scheduler' = 'airflow')",
     )
+
+
+def _parse_alter_scheduler(cur: Cursor, text: str, position: Position, name: TableName) -> AlterScheduler:
+    """``SET ('scheduler' = …)``: the one table option ALTER changes (it moves the table between schedulers)."""
+    options = option_list(cur, "SET")
+    for (key, _), tok in zip(options.pairs, options.key_toks, strict=True):
+        if key.lower() != SCHEDULER_OPTION:
+            raise cur.error(
+                UnsupportedOptionError,
+                f"ALTER … SET (…) changes only '{SCHEDULER_OPTION}', found '{key}'",
+                tok,
+                f"write SET ('{SCHEDULER_OPTION}' = 'airflow') or SET ('{SCHEDULER_OPTION}' = 'kernel'); other "
+                "options are fixed at CREATE (use CREATE OR ALTER to change the definition)",
+            )
+    check_create_options(cur, options, None, "")  # the scheduler's value
+    cur.expect_end("SET (…)")
+    return AlterScheduler(text, position, name=name, scheduler=options.pairs[0][1].strip().lower())
 
 
 def _parse_drop(cur: Cursor, drop_tok: Tok) -> DropMaterializedTable:

@@ -238,6 +238,15 @@ class AlterRefreshMode(Statement):
 
 
 @dataclass(frozen=True)
+class AlterScheduler(Statement):
+    """``ALTER MATERIALIZED TABLE name SET ('scheduler' = 'kernel' | 'airflow')`` — move the table to another
+    workflow scheduler (its only supported ``SET (…)`` option)."""
+
+    name: TableName = field(kw_only=True)
+    scheduler: str = field(kw_only=True)
+
+
+@dataclass(frozen=True)
 class AlterRename(Statement):
     """``ALTER MATERIALIZED TABLE name RENAME TO new_name``."""
 
@@ -276,6 +285,7 @@ AnyStatement = (
     | AlterFreshness
     | AlterRefreshMode
     | AlterRename
+    | AlterScheduler
     | DropMaterializedTable
     | ShowMaterializedTables
     | ShowCreateMaterializedTable

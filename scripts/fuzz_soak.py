@@ -1,0 +1,70 @@
+"""The differential fuzzer's soak (``make fuzz-soak``): one seed's batches shared by SHARDS processes — process k
+runs batches k, k + SHARDS, … — each with its own Spark and catalog, then their counts added up.
+
+A refresh of the fuzzer waits on Spark, the catalog and DuckDB in turn, so one process keeps about one core busy;
+shards run the same cases a single process would, sooner. Logs: ``.fuzz-soak/seed<S>-shard<k>.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST = "tests/incremental/test_in_process_fuzz.py"
+ADDED = ("queries", "rejected", "spark_invalid", "tables", "refreshes", "in_process", "guarded", "compared")
+LISTED = ("disagreements", "engine_line_mismatches", "spark_side")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cases", type=int, default=10_000, help="refreshes compared with Spark, in all")
+    parser.add_argument("--shards", type=int, default=1)
+    parser.add_argument("--python", default=sys.executable)
+    args = parser.parse_args()
+    logs = ROOT / ".fuzz-soak"
+    logs.mkdir(exist_ok=True)
+    started = time.monotonic()
+    runs = []
+    for shard in range(args.shards):
+        stem = logs / f"seed{args.seed}-shard{shard}"
+        env = {
+            **os.environ,
+            "MT_FUZZ_SEED": str(args.seed),
+            "MT_FUZZ_CASES": str(math.ceil(args.cases / args.shards)),
+            "MT_FUZZ_SHARD": f"{shard}/{args.shards}",
+            "MT_FUZZ_REPORT": f"{stem}.json",
+        }
+        with open(f"{stem}.log", "w") as log:
+            command = [args.python, "-m", "pytest", TEST, "-q", "-s", "-p", "no:cacheprovider"]
+            runs.append((stem, subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)))
+    failed = [stem.name for stem, process in runs if process.wait() != 0]
+    total: dict[str, object] = {key: 0 for key in ADDED + ("order_dependent",)} | {key: [] for key in LISTED}
+    for stem, _ in runs:
+        report = Path(f"{stem}.json")
+        if not report.exists():
+            continue
+        counts = json.loads(report.read_text())
+        for key in total:
+            total[key] += counts.get(key, [] if key in LISTED else 0)  # type: ignore[operator]
+    print(
+        f"seed {args.seed}, {args.shards} shard(s), {time.monotonic() - started:.0f} s: "
+        + ", ".join(f"{key} {len(value) if isinstance(value, list) else value}" for key, value in total.items())
+    )
+    for key in LISTED:
+        for label, detail in total[key]:  # type: ignore[attr-defined]
+            print(f"{key}: {label}: {detail}")
+    if failed:
+        print(f"failed: {', '.join(failed)} (see their logs under {logs})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
