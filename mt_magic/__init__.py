@@ -2,8 +2,9 @@
 
 ``%load_ext mt_magic`` registers ``%%materialized`` and ``%mt``; the first statement connects the catalog
 (the embedded REST catalog when none is configured), the Spark session and the refresh manager.
+``mt_magic.materialize(…)`` and ``mt_magic.table(…)`` are the Python API (:mod:`mt_magic.api`), imported on first
+use so that ``import mt_magic`` stays light (no Spark).
 ``mt_magic.query(sql)`` and ``mt_magic.live(sql)`` run a query cell's query from Python (:mod:`mt_magic.queries`).
-The Python API is imported on first use, so that ``import mt_magic`` stays light (no Spark).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # typed for users' checkers; imported on first use at run time (below)
+    from mt_magic.api import MaterializedTable, materialize, table
     from mt_magic.queries import live, query
 
 __version__ = "0.1.0"
@@ -21,16 +23,20 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _MAGICS_ATTR = "_mt_magic_magics"
-__all__ = ["live", "query"]
+__all__ = ["MaterializedTable", "materialize", "table", "live", "query"]
 _QUERIES = ("live", "query")
 
 
 def __getattr__(name: str) -> object:
-    """The Python API's names, imported from their modules on first use."""
+    """``mt_magic.materialize`` / ``table`` / ``MaterializedTable``, imported from :mod:`mt_magic.api` on first use."""
     if name in _QUERIES:
         from mt_magic import queries
 
         return getattr(queries, name)
+    if name in __all__:
+        from mt_magic import api
+
+        return getattr(api, name)
     raise AttributeError(f"module 'mt_magic' has no attribute {name!r}")
 
 

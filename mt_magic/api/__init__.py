@@ -1,0 +1,19 @@
+"""The Python API (Flink FLIP-616's shape): define and drive materialized tables from Python.
+
+``materialize(name, query, freshness=…)`` is ``CREATE OR ALTER MATERIALIZED TABLE``; ``table(name)`` is a handle
+with the table's status, lineage, history, controls and reads. Both go through the one way in
+(:class:`~mt_magic.runtime.service.MaterializedTables`), so they raise the magics' errors with the same Fix lines.
+
+- ``statements``: Python arguments → statement text → the grammar's typed statement (one path, the same checks)
+- ``handle``: :class:`MaterializedTable`, what ``table()`` returns
+- ``session``: which connection: the kernel's when ``%load_ext mt_magic`` ran, else one for this process
+
+Nothing here imports Spark until a function connects.
+"""
+
+from __future__ import annotations
+
+from mt_magic.api.handle import MaterializedTable, materialize, table
+from mt_magic.api.session import close, service
+
+__all__ = ["MaterializedTable", "close", "materialize", "service", "table"]

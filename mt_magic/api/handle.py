@@ -1,0 +1,255 @@
+"""``materialize()`` and ``table()``: a materialized table as a Python object, through the one way in.
+
+Example (a notebook after ``%load_ext mt_magic``, or a plain script)::
+
+    import mt_magic
+
+    daily = mt_magic.materialize(
+        "daily_orders",
+        "SELECT order_date, count(*) AS orders FROM orders GROUP BY order_date",
+        freshness="INTERVAL '5' MINUTE",
+    )
+    daily.status.state          # JobState.SCHEDULED
+    daily.refresh(wait=True)    # a manual refresh, finished (or its error raised)
+    daily.history()             # a pandas DataFrame, newest first
+    mt_magic.table("daily_orders").to_pandas()
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+from mt_magic.api import session
+from mt_magic.api import statements as build
+from mt_magic.errors import MtMagicError
+
+if TYPE_CHECKING:
+    import pandas
+    from pyspark.sql import DataFrame
+
+    from mt_magic.runtime.graph import Lineage
+    from mt_magic.runtime.results import StatementResult
+    from mt_magic.runtime.service import MaterializedTables
+    from mt_magic.runtime.status import TableStatus
+    from mt_magic.sql.ddl.statements import Freshness
+    from mt_magic.vocabulary import RefreshMode
+
+HISTORY_COLUMNS = (
+    "started_at",
+    "kind",
+    "trigger",
+    "duration_s",
+    "rows_written",
+    "snapshot_id",
+    "strategy",
+    "engine",
+    "staleness_before_s",
+    "error",
+)
+
+
+class MaterializedTable:
+    """A handle on one materialized table (FLIP-616's ``fromMaterializedTable()``): every property and method
+    asks the service at the time of the call, so the handle never holds stale facts.
+
+    Args:
+        name: the table's qualified name (``catalog.namespace.table``).
+        service: the service to ask; ``None`` means the kernel's or this process's (see :mod:`.session`).
+    """
+
+    def __init__(self, name: str, service: MaterializedTables | None = None) -> None:
+        self.name = name
+        self._service = service
+
+    def __repr__(self) -> str:
+        return f"MaterializedTable({self.name!r})"
+
+    @property
+    def service(self) -> MaterializedTables:
+        return self._service or session.service()
+
+    # --- what it is ------------------------------------------------------------------------------------
+
+    @property
+    def status(self) -> TableStatus:
+        """State, freshness, refresh mode, last refresh and staleness, as the manager sees them now.
+
+        >>> table("daily_orders").status.staleness  # doctest: +SKIP
+        datetime.timedelta(seconds=12)
+        """
+        return self.service.status(self.name)
+
+    @property
+    def lineage(self) -> Lineage:
+        """The dependency graph around this table: what it reads and what reads it."""
+        return self.service.lineage(self.name)
+
+    def history(self) -> pandas.DataFrame:
+        """Committed refreshes (and the failures this process saw), newest first, one row each
+        (columns: :data:`HISTORY_COLUMNS`; durations and staleness in seconds)."""
+        import pandas
+
+        rows = [
+            (
+                r.started_at,
+                r.kind.value,
+                r.trigger.value,
+                r.duration.total_seconds(),
+                r.rows_written,
+                r.snapshot_id,
+                r.strategy,
+                r.engine.value if r.engine is not None else None,
+                r.staleness_before.total_seconds() if r.staleness_before is not None else None,
+                r.error,
+            )
+            for r in self.service.history(self.name).records
+        ]
+        return pandas.DataFrame(rows, columns=list(HISTORY_COLUMNS))
+
+    # --- controls ----------------------------------------------------------------------------------------
+
+    def refresh(
+        self, partition: build.PartitionArg | None = None, *, wait: bool = True, cascade: bool = False
+    ) -> StatementResult:
+        """Refresh now (``ALTER … REFRESH [PARTITION (…)]``); ``wait`` blocks until it is done and raises its error.
+
+        >>> table("daily_orders").refresh(partition={"ds": "20250101"})  # doctest: +SKIP
+
+        Raises:
+            SqlError: ``partition`` is not a partition spec.
+            DefinitionError: a key is not a partition column of the table.
+            RefreshError: the refresh failed (``wait=True``).
+        """
+        spec = build.partition(partition) if partition else ()
+        return _waited(self.service.refresh(self.name, spec, cascade), wait)
+
+    def suspend(self) -> StatementResult:
+        """``ALTER … SUSPEND``: no refreshes until :meth:`resume`."""
+        return self.service.suspend(self.name)
+
+    def resume(self, options: Mapping[str, build.OptionValue] | None = None) -> StatementResult:
+        """``ALTER … RESUME [WITH (…)]``; ``options`` are Spark settings of this resumption's refreshes."""
+        pairs = tuple((k, build.option_text(v)) for k, v in (options or {}).items())
+        return self.service.resume(self.name, pairs)
+
+    def drop(self, *, cascade: bool = False) -> StatementResult:
+        """``DROP MATERIALIZED TABLE`` (with ``cascade``, the tables reading it too); the handle is then stale.
+
+        Raises:
+            DependencyError: other materialized tables read it and ``cascade`` is False.
+        """
+        return self.service.drop(self.name, False, cascade)
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def to_spark(self) -> DataFrame:
+        """The table's rows as a Spark DataFrame (lazy: no Spark job until you act on it)."""
+        return self.service.rows(self.name)
+
+    def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
+        """The table's rows (at most ``limit``) as a pandas DataFrame."""
+        rows = self.to_spark()
+        return (rows.limit(limit) if limit is not None else rows).toPandas()
+
+
+def table(name: str) -> MaterializedTable:
+    """The materialized table ``name`` (written as in a cell: ``daily``, ``ns.daily``, ``ns.`my table```).
+
+    >>> mt_magic.table("daily_orders").status.state  # doctest: +SKIP
+    <JobState.SCHEDULED: 'scheduled'>
+
+    Raises:
+        SqlError: not one table name.
+        NoSuchMaterializedTableError: no such table, or a plain Iceberg table (the message says which).
+    """
+    service = session.service()
+    qualified = service.workspace.qualify(build.table_name(name))
+    service.workspace.catalog.load_materialized(qualified)
+    return MaterializedTable(qualified)
+
+
+def materialize(
+    name: str,
+    query: str,
+    *,
+    freshness: build.FreshnessArg | None = None,
+    refresh_mode: RefreshMode | str | None = None,
+    options: Mapping[str, build.OptionValue] | None = None,
+    partitioned_by: Sequence[str] = (),
+    wait: bool = False,
+) -> MaterializedTable:
+    """``CREATE OR ALTER MATERIALIZED TABLE name … AS query`` (FLIP-616's ``materializeInto``).
+
+    A new table is created and its first refresh starts (``wait``: finishes; with the kernel's manager it runs in
+    the background, in a script within this call). An existing materialized table gets the new query (Flink's
+    CREATE OR ALTER: the schema may only append nullable columns) and then, if they differ from its own, the
+    given refresh mode and freshness (``ALTER … SET``); everything is checked before the first change. A plain
+    Iceberg table is converted in place with ``options={"convert-existing-table": "true"}``.
+
+    >>> mt_magic.materialize(  # doctest: +SKIP
+    ...     "daily_orders",
+    ...     "SELECT order_date, sum(amount) AS revenue FROM orders GROUP BY order_date",
+    ...     freshness=timedelta(minutes=5),
+    ...     options={"incremental": "auto"},
+    ... )
+    MaterializedTable('mt.default.daily_orders')
+
+    Raises:
+        SqlError: what a ``%%materialized`` cell with this statement would be refused for (the same Fix line).
+        MtMagicError: what the service refuses (unknown source, schema change, …), nothing changed.
+    """
+    service = session.service()
+    fresh = build.freshness(freshness) if freshness is not None else None
+    mode = build.refresh_mode(refresh_mode) if refresh_mode is not None else None
+    stmt = build.create_or_alter(
+        name,
+        query,
+        service.workspace.rules,
+        fresh=fresh,
+        mode=mode,
+        options=options,
+        partitioned_by=partitioned_by,
+    )
+    qualified = service.workspace.qualify(stmt.name)
+    follow_ups = _schedule_changes(service, qualified, fresh, mode)
+    result = service.execute(stmt)
+    for change in follow_ups:
+        change()
+    _waited(result, wait)
+    return MaterializedTable(qualified)
+
+
+def _schedule_changes(
+    service: MaterializedTables, name: str, fresh: Freshness | None, mode: RefreshMode | None
+) -> list[Callable[[], object]]:
+    """For an existing materialized table: the ``ALTER … SET`` calls that give it ``mode`` and ``fresh``, checked
+    now (before anything changes) and in the order that never passes through an invalid schedule."""
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+    from mt_magic.sql.ddl.parser import parse_interval
+    from mt_magic.vocabulary import RefreshMode
+
+    if (fresh is None and mode is None) or not service.workspace.catalog.exists(name):
+        return []
+    definition = service.workspace.catalog.load(name).definition
+    if definition is None:  # a plain table: CREATE OR ALTER converts it (or refuses), with the statement's schedule
+        return []
+    current = parse_interval(definition.freshness)
+    new_fresh = fresh if fresh is not None and fresh != current else None
+    new_mode = mode if mode is not None and mode is not definition.refresh_mode else None
+    resolve_schedule(new_fresh or current, new_mode or definition.refresh_mode, service.workspace.rules)
+    set_fresh = [partial(service.set_freshness, name, new_fresh)] if new_fresh is not None else []
+    set_mode = [partial(service.set_refresh_mode, name, new_mode)] if new_mode is not None else []
+    return [*set_fresh, *set_mode] if new_mode is RefreshMode.FULL else [*set_mode, *set_fresh]
+
+
+def _waited(result: StatementResult, wait: bool) -> StatementResult:
+    """Wait for the refresh ``result`` started, if asked, and raise its error as the magics' ``--wait`` does."""
+    if wait and result.refresh is not None:
+        concurrent.futures.wait([result.refresh])
+        error = result.refresh.exception()
+        if error is not None:
+            raise error if isinstance(error, MtMagicError) else MtMagicError(str(error))
+    return result

@@ -1,0 +1,133 @@
+"""Python arguments → the statement a cell would hold → the grammar's typed statement.
+
+The API writes the statement's text (names and literals quoted by :mod:`mt_magic.runtime.spark.quoting`, the
+grammar's own spelling) and parses it with :func:`~mt_magic.sql.ddl.parser.parse_cell`, so a call is checked by
+exactly the rules a ``%%materialized`` cell is and fails with the same error types and Fix lines. Each argument
+is first read by the grammar on its own (a name, an interval, a partition), so a value cannot carry a second
+clause into the text, and a query must be one statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from mt_magic.runtime.spark.quoting import identifier, string_literal
+from mt_magic.sql.ddl.freshness import FreshnessRules
+from mt_magic.sql.ddl.parser import parse_cell, parse_interval, parse_partition, parse_table_name
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, FreshnessUnit
+from mt_magic.sql.errors import FreshnessError, SqlSyntaxError
+from mt_magic.sql.names import TableName
+from mt_magic.vocabulary import RefreshMode
+
+OptionValue = str | int | float | bool
+FreshnessArg = str | timedelta | Freshness
+PartitionArg = str | Mapping[str, OptionValue]
+
+MATERIALIZE = "mt_magic.materialize"
+
+
+def table_name(text: str) -> TableName:
+    """A table name written as in a cell or on a ``%mt`` line (``daily``, ``ns.`my table```).
+
+    Raises:
+        SqlError: not one table name (the grammar's message).
+    """
+    return parse_table_name(text)
+
+
+def freshness(value: FreshnessArg) -> Freshness:
+    """``"INTERVAL '5' MINUTE"``, a :class:`~datetime.timedelta` of whole seconds, or a :class:`Freshness`.
+
+    Raises:
+        FreshnessError: a duration that is not a positive whole number of seconds, or an interval FRESHNESS refuses.
+        SqlError: text that is not one interval (the grammar's message).
+    """
+    if isinstance(value, Freshness):
+        return value
+    if isinstance(value, str):
+        return parse_interval(value)
+    seconds = value.total_seconds()
+    if seconds <= 0 or seconds != int(seconds):
+        raise FreshnessError(
+            f"freshness={value!r} is not a positive whole number of seconds",
+            statement=MATERIALIZE,
+            fix="pass e.g. timedelta(minutes=5) or \"INTERVAL '5' MINUTE\"",
+        )
+    whole = int(seconds)
+    unit = next(u for u in reversed(FreshnessUnit) if whole % u.seconds == 0)
+    return Freshness(whole // unit.seconds, unit)
+
+
+def refresh_mode(value: RefreshMode | str) -> RefreshMode:
+    """``RefreshMode.FULL`` or its name in any letter case.
+
+    Raises:
+        SqlSyntaxError: another word, with the modes there are (as the grammar says it).
+    """
+    if isinstance(value, RefreshMode):
+        return value
+    mode = RefreshMode.__members__.get(value.strip().upper())
+    if mode is None:
+        raise SqlSyntaxError(
+            f"REFRESH_MODE must be CONTINUOUS or FULL, got {value!r}",
+            statement=MATERIALIZE,
+            fix="pass refresh_mode='FULL' or 'CONTINUOUS', or leave it out (the freshness decides)",
+        )
+    return mode
+
+
+def partition(value: PartitionArg) -> tuple[tuple[str, str], ...]:
+    """``"ds = '20250101'"`` (as ``%mt refresh --partition`` takes it) or ``{"ds": "20250101"}``.
+
+    Raises:
+        SqlError: not a partition spec (the grammar's message).
+    """
+    if isinstance(value, str):
+        return parse_partition(value)
+    return parse_partition(", ".join(f"{identifier(k)} = {string_literal(option_text(v))}" for k, v in value.items()))
+
+
+def create_or_alter(
+    name: str,
+    query: str,
+    rules: FreshnessRules,
+    *,
+    fresh: Freshness | None = None,
+    mode: RefreshMode | None = None,
+    options: Mapping[str, OptionValue] | None = None,
+    partitioned_by: Sequence[str] = (),
+) -> CreateMaterializedTable:
+    """``CREATE OR ALTER MATERIALIZED TABLE`` with these clauses, parsed and checked like a cell.
+
+    Raises:
+        SqlError: what the grammar refuses in the statement (clauses, options, formatters, FRESHNESS in FULL mode).
+    """
+    target = table_name(name)
+    pairs = tuple((str(k), option_text(v)) for k, v in (options or {}).items())
+    lines = [f"CREATE OR ALTER MATERIALIZED TABLE {'.'.join(identifier(p) for p in target.parts())}"]
+    if partitioned_by:
+        lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in partitioned_by) + ")")
+    if pairs:
+        lines.append("WITH (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in pairs) + ")")
+    if fresh is not None:
+        lines.append(f"FRESHNESS = {fresh.sql()}")
+    if mode is not None:
+        lines.append(f"REFRESH_MODE = {mode.value}")
+    lines.append("AS")
+    statements = parse_cell("\n".join(lines) + "\n" + query.strip().rstrip(";"), rules)
+    stmt = statements[0]
+    if len(statements) != 1 or not isinstance(stmt, CreateMaterializedTable):
+        raise SqlSyntaxError(
+            f"the query holds {len(statements)} statements",
+            statement=f"{MATERIALIZE}({name!r})",
+            fix="pass one SELECT (a ';' ends the statement)",
+        )
+    return stmt
+
+
+def option_text(value: OptionValue) -> str:
+    """An option value as the catalog stores it: booleans as ``'true'`` / ``'false'``, numbers as written."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
