@@ -300,6 +300,13 @@ class LiveQuery(LiveView):
         with self._ran:
             return self._ran.wait_for(lambda: self.attempts > after or self.closed, timeout) and not self.closed
 
+    def close(self) -> None:
+        """Unsubscribe and close (see :class:`LiveView`); a :meth:`wait_for_run` in progress returns False."""
+        super().close()
+        if "_ran" in self.__dict__:
+            with self._ran:
+                self._ran.notify_all()
+
     # -- fallbacks -------------------------------------------------------------------------------------
 
     def fallback_html(self) -> str:

@@ -265,6 +265,7 @@ def test_closing_unsubscribes_and_a_queued_run_does_nothing(
     view.close()
     assert live.run_pending() == 0 and runner.runs == 1
     assert subscribers(manager) == before - 1 and view not in live.views
+    assert not view.wait_for_run(after=view.attempts, timeout=60)  # returns at once: the view is closed
 
 
 def test_the_fallbacks_say_what_the_rows_are_as_of(view: LiveQuery) -> None:
