@@ -25,11 +25,16 @@ REPORT = os.environ.get("MT_FUZZ_REPORT")
 
 
 def test_in_process_refreshes_equal_spark_and_explain_names_the_engine(spark, mt) -> None:
-    counts = Fuzzer(mt, spark, SEED).run(CASES, only=BATCHES, shard=(SHARD[0], SHARD[1]))
+    fuzzer = Fuzzer(mt, spark, SEED)
+
+    def log(line: str) -> None:  # after each batch: the line, and the counts so far for the soak to add up
+        print(line, flush=True)
+        if REPORT:
+            with open(REPORT, "w") as report:
+                json.dump(fuzzer.counts.summary(), report)
+
+    counts = fuzzer.run(CASES, log=log, only=BATCHES, shard=(SHARD[0], SHARD[1]))
     print(counts.line())
-    if REPORT:
-        with open(REPORT, "w") as report:
-            json.dump(counts.summary(), report)
     for label, detail in counts.spark_side:  # Spark's own refresh against Spark's query: reported, the lead's part
         print(f"Spark-side: {label}: {detail}")
     assert (counts.compared >= CASES or BATCHES) and counts.in_process > 0, counts.line()
