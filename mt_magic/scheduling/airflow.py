@@ -15,7 +15,7 @@ import logging
 
 from mt_magic.errors import WorkflowSchedulerError
 from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
-from mt_magic.scheduling.dags import catalog_dag_prefix, dag_id
+from mt_magic.scheduling.dags import catalog_dag_id, dag_id
 from mt_magic.scheduling.workflow import Partition, WorkflowRun
 from mt_magic.vocabulary import WorkflowSchedulerKind
 
@@ -82,8 +82,8 @@ class AirflowWorkflows:
     def parse_now(self, name: str) -> bool:
         """Ask Airflow to parse the DAG file of ``name``'s catalog now; False when it cannot be asked.
 
-        The file is found through the table's own DAG, else any DAG of the same catalog (one DAG file builds
-        them all). The statement has already written the catalog, so a refusal here is logged, not raised: the
+        The file is found through the table's own DAG, else the catalog's DAG of the same file
+        (:func:`~mt_magic.scheduling.airflow_dags.catalog_dag`). The statement has already written the catalog, so a refusal here is logged, not raised: the
         DAG then catches up at the DAG processor's next periodic parse.
         """
         try:
@@ -96,8 +96,11 @@ class AirflowWorkflows:
             return False
 
     def _file_token(self, name: str) -> str:
-        try:
-            return self.client.dag(dag_id(name)).file_token
-        except DagNotFoundError:
-            others = self.client.dags(catalog_dag_prefix(name))
-            return next((dag.file_token for dag in others if dag.file_token), "")
+        """The file token of the table's DAG, else of its catalog's DAG (the DAG file's own, there before any
+        table on Airflow); empty when Airflow has parsed neither yet."""
+        for dag in (dag_id(name), catalog_dag_id(name)):
+            try:
+                return self.client.dag(dag).file_token
+            except DagNotFoundError:
+                continue
+        return ""

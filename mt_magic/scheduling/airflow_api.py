@@ -121,12 +121,6 @@ class AirflowClient:
         """Raises DagNotFoundError when Airflow has not parsed the DAG (yet)."""
         return _dag(self._call("GET", f"/api/v2/dags/{_part(dag_id)}", dag_id=dag_id))
 
-    def dags(self, prefix: str, limit: int = 50) -> list[DagInfo]:
-        """DAGs whose id starts with ``prefix`` (stale ones included; Airflow searches a substring, ``_`` a
-        wildcard, so the prefix is checked here)."""
-        data = self._call("GET", f"/api/v2/dags?dag_id_pattern={_part(prefix)}&exclude_stale=false&limit={limit}")
-        return [dag for dag in map(_dag, data.get("dags", [])) if dag.dag_id.startswith(prefix)]
-
     def set_paused(self, dag_id: str, paused: bool) -> DagInfo:
         return _dag(self._call("PATCH", f"/api/v2/dags/{_part(dag_id)}", {"is_paused": paused}, dag_id=dag_id))
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mt_magic.errors import CatalogError, WorkflowSchedulerError
-from mt_magic.scheduling.dags import DagSpec, airflow_specs
+from mt_magic.scheduling.dags import DagSpec, airflow_specs, catalog_dag_id
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +166,34 @@ def build_dag(spec: DagSpec, catalog_name: str, python: str) -> Any:
     return dag
 
 
+def catalog_dag(catalog_name: str) -> Any:
+    """The DAG file's own DAG (``mt__<catalog>``): no schedule, paused, never runs. It exists so a kernel can ask
+    Airflow to parse this file now (``PUT /api/v2/parseDagFile/{its file_token}``) before any table is on Airflow:
+    the first CREATE's DAG then appears at once instead of at the next periodic parse."""
+    from airflow.sdk import DAG, task
+
+    with DAG(
+        dag_id=catalog_dag_id(catalog_name),
+        description=f"mt_magic: builds the DAGs of catalog {catalog_name}'s materialized tables (never runs)",
+        schedule=None,
+        is_paused_upon_creation=True,
+        tags=["mt_magic"],
+    ) as dag:
+
+        @task(task_id="nothing")
+        def nothing() -> None:
+            """Never runs: the DAG is a handle on the DAG file."""
+
+        nothing()
+    return dag
+
+
 def materialized_table_dags(catalog_name: str | None = None) -> dict[str, Any]:
-    """Every materialized table's DAG on Airflow, by DAG id (for ``globals().update(…)`` in a DAG file)."""
+    """The catalog's DAG and every materialized table's DAG on Airflow, by DAG id (for ``globals().update(…)`` in
+    a DAG file)."""
     name = catalog_name or os.environ.get("MT_MAGIC_CATALOG", "mt")
     python = project_python()
     specs = airflow_specs(catalog_tables(name))
-    return {spec.dag_id: build_dag(spec, name, python) for spec in specs}
+    dags = {spec.dag_id: build_dag(spec, name, python) for spec in specs}
+    dags[catalog_dag_id(name)] = catalog_dag(name)
+    return dags

@@ -46,13 +46,13 @@ def dag_id(table: str) -> str:
     return DAG_PREFIX + safe
 
 
-def catalog_dag_prefix(table: str) -> str:
-    """What the DAG ids of every table in ``table``'s catalog start with (the DAGs of one DAG file).
+def catalog_dag_id(table: str) -> str:
+    """The id of the DAG file's own DAG for ``table``'s catalog (``airflow_dags.catalog_dag``; it never runs).
 
-    >>> catalog_dag_prefix("mt.sales.daily")
-    'mt__mt.'
+    >>> catalog_dag_id("mt.sales.daily")
+    'mt__mt'
     """
-    return dag_id(table.split(".", 1)[0]) + "."
+    return dag_id(table.split(".", 1)[0])
 
 
 def asset_uri(table: str) -> str:

@@ -178,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         f"  %config MaterializedMagics.airflow_url = '{server.url}'\n"
         f"  %config MaterializedMagics.airflow_username = '{server.user}'\n"
         f"  %config MaterializedMagics.airflow_password = '{server.password}'\n"
-        "then CREATE MATERIALIZED TABLE … WITH ('scheduler' = 'airflow') …; Ctrl-C stops Airflow.",
+        "then CREATE MATERIALIZED TABLE … WITH ('scheduler' = 'airflow') …. For a script\n"
+        "(examples/airflow_tables.py):\n"
+        f"  export MT_MAGIC_AIRFLOW_URL={server.url} MT_MAGIC_AIRFLOW_USERNAME={server.user} "
+        f"MT_MAGIC_AIRFLOW_PASSWORD={server.password}\n"
+        "Ctrl-C stops Airflow.",
         flush=True,
     )
     try:

@@ -56,10 +56,6 @@ class FakeAirflowClient:
         self._enter("dag", dag_id)
         return self._known(dag_id)
 
-    def dags(self, prefix: str, limit: int = 50) -> list[DagInfo]:
-        self._enter("dags", prefix)
-        return [d for d in self.dag_infos.values() if d.dag_id.startswith(prefix)][:limit]
-
     def set_paused(self, dag_id: str, paused: bool) -> DagInfo:
         self._enter("set_paused", dag_id, str(paused))
         self.dag_infos[dag_id] = replace(self._known(dag_id), is_paused=paused)

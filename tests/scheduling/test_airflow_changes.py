@@ -15,7 +15,7 @@ from mt_magic.errors import WorkflowSchedulerError
 from mt_magic.scheduling.airflow import AirflowWorkflows
 from mt_magic.scheduling.airflow_api import DagRunInfo
 from mt_magic.scheduling.airflow_runs import AirflowRunCache, run_facts
-from mt_magic.scheduling.dags import dag_id
+from mt_magic.scheduling.dags import catalog_dag_id, dag_id
 from mt_magic.sql import AlterScheduler, parse_cell
 from mt_magic.sql.errors import UnsupportedOptionError
 from mt_magic.vocabulary import WorkflowSchedulerKind
@@ -35,12 +35,12 @@ def test_alter_set_names_only_the_scheduler() -> None:
 def test_schedule_changes_ask_airflow_to_parse_the_dag_file_now() -> None:
     fake = FakeAirflowClient()
     airflow = AirflowWorkflows(SETTINGS, fake)
-    airflow.modify("mt.s.t")  # no DAG of the catalog yet: nothing to ask, the periodic parse brings it
+    airflow.modify("mt.s.t")  # Airflow has not parsed the DAG file yet: nothing to ask, its first parse builds all
     assert fake.of("reparse") == []
-    fake.add_dag(dag_id("mt.s.other"))
-    fake.add_dag(dag_id("mt2.s.other"))
-    airflow.create("mt.s.t")  # the new table's DAG file is the one of its catalog's other DAGs
-    assert fake.of("reparse") == [("reparse", "token-of-mt__mt.s.other")]
+    fake.add_dag(catalog_dag_id("mt.s.t"), paused=True)  # the DAG file's own DAG
+    fake.add_dag(catalog_dag_id("mt2.s.t"), paused=True)
+    airflow.create("mt.s.t")  # the new table's DAG file is found through its catalog's DAG
+    assert fake.of("reparse") == [("reparse", "token-of-mt__mt")]
     fake.add_dag(dag_id("mt.s.t"), paused=True)  # left paused by an earlier DROP of the same name
     airflow.create("mt.s.t")
     assert not fake.dag_infos[dag_id("mt.s.t")].is_paused
@@ -121,6 +121,7 @@ def test_statements_reach_airflow_and_a_refused_airflow_changes_nothing(mt, spar
         "CREATE MATERIALIZED TABLE t WITH ('scheduler' = 'airflow') FRESHNESS = INTERVAL '1' HOUR AS SELECT k FROM src",
     )
     fake.add_dag(dag_id(name))
+    fake.add_dag(catalog_dag_id(name), paused=True)
     fake.unreachable = True
     for sql in (
         "ALTER MATERIALIZED TABLE t SET FRESHNESS = INTERVAL '5' MINUTE",
