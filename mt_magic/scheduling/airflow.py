@@ -83,8 +83,8 @@ class AirflowWorkflows:
         """Ask Airflow to parse the DAG file of ``name``'s catalog now; False when it cannot be asked.
 
         The file is found through the table's own DAG, else the catalog's DAG of the same file
-        (:func:`~mt_magic.scheduling.airflow_dags.catalog_dag`). The statement has already written the catalog, so a refusal here is logged, not raised: the
-        DAG then catches up at the DAG processor's next periodic parse.
+        (:func:`~mt_magic.scheduling.airflow_dags.catalog_dag`). The statement has already written the catalog, so
+        a refusal here is logged, not raised: the DAG then catches up at the DAG processor's next periodic parse.
         """
         try:
             token = self._file_token(name)
