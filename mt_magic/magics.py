@@ -121,6 +121,7 @@ class MaterializedMagics(Magics):
     def __init__(self, shell=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         self._connection: Connection | None = None
         self._live: Any = None
+        self._completion: Any = None
         super().__init__(shell=shell, **kwargs)
 
     # -- settings ----------------------------------------------------------------------------------------
@@ -253,7 +254,21 @@ class MaterializedMagics(Magics):
             except MtMagicError as exc:
                 raise UsageError(str(exc)) from None
             self._configure_workflows(self._connection)
+            self._start_completion()
         return self._connection
+
+    def _start_completion(self) -> None:
+        """Tab completion in ``%%materialized`` cells and on ``%mt`` lines, from names cached off the keypress."""
+        if self._completion is None and getattr(self.shell, "Completer", None) is not None:
+            from mt_magic.completion.ipython import SqlCompleter
+
+            self._completion = SqlCompleter(self.shell, self._completion_service, MT_COMMANDS)
+
+    def _completion_service(self):  # type: ignore[no-untyped-def]  # -> MaterializedTables
+        """The service the names cache reads (on its thread): never connects again after ``close()``."""
+        if self._connection is None:
+            raise UsageError("mt_magic is not connected (run %load_ext mt_magic)")
+        return self._connection.service
 
     def live_views(self):  # type: ignore[no-untyped-def]
         """The kernel's live views (cards, dashboard); ``None`` when no refresh manager runs to feed them."""
@@ -269,6 +284,9 @@ class MaterializedMagics(Magics):
 
     def close(self) -> None:
         """Close the live views (their thread and subscriptions), then stop the refresh manager."""
+        if self._completion is not None:
+            self._completion.close()
+            self._completion = None
         if self._live is not None:
             self._live.close()
             self._live = None
@@ -310,6 +328,8 @@ class MaterializedMagics(Magics):
         service = self.connection.service
         try:
             results = [service.execute(statement, cascade=args.cascade) for statement in parse_cell(cell, self.rules)]
+            if self._completion is not None:
+                self._completion.names.invalidate()  # tables came or went: Tab offers the new names
             if args.wait:
                 _wait_for_refreshes(results)
         except MtMagicError as exc:

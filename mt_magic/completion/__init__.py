@@ -1,0 +1,15 @@
+"""Completion for ``%%materialized`` statements, query cells and ``%mt`` lines.
+
+- ``grammar``: :func:`complete` / :func:`fragment`, pure: what may come next at a cursor (keywords in Flink's
+  grammar order, table and column names, WITH keys and values, FRESHNESS units)
+- ``options``: the WITH option keys and values, gathered from where each option is defined
+- ``names``: the catalog's names and columns, cached and reloaded in the background
+- ``ipython``: :class:`SqlCompleter`, the matcher on IPython's completer (JupyterLab's Tab)
+"""
+
+from __future__ import annotations
+
+from mt_magic.completion.grammar import complete, fragment
+from mt_magic.completion.names import CatalogNames, NameSnapshot
+
+__all__ = ["CatalogNames", "NameSnapshot", "complete", "fragment"]

@@ -1,0 +1,230 @@
+"""What may come next at the cursor of a ``%%materialized`` cell (or a query cell), from the tokens before it.
+
+The statement's words so far (our grammar's lexer, :mod:`mt_magic.sql.ddl.lexing`) decide the context: the next
+keywords in Flink's grammar order (:data:`~mt_magic.sql.ddl.create.CLAUSE_ORDER` for CREATE's clauses, the
+parser's ALTER actions), table names where a statement names a table or a query reads one, the columns of the
+tables the statement reads inside a query, WITH option keys and their values, and FRESHNESS units. Pure: the
+catalog's names come in as a :class:`~mt_magic.completion.names.NameSnapshot`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from mt_magic.completion.names import NameSnapshot
+from mt_magic.sql.ddl.create import CLAUSE_ORDER
+from mt_magic.sql.ddl.lexing import Tok, TokKind, tokenize
+from mt_magic.sql.ddl.parser import ALTER_ACTIONS
+from mt_magic.sql.ddl.statements import FreshnessUnit, StartFrom
+from mt_magic.vocabulary import RefreshMode
+
+STATEMENT_STARTS = (
+    "CREATE MATERIALIZED TABLE",
+    "CREATE OR ALTER MATERIALIZED TABLE",
+    "ALTER MATERIALIZED TABLE",
+    "DROP MATERIALIZED TABLE",
+    "SHOW MATERIALIZED TABLES",
+    "SHOW CREATE MATERIALIZED TABLE",
+    "DESCRIBE MATERIALIZED TABLE",
+)
+UNITS = tuple(unit.value for unit in FreshnessUnit)
+MODES = tuple(mode.value for mode in RefreshMode)
+START_MODES = tuple(start.value for start in StartFrom) + tuple(f"RESUME_OR_{s.value}" for s in StartFrom)
+ACTIONS = tuple(dict.fromkeys(re.split(r" = | \(", action)[0] for action in ALTER_ACTIONS))
+"""The parser's ALTER actions as typed (``SET FRESHNESS``, not its hint ``SET FRESHNESS = INTERVAL …``)."""
+READS = frozenset({"FROM", "JOIN"})
+_FRAGMENT = re.compile(r"[\w.`'\-]*$")
+
+
+def fragment(text: str, cursor: int) -> str:
+    """The part of the word at the cursor that a completion replaces (a name may hold '.', a key quotes)."""
+    match = _FRAGMENT.search(text[:cursor])
+    return match.group(0) if match else ""
+
+
+def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query: bool = False) -> list[str]:
+    """What may replace :func:`fragment` at ``cursor``: keywords in grammar order, then names.
+
+    Args:
+        text: the cell's SQL (without its ``%%`` line).
+        cursor: offset of the cursor in ``text``.
+        names: the catalog's names (nothing but keywords without them).
+        query: ``text`` is one query (a ``%%mtsql`` cell), not statements.
+    """
+    names = names or NameSnapshot()
+    word = fragment(text, cursor)
+    start = cursor - len(word)
+    statement = _current_statement(tokenize(text), start)
+    before = [t for t in statement if t.end <= start and t.significant]
+    candidates = _query(before, statement, names) if query else _statement(before, statement, names)
+    return _matching(candidates, word)
+
+
+def _current_statement(toks: list[Tok], offset: int) -> list[Tok]:
+    """The tokens of the statement the cursor is in (statements end at a ';' outside parentheses)."""
+    begin, depth = 0, 0
+    for i, tok in enumerate(toks):
+        if tok.start >= offset:
+            break
+        depth += tok.is_punct("(") - tok.is_punct(")")
+        if tok.is_punct(";") and depth <= 0:
+            begin, depth = i + 1, 0
+    end = next((i for i in range(begin, len(toks)) if toks[i].is_punct(";") and toks[i].start >= offset), len(toks))
+    return toks[begin:end]
+
+
+def _statement(before: list[Tok], statement: list[Tok], names: NameSnapshot) -> list[str]:
+    words = [t.upper if t.kind is TokKind.WORD else t.text for t in before]
+    if not words:
+        return list(STATEMENT_STARTS)
+    body = _query_start(words)
+    if body is not None:
+        return _query(before[body:], statement, names)
+    last = words[-1]
+    if words[0] == "CREATE":
+        return _create(words, before, names)
+    if words[0] == "ALTER":
+        return _alter(words, names)
+    if words[0] == "DROP":
+        return {"DROP": ["MATERIALIZED TABLE"], "MATERIALIZED": ["TABLE"]}.get(last) or (
+            ["IF EXISTS", *names.materialized]
+            if last == "TABLE"
+            else list(names.materialized)
+            if last == "EXISTS"
+            else []
+        )
+    if words[0] == "SHOW":
+        follow = {"SHOW": ["MATERIALIZED TABLES", "CREATE MATERIALIZED TABLE"], "CREATE": ["MATERIALIZED TABLE"]}
+        if last == "TABLE":
+            return list(names.materialized)
+        return follow.get(last, ["FROM", "IN", "LIKE"] if last == "TABLES" else [])
+    if words[0] in ("DESCRIBE", "DESC"):
+        return ["MATERIALIZED TABLE"] if len(words) == 1 else list(names.materialized) if last == "TABLE" else []
+    return []
+
+
+def _query_start(words: list[str]) -> int | None:
+    """Index of the first token of the query body (after CREATE's or ALTER's ``AS``), if the cursor is in it."""
+    if words[0] not in ("CREATE", "ALTER") or "AS" not in words:
+        return None
+    return words.index("AS") + 1
+
+
+def _create(words: list[str], before: list[Tok], names: NameSnapshot) -> list[str]:
+    last = words[-1]
+    head = {"CREATE": ["MATERIALIZED TABLE", "OR ALTER MATERIALIZED TABLE"], "OR": ["ALTER MATERIALIZED TABLE"]}
+    if last in head:
+        return head[last]
+    if last == "ALTER" and len(words) == 3:
+        return ["MATERIALIZED TABLE"]
+    if last == "MATERIALIZED":
+        return ["TABLE"]
+    if last == "TABLE":
+        return list(names.materialized) if "OR" in words else []
+    clause = _value_of_clause(words, before)
+    if clause is not None:
+        return clause
+    seen = [c for c in CLAUSE_ORDER if c.split()[0] in words]
+    after = CLAUSE_ORDER.index(seen[-1]) + 1 if seen else 0
+    return [*CLAUSE_ORDER[after:], "AS"]
+
+
+def _alter(words: list[str], names: NameSnapshot) -> list[str]:
+    last = words[-1]
+    if last == "ALTER":
+        return ["MATERIALIZED TABLE"]
+    if last == "MATERIALIZED":
+        return ["TABLE"]
+    if last == "TABLE":
+        return list(names.materialized)
+    if len(words) == 4 or (len(words) > 4 and words[-2] == "."):
+        return list(ACTIONS)
+    if last == "SET":
+        return ["FRESHNESS", "REFRESH_MODE"]
+    if last == "REFRESH":
+        return ["PARTITION"]
+    if last == "RESUME":
+        return ["WITH"]
+    if last == "RENAME":
+        return ["TO"]
+    return _value_of_clause(words, []) or []
+
+
+def _value_of_clause(words: list[str], before: list[Tok]) -> list[str] | None:
+    """Inside FRESHNESS, REFRESH_MODE, START_MODE or WITH: what that clause takes next (``None``: not inside one)."""
+    last, previous = words[-1], words[-2] if len(words) > 1 else ""
+    if last in ("FRESHNESS", "REFRESH_MODE", "START_MODE"):
+        return ["="]
+    if last == "=" and previous == "FRESHNESS":
+        return ["INTERVAL"]
+    if previous == "INTERVAL" and before and before[-1].kind is TokKind.STRING:
+        return list(UNITS)
+    if last == "=" and previous == "REFRESH_MODE":
+        return list(MODES)
+    if last == "=" and previous == "START_MODE":
+        return list(START_MODES)
+    inside = _open_with(words, before)
+    if inside is not None:
+        return inside
+    return None
+
+
+def _open_with(words: list[str], before: list[Tok]) -> list[str] | None:
+    """In an unclosed ``WITH (``: option keys after ``(`` or ``,``, a key's values after ``=``."""
+    from mt_magic.completion.options import option_keys, option_values
+
+    if "WITH" not in words:
+        return None
+    at = len(words) - 1 - words[::-1].index("WITH")
+    if at + 1 >= len(words) or words[at + 1] != "(" or ")" in words[at + 1 :]:
+        return ["("] if at == len(words) - 1 else None
+    last = words[-1]
+    if last in ("(", ","):
+        return list(option_keys())
+    if last == "=" and before and len(before) >= 2 and before[-2].kind is TokKind.STRING:
+        return list(option_values(before[-2].text.strip("'")))
+    return []
+
+
+def _query(before: Sequence[Tok], statement: list[Tok], names: NameSnapshot) -> list[str]:
+    """In a query: table names after FROM / JOIN, else the columns of the tables it reads (then table names)."""
+    if before and before[-1].is_word(*READS):
+        return [*names.materialized, *names.plain]
+    if before and before[-1].is_punct("."):
+        return []
+    columns: list[str] = []
+    for parts in _read_tables(statement):
+        columns.extend(c for c in names.columns_of(parts) if c not in columns)
+    return columns
+
+
+def _read_tables(statement: list[Tok]) -> list[tuple[str, ...]]:
+    """The names after FROM and JOIN anywhere in the statement (before and after the cursor), as name parts."""
+    sig = [t for t in statement if t.significant]
+    found: list[tuple[str, ...]] = []
+    for i, tok in enumerate(sig):
+        if not tok.is_word(*READS):
+            continue
+        parts: list[str] = []
+        j = i + 1
+        while j < len(sig) and sig[j].kind in (TokKind.WORD, TokKind.QUOTED):
+            text = sig[j].text
+            parts.append(text[1:-1].replace("``", "`") if sig[j].kind is TokKind.QUOTED else text)
+            if j + 1 < len(sig) and sig[j + 1].is_punct("."):
+                j += 2
+                continue
+            break
+        if parts:
+            found.append(tuple(parts))
+    return found
+
+
+def _matching(candidates: Sequence[str], word: str) -> list[str]:
+    """The candidates that start with what was typed (case-insensitive), each once, in the order given."""
+    typed = word.lower()
+    seen: list[str] = []
+    for candidate in candidates:
+        if candidate.lower().startswith(typed) and candidate != word and candidate not in seen:
+            seen.append(candidate)
+    return seen

@@ -1,0 +1,134 @@
+"""The catalog's names and columns for completion, cached: a keypress reads the cache and never the catalog.
+
+:class:`CatalogNames` answers at once with what it last loaded and, when that is older than ``max_age`` or was
+invalidated (a statement ran, a table appeared), reloads it on a thread of its own — one reload at a time, started
+on demand, never at import. A failed load keeps the previous names.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.service import MaterializedTables
+
+log = logging.getLogger(__name__)
+
+MAX_AGE_S = 30.0
+"""How old the cached names may be before a completion asks for a reload (in the background)."""
+
+
+@dataclass(frozen=True)
+class NameSnapshot:
+    """Table names as a user types them (short in the default namespace) and each table's columns."""
+
+    materialized: tuple[str, ...] = ()
+    plain: tuple[str, ...] = ()
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Lower-cased ``name``, ``namespace.name`` and ``catalog.namespace.name`` → the table's columns in order."""
+
+    def columns_of(self, parts: tuple[str, ...]) -> tuple[str, ...]:
+        return self.columns.get(".".join(parts).lower(), ())
+
+
+class CatalogNames:
+    """A cache of :class:`NameSnapshot`, reloaded in the background.
+
+    Args:
+        load: reads the catalog (slow; runs on the cache's own thread).
+        max_age: seconds after which :meth:`current` starts a reload.
+    """
+
+    def __init__(self, load: Callable[[], NameSnapshot], max_age: float = MAX_AGE_S) -> None:
+        self._load = load
+        self._max_age = max_age
+        self._lock = threading.Lock()
+        self._snapshot = NameSnapshot()
+        self._loaded_at: float | None = None
+        self._thread: threading.Thread | None = None
+        self.loads = 0
+        """How many loads finished (tests wait on it)."""
+
+    def current(self) -> NameSnapshot:
+        """What was loaded last, at once; starts a reload when it is missing or older than ``max_age``."""
+        with self._lock:
+            stale = self._loaded_at is None or time.monotonic() - self._loaded_at > self._max_age
+            snapshot = self._snapshot
+        if stale:
+            self.reload()
+        return snapshot
+
+    def invalidate(self) -> None:
+        """The names changed (a statement ran): reload now, in the background."""
+        with self._lock:
+            self._loaded_at = None
+        self.reload()
+
+    def reload(self) -> None:
+        """Start one background load unless one is running."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(target=self._run, name="mt-completion-names", daemon=True)
+            self._thread.start()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for a running load to end (tests); True when none runs any more."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            snapshot = self._load()
+        except Exception:  # the catalog away or a table dropped mid-listing: keep what we had, try again later
+            log.debug("loading names for completion failed", exc_info=True)
+            with self._lock:
+                self._loaded_at = time.monotonic()
+            return
+        with self._lock:
+            self._snapshot, self._loaded_at = snapshot, time.monotonic()
+            self.loads += 1
+
+
+def catalog_snapshot(service: MaterializedTables) -> NameSnapshot:
+    """Every table of the service's catalog (all namespaces), materialized and plain, with its columns."""
+    from mt_magic.catalog.leases import LEASE_NAMESPACE, LEASE_TABLE
+    from mt_magic.runtime.spark.quoting import identifier
+
+    workspace = service.workspace
+    catalog = workspace.catalog
+    materialized: list[str] = []
+    plain: list[str] = []
+    columns: dict[str, tuple[str, ...]] = {}
+    for namespace in _namespaces(catalog.catalog.list_namespaces):
+        for ident in catalog.catalog.list_tables(namespace):
+            if tuple(ident) == (LEASE_NAMESPACE, LEASE_TABLE):  # mt_magic's own bookkeeping, not a user's table
+                continue
+            name = ".".join((catalog.spark_name, *ident))
+            try:
+                info = catalog.load(name)
+            except Exception:  # dropped between list and load
+                continue
+            parts = tuple(ident)
+            shown = parts[-1:] if ".".join(parts[:-1]) == workspace.default_namespace else parts
+            text = ".".join(p if p.isidentifier() else identifier(p) for p in shown)
+            (materialized if info.definition is not None else plain).append(text)
+            cols = tuple(c for c, _, _ in info.columns)
+            for key in (parts[-1:], (".".join(parts[:-1]), parts[-1]), (catalog.spark_name, *parts)):
+                columns.setdefault(".".join(key).lower(), cols)
+    return NameSnapshot(tuple(sorted(materialized)), tuple(sorted(plain)), columns)
+
+
+def _namespaces(list_namespaces: Callable[..., list[tuple[str, ...]]], parent: tuple[str, ...] = ()) -> list:
+    found: list[tuple[str, ...]] = []
+    for ns in list_namespaces(parent):
+        found.append(tuple(ns))
+        found.extend(_namespaces(list_namespaces, tuple(ns)))
+    return found
