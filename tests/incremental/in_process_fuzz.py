@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 from incremental_testing import qualified, refresh, run
 from notebook_settings import session_settings
@@ -501,24 +501,59 @@ class Fuzzer:
             target.append((label, "the refresh succeeded where Spark's query fails"))
             return
         if ran_in_process or (table.accepted and self._last_ran_in_process(table)):
-            self.counts.disagreements.append((label, expected))
+            self.counts.disagreements.append((label, f"{expected}; refreshes: {self._refreshes(table)}"))
         else:
             self.counts.spark_side.append((label, expected))
 
-    def _both(self, table: Table, exact_sums: bool = False):
-        """(Spark's answer to the table's query at the snapshots of its last refresh state, the table);
-        ``exact_sums``: its integral sums added without partial overflow (see :meth:`_spark_answer_differs`)."""
+    def _both(self, table: Table):
+        """(Spark's answer to the table's query at the snapshots of its last refresh state, the table)."""
+        actual = self.spark.table(qualified(self.mt, table.name))
+        expected = self.spark.sql(self._pinned_query(table))
+        return expected.select(*[f"`{c}`" for c in actual.columns]), actual
+
+    def _pinned_query(self, table: Table) -> str:
+        """The table's query reading its sources at the snapshots its last refresh state records."""
         from mt_magic.sql.query.rewrite import pin_sources
 
-        name = qualified(self.mt, table.name)
-        info, definition = self.mt.workspace.catalog.load_materialized(name)
+        info, definition = self.mt.workspace.catalog.load_materialized(qualified(self.mt, table.name))
         last = info.last_refresh()
         assert last is not None
-        pinned = {s.qualified_name: s.snapshot_id for s in last[1].source_states}
-        actual = self.spark.table(name)
-        text = pin_sources(definition.expanded_query, pinned)
-        expected = self.spark.sql(_exact_integral_sums(text) if exact_sums else text)
-        return expected.select(*[f"`{c}`" for c in actual.columns]), actual
+        return pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in last[1].source_states})
+
+    def _order_free(self, table: Table) -> str | None:
+        """The table against its query with each ``sum`` added exactly (Spark collects the values, Python adds
+        them, then applies the sum's type: out of range is NULL, wraps for integers, or fails under ANSI):
+        ``""`` equal, else what differs; ``None`` when the query has no sum.
+
+        Raises:
+            _TotalOverflows: under ANSI a total does not fit its type — Spark's query fails in every order.
+        """
+        from collections import Counter
+
+        listed, sums = _sums_as_lists(self._pinned_query(table))
+        if not sums:
+            return None
+        ansi = self.spark.conf.get("spark.sql.ansi.enabled").lower() == "true"
+        actual_frame = self.spark.table(qualified(self.mt, table.name))
+        expected: Counter = Counter()
+        for row in self.spark.sql(listed).collect():
+            values = row.asDict()
+            for alias, sql_type in sums.items():
+                values[alias] = _exact_total(values[alias], sql_type, ansi)
+            expected[tuple(_plain(values[c]) for c in actual_frame.columns)] += 1
+        actual = Counter(tuple(_plain(v) for v in row) for row in actual_frame.collect())
+        if expected == actual:
+            return ""
+        return f"missing {list((expected - actual).elements())[:3]}, extra {list((actual - expected).elements())[:3]}"
+
+    def _refreshes(self, table: Table) -> str:
+        """The table's refresh commits, oldest first: what ran and why (for a disagreement's detail)."""
+        name = qualified(self.mt, table.name)
+        rows = self.spark.sql(
+            f"SELECT summary['mt.strategy'] AS strategy, summary['mt.engine'] AS engine, summary['added-records'] "
+            f"AS added, summary['deleted-records'] AS deleted FROM {name}.snapshots ORDER BY committed_at"
+        ).collect()
+        return " | ".join(f"{r.engine}: {r.strategy} (+{r.added} -{r.deleted})" for r in rows)
 
     def _last_ran_in_process(self, table: Table) -> bool:
         """Whether any refresh of the table so far committed in process (a difference could stem from it)."""
@@ -529,24 +564,35 @@ class Fuzzer:
         """``None`` when the table equals Spark's answer to its query at the snapshots its last refresh state
         records (multisets, exactly: ``EXCEPT ALL`` both ways); else what differs.
 
-        Under ANSI mode Spark's integral ``sum`` fails when any *partial* sum overflows, so whether its query
-        fails depends on the order it reads the rows in. When it fails so, the table is compared with the exact
-        sums (added as DECIMAL(38, 0), then cast back, which fails only when the total itself does not fit):
-        equal is :data:`ORDER_DEPENDENT` — the answer Spark gives in any order that does not overflow."""
+        Spark's ``sum`` depends on the order it adds rows in when a *partial* sum overflows: a BIGINT sum under
+        ANSI fails, a DECIMAL sum gives NULL (or fails under ANSI), although the total fits its type — so two
+        runs of one query can differ. Where Spark's answer differs from the table (or its query fails with an
+        overflow), the table is compared with the order-free sums (:meth:`_order_free`): equal is
+        :data:`ORDER_DEPENDENT`, Spark's answer in any order whose partial sums fit."""
+        overflowed = "Spark's query failed with an overflow"
         try:
-            return _difference(*self._both(table))
+            found = _difference(*self._both(table))
         except Exception as exc:  # Spark's query fails on this data (e.g. an overflow under ANSI)
             if "overflow" not in str(exc).lower():
                 return "spark query failed"
+            found = overflowed
+        if found is None:
+            return None
         try:
-            found = _difference(*self._both(table, exact_sums=True))
-        except Exception:  # the total overflows too: Spark fails in every order
+            order_free = self._order_free(table)
+        except _TotalOverflows:
             return "spark query failed"
-        return ORDER_DEPENDENT if found is None else f"{found} (against the exact sums: Spark's query overflowed)"
+        if order_free is None:  # no sum: the difference is not Spark's order
+            return "spark query failed" if found == overflowed else found
+        return ORDER_DEPENDENT if not order_free else f"{found}; against the order-free sums: {order_free}"
 
 
 ORDER_DEPENDENT = "Spark's query overflowed a partial sum; the table holds the exact sums, which fit"
-INTEGRAL = frozenset(c.name for c in COLUMNS if c.sql_type in ("INT", "BIGINT"))
+SUMMED = {c.name: c.sql_type for c in COLUMNS if c.sql_type.startswith(NUMERIC)}
+
+
+class _TotalOverflows(Exception):
+    """Under ANSI a sum's total does not fit its type: Spark's query fails in every order."""
 
 
 def _difference(expected, actual) -> str | None:
@@ -554,23 +600,54 @@ def _difference(expected, actual) -> str | None:
     return None if not found[0] and not found[1] else f"missing {found[0]}, extra {found[1]}"
 
 
-def _exact_integral_sums(text: str) -> str:
-    """``text`` with each ``sum`` of an INT or BIGINT column added as DECIMAL(38, 0) and cast back to BIGINT
-    (Spark's type for it): the same total, with no partial sum to overflow."""
+def _sums_as_lists(text: str) -> tuple[str, dict[str, str]]:
+    """``text`` with each ``sum(column) AS alias`` of its select list collecting the values instead
+    (``collect_list``; ``collect_set`` for DISTINCT), and {alias: the summed column's Spark type}."""
     import sqlglot
     from sqlglot import exp
 
-    def exact(node: exp.Expression) -> exp.Expression:
-        if not isinstance(node, exp.Sum):
-            return node
-        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
-        if not isinstance(inner, exp.Column) or inner.name not in INTEGRAL:
-            return node
-        widened = exp.cast(inner.copy(), "DECIMAL(38, 0)", dialect="spark")
-        argument = exp.Distinct(expressions=[widened]) if isinstance(node.this, exp.Distinct) else widened
-        return exp.cast(exp.Sum(this=argument), "BIGINT", dialect="spark")
+    tree = sqlglot.parse_one(text, read="spark")
+    sums: dict[str, str] = {}
+    for item in tree.expressions:
+        if not (isinstance(item, exp.Alias) and isinstance(item.this, exp.Sum)):
+            continue
+        argument = item.this.this
+        distinct = isinstance(argument, exp.Distinct)
+        inner = argument.expressions[0] if distinct else argument
+        if isinstance(inner, exp.Column) and inner.name in SUMMED:
+            sums[item.alias] = SUMMED[inner.name]
+            collect = "collect_set" if distinct else "collect_list"
+            item.set("this", exp.Anonymous(this=collect, expressions=[inner.copy()]))
+    return tree.sql(dialect="spark"), sums
 
-    return sqlglot.parse_one(text, read="spark").transform(exact).sql(dialect="spark")
+
+def _exact_total(values: list, sql_type: str, ansi: bool) -> object:
+    """Spark's ``sum`` of ``values`` (non-NULL, of ``sql_type``) added in an order whose partial sums fit:
+    NULL when empty; the total when it fits the sum's type (BIGINT; DECIMAL(min(38, p + 10), s)); else it wraps
+    (BIGINT), is NULL (DECIMAL), or under ANSI fails (:class:`_TotalOverflows`)."""
+    if not values:
+        return None
+    if sql_type in ("INT", "BIGINT"):
+        total = sum(values)
+        if -(2**63) <= total < 2**63:
+            return total
+        if ansi:
+            raise _TotalOverflows
+        return (total + 2**63) % 2**64 - 2**63
+    precision, scale = (int(n) for n in sql_type[len("DECIMAL(") : -1].split(","))
+    with localcontext() as context:
+        context.prec = 100  # exact for any fuzzer data (abs() and ** round to the context too)
+        total = sum(values, Decimal(0))
+        if abs(total) < Decimal(10) ** (min(38, precision + 10) - scale):
+            return total
+    if ansi:
+        raise _TotalOverflows
+    return None
+
+
+def _plain(value: object) -> object:
+    """``value`` comparable as a multiset key (a float by its text, so NaN equals NaN)."""
+    return repr(value) if isinstance(value, float) else value
 
 
 def _canonical(frame, column: str):
