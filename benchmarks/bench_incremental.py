@@ -20,10 +20,13 @@ Four parts, each printing medians and ratios:
    the partitioned COUNT DISTINCT pinned to incremental (``'always'``) against a full refresh of the same
    table, as one append grows to 10 %, 20 %, 30 %, 50 % and 67 % of the source's rows (the fraction ADAPTIVE
    weighs); a twin table under the default policy shows what ADAPTIVE chose at each fraction.
+6. **Merge-on-read sources** — the aggregate and the filter over a ``--matrix-rows`` source written with merge-on-read
+   (format v2 position deletes, format v3 deletion vectors) after a DELETE and an UPDATE: incremental against a
+   full refresh of the same table, after the same change, and their ratio.
 
 Everything runs against a private embedded catalog in a temporary ``MT_MAGIC_HOME``.
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_incremental.py [--rows 10000000]
-[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling,dimension,crossover]``.
+[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling,dimension,crossover,mor]``.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--matrix-rows", type=int, default=2_000_000, help="source rows of the change-rate tables")
     parser.add_argument("--scale-base", type=int, default=100_000, help="smallest source of the scaling part")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure (median reported)")
-    parser.add_argument("--parts", default="floor,rates,scaling,dimension,crossover")
+    parser.add_argument("--parts", default="floor,rates,scaling,dimension,crossover,mor")
     parser.add_argument("--master", default="local[*]")
     return parser.parse_args()
 
@@ -147,8 +150,8 @@ class Bench:
             FROM range({rows})""")
 
     def items(self, table: str = "items") -> None:
-        """The dimension: ``ITEMS`` rows, copy-on-write (the dimension part updates it; merge-on-read deletes
-        would rule the changelog out)."""
+        """The dimension: ``ITEMS`` rows, copy-on-write (the dimension part updates it through the changelog;
+        part 6 measures merge-on-read sources)."""
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {table} (item_id INT, brand STRING, category STRING) USING iceberg "
             "TBLPROPERTIES ('write.update.mode' = 'copy-on-write')"
@@ -416,6 +419,51 @@ def scaling(bench: Bench, args: argparse.Namespace) -> None:
     print(f"  100× / 1×            {medians[-1] / medians[0]:.2f}×  (target ≤ 1.5×)")
 
 
+MERGE_ON_READ = (
+    "TBLPROPERTIES ('format-version' = '{version}', 'write.delete.mode' = 'merge-on-read', "
+    "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')"
+)
+
+
+def merge_on_read(bench: Bench, args: argparse.Namespace) -> None:
+    """The GROUP BY and the filter over a merge-on-read source (v2 position deletes, v3 deletion vectors) after a
+    DELETE and an UPDATE of about 0.1 % of its rows: incremental (the rows of the touched data files at both
+    snapshots) against a full refresh of the same table, measured in turn after the same change."""
+    rows = args.matrix_rows
+    print(f"\n6. Merge-on-read sources — {rows:,} rows, DELETE + UPDATE of ~0.1 % per refresh; seconds")
+    print(f"  {'source':<22} {'table':<10} {'incremental':>11} {'full':>7} {'full/inc':>8}  strategy")
+    for version, deletes in ((2, "position deletes"), (3, "deletion vectors")):
+        source = f"events_mor_v{version}"
+        timed(f"{source} ({rows:,} rows)", lambda s=source: bench.events(s, rows))
+        bench.spark.sql(f"ALTER TABLE {source} SET " + MERGE_ON_READ.format(version=version))
+        tables = {"aggregate": f"agg_mor_v{version}", "filter": f"filtered_mor_v{version}"}
+        for shape, table in tables.items():
+            head, query = SHAPES[shape]
+            bench.create(
+                f"CREATE MATERIALIZED TABLE {table} {head}FRESHNESS = INTERVAL '1' MINUTE AS "
+                + query.format(src=source)
+            )
+        inc: dict[str, list[float]] = defaultdict(list)
+        full: dict[str, list[float]] = defaultdict(list)
+        strategies: dict[str, str] = {}
+        for step in range(args.repeat):
+            users = f"user_id % 1000 = {step}"
+            bench.spark.sql(f"DELETE FROM {source} WHERE {users} AND item_id % 2 = 0")
+            bench.spark.sql(f"UPDATE {source} SET price = price + 1 WHERE {users} AND item_id % 2 = 1")
+            for shape, table in tables.items():
+                run = bench.refresh(table)
+                inc[shape].append(run.seconds)
+                strategies[shape] = run.strategy
+                full[shape].append(bench.refresh(table, full=True).seconds)
+        for shape in tables:
+            ratio = median(full[shape]) / median(inc[shape])
+            print(
+                f"  {f'v{version} {deletes}':<22} {shape:<10} {median(inc[shape]):11.3f} {median(full[shape]):7.3f} "
+                f"{ratio:7.2f}×  {strategies[shape][:60]}",
+                flush=True,
+            )
+
+
 CROSSOVER_FRACTIONS = (0.1, 0.2, 0.3, 0.5, 0.67)
 CROSSOVER_SHAPES = ("filter", "aggregate", "partitioned")
 
@@ -479,6 +527,8 @@ def main() -> None:
             dimension(bench, args)
         if "crossover" in parts:
             crossover(bench, args)
+        if "mor" in parts:
+            merge_on_read(bench, args)
         print(f"\n{bench.engine_share()}", flush=True)
     finally:
         bench.conn.close()

@@ -62,17 +62,21 @@ def test_copy_on_write_overwrites_and_deletes_are_row_level() -> None:
 @pytest.mark.parametrize(
     "key", ["added_delete_files", "added_position_delete_files", "added_equality_delete_files", "added_dvs"]
 )
-def test_merge_on_read_delete_files_rule_out(key: str) -> None:
-    change = classify(table(snap(1), snap(2, "overwrite", **{key: 1})), recorded(1))
-    assert (change.kind, change.reason) == (ChangeKind.RULES_OUT, FallbackReason.MERGE_ON_READ_DELETES)
+def test_merge_on_read_delete_files_are_row_level_read_from_the_files_they_touch(key: str) -> None:
+    change = classify(
+        table(snap(1), snap(2, "overwrite", added_records=1, added_position_deletes=2, **{key: 1})), recorded(1)
+    )
+    assert (change.kind, change.merge_on_read, change.reason, change.rows) == (ChangeKind.ROW_LEVEL, True, None, 3)
 
 
-def test_existing_delete_files_rule_out_the_changelog_but_not_appends() -> None:
+def test_existing_delete_files_send_row_level_changes_but_not_appends_to_the_merge_on_read_reader() -> None:
     with_deletes = snap(1, "overwrite", total_delete_files=2)
-    appended = table(with_deletes, snap(2, "append", total_delete_files=2))
-    assert classify(appended, recorded(1)).kind is ChangeKind.APPENDS
+    appended = classify(table(with_deletes, snap(2, "append", total_delete_files=2)), recorded(1))
+    assert (appended.kind, appended.merge_on_read) == (ChangeKind.APPENDS, False)
     change = classify(table(with_deletes, snap(2, "overwrite", total_delete_files=2)), recorded(1))
-    assert change.reason is FallbackReason.MERGE_ON_READ_DELETES
+    assert (change.kind, change.merge_on_read) == (ChangeKind.ROW_LEVEL, True)
+    copy_on_write = classify(table(snap(1), snap(2, "delete", deleted_data_files=1)), recorded(1))
+    assert (copy_on_write.kind, copy_on_write.merge_on_read) == (ChangeKind.ROW_LEVEL, False)
 
 
 def test_schema_change_rules_out() -> None:

@@ -30,7 +30,7 @@ def test_explain_a_create_statement_before_it_runs(mt, spark) -> None:
     assert "writes:             only the partitions the change touches (ds)" in text
     assert (
         "write.delete.mode, write.update.mode, write.merge.mode = merge-on-read: such writes add delete "
-        "files and force a full refresh"
+        "files, read from the data files they touch"
     ) in text
     assert not mt.workspace.catalog.exists(qualified(mt, "dws"))
 

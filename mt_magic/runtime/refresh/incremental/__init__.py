@@ -2,7 +2,8 @@
 
 A refresh reads each source's snapshot history between the snapshot the last refresh consumed and the one
 pinned now (:mod:`.changes`), decides from the query's shape and that change which strategy is correct
-(:mod:`.shape`, :mod:`.planner`), reads only the delta (:mod:`.delta`), computes the new rows
+(:mod:`.shape`, :mod:`.planner`), reads only the delta (:mod:`.delta`; :mod:`.merge_on_read` where delete
+files keep Iceberg's changelog out), computes the new rows
 (:mod:`.strategies`) and commits them with the new refresh state in one Iceberg snapshot (:mod:`.commit`).
 When no strategy is correct it says why (:class:`FallbackReason`) and the refresh recomputes fully.
 

@@ -3,7 +3,8 @@
 Read from snapshot metadata only (operations and summaries through pyiceberg), never from data: the
 classification decides which delta reader is correct before any Spark job runs. Iceberg's incremental
 append scan silently skips overwrite and delete snapshots, so it may only be used when every logical change
-in the range is an append; row-level changes need the changelog, which cannot read delete files.
+in the range is an append; row-level changes need the changelog, which cannot read delete files, so a range
+with delete files at either end is marked ``merge_on_read`` and read from the data files it touches.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 
 DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
 """Summary keys that count delete files (or deletion vectors) a snapshot added: merge-on-read writes."""
+DELETED_BY_DELETE_FILES = ("added-position-deletes", "added-equality-deletes")
+"""Summary keys that count the rows (equality deletes: the keys) a snapshot's delete files delete."""
 
 
 class ChangeKind(enum.Enum):
@@ -27,7 +30,8 @@ class ChangeKind(enum.Enum):
     APPENDS = "appends"
     """Only appended rows (or the source was empty before: everything is new)."""
     ROW_LEVEL = "row-level"
-    """Copy-on-write deletes, updates or merges (possibly with appends): read through the changelog."""
+    """Deletes, updates or merges (possibly with appends): copy-on-write ones read through the changelog,
+    merge-on-read ones (delete files) from the data files they touch (:mod:`.merge_on_read`)."""
     RULES_OUT = "rules out"
     """The change cannot be known or read; ``reason`` says why."""
 
@@ -46,6 +50,8 @@ class SourceChange:
     """Snapshots with a logical change in the range."""
     rows: int = 0
     """Rows those snapshots added plus rows they removed, from the summaries: the size of the delta."""
+    merge_on_read: bool = False
+    """Delete files were added, or are present at either end: Iceberg's changelog scan refuses the range."""
 
     @property
     def changed(self) -> bool:
@@ -97,10 +103,12 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         return _ruled_out(name, consumed, pinned, FallbackReason.SCHEMA_CHANGED)
     if not logical:
         return SourceChange(name, ChangeKind.NONE, consumed, pinned)
-    if any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS):
-        return _ruled_out(name, consumed, pinned, FallbackReason.MERGE_ON_READ_DELETES)
-    if all(s.operation == "append" for s in logical):
+    merge_on_read = any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS)
+    if not merge_on_read and all(s.operation == "append" for s in logical):
         return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows)
-    if _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0:
-        return _ruled_out(name, consumed, pinned, FallbackReason.MERGE_ON_READ_DELETES)
-    return SourceChange(name, ChangeKind.ROW_LEVEL, consumed, pinned, changes=len(logical), rows=rows)
+    merge_on_read |= _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0
+    if merge_on_read:
+        rows += sum(_count(s, key) for s in logical for key in DELETED_BY_DELETE_FILES)
+    return SourceChange(
+        name, ChangeKind.ROW_LEVEL, consumed, pinned, changes=len(logical), rows=rows, merge_on_read=merge_on_read
+    )

@@ -4,6 +4,8 @@
   inclusive); a source that was empty at the last refresh contributes its whole pinned snapshot.
 * Row-level changes: ``CALL <cat>.system.create_changelog_view`` with net changes (carry-over rows removed,
   changes collapsed across snapshots); INSERT/UPDATE_AFTER rows are inserted, DELETE/UPDATE_BEFORE deleted.
+  A merge-on-read range (delete files, which the changelog refuses) reads the rows of the data files it
+  touched at both snapshots instead (:mod:`.merge_on_read`): the same two views.
 
 A delta term replaces one source by its delta and pins the others: sources before it at their new
 snapshots, sources after it at their consumed ones, so the terms sum to exactly Q(new) − Q(old).
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
+from mt_magic.runtime.refresh.incremental.merge_on_read import SIDE, merge_on_read_delta
 from mt_magic.runtime.spark.quoting import identifier, procedure, qualified, string_literal
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.rewrite import pin_sources
@@ -102,14 +105,21 @@ def register_deltas(
             (appended.coalesce(1) if single_task else appended).createOrReplaceTempView(inserted)
             views.inserted[change.name] = inserted
             continue
-        log_view = f"__mt_log_{index}_{tag}"
-        log = _changelog(session, change, log_view)
-        data = [identifier(c) for c in log.columns if c not in CHANGELOG_META]
+        if change.merge_on_read:
+            log = merge_on_read_delta(session, change)
+            data = [identifier(c) for c in log.columns if c != SIDE]
+            is_inserted, is_deleted = F.col(SIDE) == "+", F.col(SIDE) == "-"
+        else:
+            log_view = f"__mt_log_{index}_{tag}"
+            log = _changelog(session, change, log_view)
+            views.changelogs.append(log_view)
+            data = [identifier(c) for c in log.columns if c not in CHANGELOG_META]
+            is_inserted = F.col("_change_type").isin(*INSERTED_TYPES)
+            is_deleted = F.col("_change_type").isin(*DELETED_TYPES)
         log = (log.coalesce(1) if single_task else log).persist(StorageLevel.MEMORY_AND_DISK)
-        views.changelogs.append(log_view)
         views.cached.append(log)
-        log.where(F.col("_change_type").isin(*INSERTED_TYPES)).select(*data).createOrReplaceTempView(inserted)
-        log.where(F.col("_change_type").isin(*DELETED_TYPES)).select(*data).createOrReplaceTempView(deleted)
+        log.where(is_inserted).select(*data).createOrReplaceTempView(inserted)
+        log.where(is_deleted).select(*data).createOrReplaceTempView(deleted)
         views.inserted[change.name] = inserted
         views.deleted[change.name] = deleted
     for index, change in enumerate(changes if empty else ()):

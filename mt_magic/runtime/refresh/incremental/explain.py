@@ -124,9 +124,12 @@ def _source_plan(info: TableInfo | None, name: str) -> SourcePlan:
     deletes = int((info.snapshots[-1].summary.get("total-delete-files", "0") if info.snapshots else "0") or 0)
     on_changes = "changelog (copy-on-write)"
     if mor:
-        notes.append(f"{', '.join(mor)} = merge-on-read: such writes add delete files and force a full refresh")
-    if deletes:
-        on_changes = f"full recompute ({deletes} delete file(s) present)"
+        notes.append(
+            f"{', '.join(mor)} = merge-on-read: such writes add delete files, read from the data files they touch"
+        )
+    if deletes or mor:
+        on_changes = "rows of the data files the delete files touch, at both snapshots (merge-on-read)"
+        on_changes += f"; {deletes} delete file(s) present" if deletes else ""
     if info.definition is not None:
         notes.append("a materialized table: its overwriting refreshes arrive here as row-level changes")
     return SourcePlan(name, "incremental append scan", on_changes, tuple(notes))

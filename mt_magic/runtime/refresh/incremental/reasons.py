@@ -124,7 +124,8 @@ class FallbackReason(enum.Enum):
         "write.update.mode, write.merge.mode) "
         "or compact it (rewrite_data_files with delete-file-threshold = 1) — appends stay incremental"
     )
-    """Delete files were added since the consumed snapshot (or exist in a table with row-level changes)."""
+    """Not produced any more: a range with delete files is read by :mod:`.merge_on_read`. Kept only while
+    ``runtime/inspect/recommendations.py`` maps it; remove the two together."""
     SCHEMA_CHANGED = "a source's schema changed since the last refresh"
     """The consumed and the pinned snapshot were written with different schema ids."""
     SNAPSHOT_EXPIRED = "the source snapshot the last refresh consumed was expired, so the change since is unknown"
