@@ -108,3 +108,15 @@ class WorkflowSchedulerKind(enum.Enum):
     """The RefreshManager of a kernel or of ``python -m mt_magic run`` (the default)."""
     AIRFLOW = "airflow"
     """An Apache Airflow DAG built from the catalog (``mt_magic.scheduling.airflow_dags``)."""
+
+
+HIDDEN_COLUMN_PREFIX = "__mt_key_"
+"""Names of a storage table's hidden key columns (``__mt_key_0``, …): the row identity an affected-slice refresh
+needs when the SELECT list does not show it (a LEFT join showing only the left table's id, a semi join). They are
+columns of the Iceberg table, so engines reading it directly see them; the table's Iceberg view, DESCRIBE, SHOW
+CREATE and previews leave them out. A user column may not start with it (``sql.names.column_name_problem``)."""
+
+
+def is_hidden_column(name: str) -> bool:
+    """Whether ``name`` is one of mt_magic's hidden key columns (the prefix, in any letter case)."""
+    return name.lower().startswith(HIDDEN_COLUMN_PREFIX)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import MaterializedCatalog, reaching
 from mt_magic.errors import CatalogError, DefinitionError
+from mt_magic.vocabulary import is_hidden_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -254,11 +255,19 @@ class MaterializedViews:
         }
 
     def _schema(self, table: str, appended: pa.Schema | None = None) -> Schema:
-        """The table's schema, with ``appended`` columns as the table will have them once they are committed."""
+        """The table's schema, with ``appended`` columns as the table will have them once they are committed,
+        less its hidden key columns (the view's query does not select them)."""
         loaded = self.tables.iceberg_table(table)
         if appended is None or not len(appended):
-            return loaded.schema()
-        return loaded.update_schema().union_by_name(appended)._apply()
+            schema = loaded.schema()
+        else:
+            schema = loaded.update_schema().union_by_name(appended)._apply()
+        if not any(is_hidden_column(f.name) for f in schema.fields):
+            return schema
+        from pyiceberg.schema import Schema
+
+        fields = [f for f in schema.fields if not is_hidden_column(f.name)]
+        return Schema(*fields, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids)
 
     def supported(self) -> bool:
         """Whether the catalog serves views: its ``/v1/config`` lists the create-view endpoint (or, listing no

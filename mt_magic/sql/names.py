@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mt_magic.vocabulary import HIDDEN_COLUMN_PREFIX, is_hidden_column
+
 
 @dataclass(frozen=True)
 class Position:
@@ -72,4 +74,23 @@ def name_part_problem(part: str) -> str | None:
                 f"the name part {part!r} contains {char!r}, which mt_magic does not support: {why}. "
                 "Rename it without that character (e.g. use '_')"
             )
+    return None
+
+
+RESERVED_COLUMN_FIX = (
+    "rename it (e.g. … AS key_0); to read another materialized table, read its Iceberg view (<table>__mv) or list "
+    "its columns instead of SELECT *"
+)
+"""How to fix a column named with the reserved prefix (:func:`column_name_problem`)."""
+
+
+def column_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a column of a materialized table (``None``: it can): the hidden key columns'
+    prefix (:data:`~mt_magic.vocabulary.HIDDEN_COLUMN_PREFIX`) is reserved, so no user column collides with one.
+    Callers add where, and :data:`RESERVED_COLUMN_FIX`."""
+    if is_hidden_column(name):
+        return (
+            f"the column name {name!r} starts with {HIDDEN_COLUMN_PREFIX!r}, which mt_magic reserves for the hidden "
+            "key columns it keeps in storage tables"
+        )
     return None

@@ -19,6 +19,7 @@ from mt_magic.runtime.status import Listing, TableStatus
 from mt_magic.runtime.workspace import utc_text
 from mt_magic.sql.ddl.parser import parse_start_mode
 from mt_magic.sql.ddl.statements import StartFrom
+from mt_magic.vocabulary import is_hidden_column
 
 TABLE_COLUMNS = ("name", "mode", "freshness", "state", "staleness", "last refresh")
 
@@ -104,7 +105,9 @@ def table_description(
     """Columns and types, then the table's mode and why, freshness, sources, state, last refresh and its Iceberg
     view (``view``: the one registered alongside it, if any); ``airflow``: Airflow's view of a table on Airflow."""
     rows: list[tuple[str, str, str]] = [
-        (name, kind, "" if required else "nullable") for name, kind, required in info.columns
+        (name, kind, "" if required else "nullable")
+        for name, kind, required in info.columns
+        if not is_hidden_column(name)  # the storage table's hidden key columns are not the user's
     ]
     keys = set(definition.primary_key)
     rows = [(n, t, "primary key" if n in keys else note) for n, t, note in rows]

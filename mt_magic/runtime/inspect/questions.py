@@ -13,7 +13,7 @@ from mt_magic.runtime.inspect.describe import create_statement, table_descriptio
 from mt_magic.runtime.inspect.history import refresh_history, with_stall_marks
 from mt_magic.runtime.results import StatementResult, TableHistory
 from mt_magic.runtime.status import RefreshEvent, TableStatus
-from mt_magic.vocabulary import StatementAction
+from mt_magic.vocabulary import StatementAction, is_hidden_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -143,7 +143,9 @@ class Inspection:
         return self.engine.pending_since(name)
 
     def rows(self, name: str) -> DataFrame:
-        """The table's stored rows (lazy: no Spark job until the caller acts)."""
+        """The table's stored rows (lazy: no Spark job until the caller acts), without its hidden key columns."""
         from mt_magic.runtime.spark.quoting import qualified
 
-        return self.workspace.spark.table(qualified(name))
+        frame = self.workspace.spark.table(qualified(name))
+        hidden = [c for c in frame.columns if is_hidden_column(c)]
+        return frame.drop(*hidden) if hidden else frame

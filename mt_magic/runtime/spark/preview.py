@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.runtime.spark.time_travel import table_at
+from mt_magic.vocabulary import is_hidden_column
 
 if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
@@ -42,10 +44,10 @@ def preview(workspace: Workspace, name: str, limit: int) -> Preview:
     if limit < 1:
         raise ValueError(f"preview limit must be at least 1, got {limit}")
     info, definition = workspace.catalog.load_materialized(name)
-    columns = tuple(column for column, _, _ in info.columns)
+    columns = tuple(column for column, _, _ in info.columns if not is_hidden_column(column))
     if info.current_snapshot_id is None:
         return Preview(name, columns, (), None, limit)
-    frame = table_at(workspace.spark, name, info.current_snapshot_id)
+    frame = table_at(workspace.spark, name, info.current_snapshot_id).select(*[identifier(c) for c in columns])
     ordered_by = tuple(c for c in definition.partitioned_by if c in columns)
     if ordered_by:
         frame = frame.orderBy(*[frame[c].desc() for c in ordered_by])

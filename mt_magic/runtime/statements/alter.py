@@ -25,6 +25,7 @@ from mt_magic.runtime.statements.definition import (
     check_incremental_option,
     infer_schema,
     resolve_query,
+    with_row_identity,
 )
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import Freshness, StartMode
@@ -59,9 +60,10 @@ def alter_query(
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
         expanded, upstream = resolve_query(ws, label, query, query_position)
         expanded = schema_rules.apply_column_list(label, expanded, columns, infer_schema(ws, label, expanded))
-        new_schema = infer_schema(ws, label, expanded)
+        stored_schema = ws.spark.table(qualified(name)).schema
+        expanded, new_schema = with_row_identity(ws, label, expanded, schema_rules.hidden_count(stored_schema))
         schema_rules.check_typed(label, new_schema)
-        added = schema_rules.appended_columns(label, ws.spark.table(qualified(name)).schema, new_schema)
+        added = schema_rules.appended_columns(label, stored_schema, new_schema)
         current = restart(ws, label, current, start_mode, upstream, info, expanded)
     check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)

@@ -24,6 +24,7 @@ from mt_magic.runtime.refresh.context import (
     is_strict,
     max_change_fraction,
 )
+from mt_magic.runtime.refresh.incremental.row_identity import storage_query
 from mt_magic.runtime.refresh.start import check_kept, resolve_start, with_start
 from mt_magic.runtime.spark import semantics
 from mt_magic.runtime.spark.quoting import identifier
@@ -87,6 +88,25 @@ def infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
         raise DefinitionError(f"{statement}: Spark cannot analyse the query: {first_line(exc)}") from exc
 
 
+def with_row_identity(
+    ws: Workspace, label: str, expanded: str, keep: int = 0, hide: bool = True
+) -> tuple[str, StructType]:
+    """The query a new definition stores and its schema: ``expanded`` with the hidden key columns its
+    incremental refreshes need (:mod:`~mt_magic.runtime.refresh.incremental.row_identity`; ``keep``: the hidden
+    columns the table has), after refusing user columns named with their reserved prefix. ``hide=False``
+    (converting a plain table, whose columns stay as they are) adds none; nor does a storage query Spark cannot
+    analyse (the user's query is kept, and recomputes as before)."""
+    schema = infer_schema(ws, label, expanded)
+    schema_rules.check_column_names(label, schema)
+    stored = storage_query(expanded, keep) if hide else expanded
+    if stored == expanded:
+        return expanded, schema
+    try:
+        return stored, infer_schema(ws, label, stored)
+    except DefinitionError:
+        return expanded, schema
+
+
 def check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSchedule:
     from mt_magic.sql.ddl.freshness import resolve_schedule
 
@@ -139,7 +159,7 @@ def build_definition(
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
         expanded, upstream = resolve_query(ws, label, stmt.query, stmt.query_position)
         expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, infer_schema(ws, label, expanded))
-        schema = infer_schema(ws, label, expanded)
+        expanded, schema = with_row_identity(ws, label, expanded, hide=table is None)
         schema_rules.check_typed(label, schema)
         start = resolve_start(ws, label, stmt.start_mode, upstream, table)
     options = {k: v for k, v in given.items() if k.lower() != CONVERT_OPTION}

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.views import MaterializedViews, ViewInfo, view_name
 from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.query.hidden_keys import visible_query
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -26,10 +28,17 @@ def check_free(ws: Workspace, label: str, table: str) -> None:
     MaterializedViews(ws.catalog).check_free(label, table)
 
 
+def shown(definition: MaterializedTableDefinition) -> MaterializedTableDefinition:
+    """What the view holds of ``definition``: its query without the hidden key columns (``sql.query.hidden_keys``;
+    the view's schema leaves them out too, ``catalog.views``), so ``SELECT *`` through the view shows the user's
+    columns only."""
+    return replace(definition, expanded_query=visible_query(definition.expanded_query))
+
+
 def register(ws: Workspace, table: str, definition: MaterializedTableDefinition) -> ViewInfo | None:
     """CREATE: register the view of the just-created ``table``; if that fails, the table is dropped."""
     try:
-        return MaterializedViews(ws.catalog).create(table, definition)
+        return MaterializedViews(ws.catalog).create(table, shown(definition))
     except BaseException:
         ws.catalog.drop(table, purge=True)
         raise
@@ -46,13 +55,13 @@ def defining(
     created = view is None
     if view is None:
         views.check_free(label, table)
-        view = views.create(table, definition)
+        view = views.create(table, shown(definition))
     if view is None:  # the catalog serves no views
         yield None
         return
     previous = view.current_version_id
     try:
-        view = views.add_version(view, table, definition, appended)
+        view = views.add_version(view, table, shown(definition), appended)
         yield view
     except BaseException:
         if created:
@@ -73,7 +82,7 @@ def drop_with_view(ws: Workspace, table: str) -> None:
         ws.catalog.drop(table, purge=True)
     except BaseException:
         if view is not None and info.definition is not None:
-            views.create(table, info.definition)
+            views.create(table, shown(info.definition))
         raise
 
 
@@ -89,7 +98,7 @@ def redefine(ws: Workspace, table: str, definition: MaterializedTableDefinition)
     if view is None:
         return nothing
     previous = view.current_version_id
-    updated = views.add_version(view, table, definition)
+    updated = views.add_version(view, table, shown(definition))
 
     def undo() -> None:
         views.set_current(updated, previous)
@@ -108,7 +117,7 @@ def follow_rename(ws: Workspace, old: str, new: str) -> Callable[[], None]:
     previous = view.current_version_id
     moved = views.rename(view, view_name(new))
     try:
-        moved = views.add_version(moved, new, info.definition)
+        moved = views.add_version(moved, new, shown(info.definition))
     except BaseException:
         views.rename(moved, view.name)
         raise

@@ -16,6 +16,7 @@ from mt_magic.errors import DefinitionError, MaterializedTableExistsError
 from mt_magic.runtime.graph import dependents
 from mt_magic.runtime.statements import iceberg_view
 from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.query.hidden_keys import visible_query
 from mt_magic.sql.query.rewrite import rename_source
 
 
@@ -65,7 +66,8 @@ def _follow(ws: Workspace, reader: TableInfo, old: str, new: str) -> Callable[[]
     expanded = rename_source(definition.expanded_query, old, new)
     upstream = tuple(new if source == old else source for source in definition.upstream)
     starts = {new if source == old else source: snapshot for source, snapshot in definition.start_snapshots.items()}
-    updated = replace(definition, query=expanded, expanded_query=expanded, upstream=upstream, start_snapshots=starts)
+    shown = visible_query(expanded)  # the user's text has no hidden key columns
+    updated = replace(definition, query=shown, expanded_query=expanded, upstream=upstream, start_snapshots=starts)
     undo_view = iceberg_view.redefine(ws, reader.name, updated)
     try:
         ws.catalog.update_properties(reader.name, updated.to_properties())

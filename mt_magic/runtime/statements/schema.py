@@ -11,6 +11,8 @@ from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
+from mt_magic.sql.names import RESERVED_COLUMN_FIX, column_name_problem
+from mt_magic.vocabulary import is_hidden_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -150,14 +152,39 @@ def create_iceberg_table(
             raise
 
 
+def check_column_names(label: str, schema: StructType) -> None:
+    """No column of the user's query may take the hidden key columns' reserved prefix (``sql.names``)."""
+    for field in schema.fields:
+        problem = column_name_problem(field.name)
+        if problem is not None:
+            raise DefinitionError(f"{label}: {problem}. Nothing changed; {RESERVED_COLUMN_FIX}.")
+
+
+def hidden_count(schema: StructType) -> int:
+    """How many hidden key columns a storage table has."""
+    return sum(1 for f in schema.fields if is_hidden_column(f.name))
+
+
 def appended_columns(label: str, current: StructType, new: StructType) -> list[StructField]:
-    """The columns the new query appends; anything but appending is an error that says what changed."""
-    problems = []
-    for i, old in enumerate(current.fields):
-        if i >= len(new.fields):
+    """The columns the new query appends; anything but appending is an error that says what changed.
+
+    Visible columns compare by position; hidden key columns by name (an ALTER … AS that needs one appends it,
+    and the next refresh recomputes the table, filling it; one the new query cannot fill is refused)."""
+    visible = [f for f in current.fields if not is_hidden_column(f.name)]
+    shown = [f for f in new.fields if not is_hidden_column(f.name)]
+    hidden = {f.name.lower(): f for f in new.fields if is_hidden_column(f.name)}
+    problems = [
+        f"the hidden key column {old.name} ({old.dataType.simpleString()}) would be removed or change type: the new "
+        "query has no such join key"
+        for old in current.fields
+        if is_hidden_column(old.name)
+        and (old.name.lower() not in hidden or hidden[old.name.lower()].dataType != old.dataType)
+    ]
+    for i, old in enumerate(visible):
+        if i >= len(shown):
             problems.append(f"column {old.name} ({old.dataType.simpleString()}) would be removed")
             continue
-        now = new.fields[i]
+        now = shown[i]
         if now.name.lower() != old.name.lower():
             problems.append(f"column {i + 1} is {now.name} instead of {old.name}")
         elif now.dataType != old.dataType:
@@ -170,7 +197,8 @@ def appended_columns(label: str, current: StructType, new: StructType) -> list[S
             + "; ".join(problems)
             + ". Keep the existing columns as they are and add new ones last, or drop and recreate the table."
         )
-    return list(new.fields[len(current.fields) :])
+    present = {f.name.lower() for f in current.fields}
+    return shown[len(visible) :] + [f for name, f in hidden.items() if name not in present]
 
 
 def arrow_columns(fields: Sequence[StructField]) -> pa.Schema:

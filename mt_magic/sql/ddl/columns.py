@@ -16,6 +16,7 @@ from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.lexing import Tok, TokKind
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
 from mt_magic.sql.errors import ColumnError, ConstraintError, SqlSyntaxError, UnsupportedClauseError
+from mt_magic.sql.names import RESERVED_COLUMN_FIX, column_name_problem
 
 _TYPE_STOP = frozenset({"CONSTRAINT", "PRIMARY", "COMMENT", "METADATA", "VIRTUAL"})
 _TYPE_CONTINUATION = frozenset(
@@ -112,6 +113,9 @@ def _element(cur: Cursor, state: _Columns) -> None:
 
 def _column(cur: Cursor, state: _Columns) -> None:
     name_tok, name = cur.expect_identifier("a column name or PRIMARY KEY (…) NOT ENFORCED")
+    reserved = column_name_problem(name)
+    if reserved is not None:
+        raise cur.error(ColumnError, reserved, name_tok, RESERVED_COLUMN_FIX)
     if cur.at_word("AS"):
         raise cur.error(
             UnsupportedClauseError,

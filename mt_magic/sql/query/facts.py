@@ -173,6 +173,10 @@ class JoinKeys:
     """Tables present (not NULL-extended, not a semi/anti side) in every result row. The result is linear in
     each of them: with the other tables fixed, each of its rows yields its own result rows, so a change to
     these tables alone is a sum of delta terms, like an inner join's."""
+    locator: str | None = None
+    """Spark SQL over the result SELECT's relations whose value is the key on every result row (a preserved
+    table's key column, else the COALESCE of every visible table's): what a hidden key column stores when no
+    output column shows the key (:mod:`~mt_magic.sql.query.hidden_keys`)."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,9 @@ class WindowKeys:
     the one subquery it filters, e.g. a top-N ``WHERE rn <= 3``) over tables and inner joins."""
     locating: tuple[str, ...]
     """Output columns that are, unchanged, a partition expression of every window (empty: none shown)."""
+    partition: tuple[str, ...] = ()
+    """Spark SQL of the partition expressions every window shares, over the windows' SELECT's relations: what
+    hidden key columns store when no output column shows them (:mod:`~mt_magic.sql.query.hidden_keys`)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from sqlglot import exp
 from mt_magic.sql.query.facts import JoinKeys, KeyColumn, WindowKeys
 from mt_magic.sql.query.result_shape import result_select
 from mt_magic.sql.query.tree import spark_sql
+from mt_magic.vocabulary import is_hidden_column
 
 OUTER_SIDES = ("LEFT", "RIGHT", "FULL")
 Member = tuple[str, str]
@@ -115,7 +116,18 @@ def join_keys(tree: exp.Expr) -> JoinKeys | None:
     visible, preserved = _visibility(aliases, kinds)
     locating = _locating(select, key, using, visible, preserved)
     linear = tuple(names[a] for a in aliases if a in preserved)
-    return JoinKeys(columns, locating, len(subqueries), not_in, linear)
+    spelled = {r.alias_or_name.lower(): r.alias_or_name for r in relations if isinstance(r, exp.Table)}
+    locator = _locator(key, [spelled[a] for a in aliases], visible, preserved)
+    return JoinKeys(columns, locating, len(subqueries), not_in, linear, locator)
+
+
+def _locator(key: list[Member], aliases: list[str], visible: set[str], preserved: set[str]) -> str:
+    """The key as an expression over the relations: a preserved table's column (never NULL-extended), else the
+    COALESCE of every visible table's (each result row has at least one of them, and they agree when joined)."""
+    column = dict(sorted(key, reverse=True))
+    chosen = [a for a in aliases if a.lower() in preserved][:1] or [a for a in aliases if a.lower() in visible]
+    parts = [exp.column(column[a.lower()], table=a, quoted=True) for a in chosen]
+    return spark_sql(parts[0] if len(parts) == 1 else exp.Coalesce(this=parts[0], expressions=parts[1:]))
 
 
 def _equate(classes: _Classes, names: dict[str, str], left: exp.Expr, right: exp.Expr) -> None:
@@ -214,14 +226,14 @@ def _locating(
         shown = _covers(projection.unalias(), key, using, visible)
         if shown is None or not projection.output_name:
             continue
-        if "*" in shown or shown & preserved:
+        if "*" in shown or shown & preserved or (is_hidden_column(projection.output_name) and visible <= shown):
             return (projection.output_name,)
         chosen.append(projection.output_name)
         covered |= shown
     return tuple(chosen) if chosen and visible <= covered else ()
 
 
-def _window_select(tree: exp.Expr) -> exp.Select | None:
+def window_select(tree: exp.Expr) -> exp.Select | None:
     """The one SELECT holding every window: the result SELECT, or the subquery it reads and filters."""
     owners = {id(w.find_ancestor(exp.Select)): w.find_ancestor(exp.Select) for w in tree.find_all(exp.Window)}
     found = result_select(tree)
@@ -243,7 +255,7 @@ def window_keys(tree: exp.Expr) -> WindowKeys | None:
     windows = list(tree.find_all(exp.Window))
     if not windows:
         return None
-    owner = _window_select(tree)
+    owner = window_select(tree)
     partitions = [w.args.get("partition_by") or [] for w in windows]
     if owner is None or any(not p for p in partitions) or owner.args.get("group") or has_outer_join(owner):
         return WindowKeys(False, ())
@@ -255,7 +267,7 @@ def window_keys(tree: exp.Expr) -> WindowKeys | None:
     if outer is not owner:
         columns: list[exp.Expr] = [exp.column(name) for name in shown]
         shown = _shown(outer, columns)
-    return WindowKeys(True, tuple(shown))
+    return WindowKeys(True, tuple(shown), tuple(spark_sql(e) for e in common))
 
 
 def _star(projection: exp.Expr) -> bool:

@@ -16,10 +16,12 @@ from mt_magic.runtime.refresh.incremental.in_process import engine_line, partiti
 from mt_magic.runtime.refresh.incremental.in_process.eligibility import declared_columns, table_columns
 from mt_magic.runtime.refresh.incremental.planner import plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
+from mt_magic.runtime.refresh.incremental.row_identity import storage_query
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, QueryShape, plan_query
+from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.query.analysis import analyze_query
-from mt_magic.vocabulary import RefreshMode
+from mt_magic.vocabulary import RefreshMode, is_hidden_column
 
 if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
@@ -86,6 +88,7 @@ class Explanation:
             label = labels.get(self.plan.shape, "groups located by:")
             lines.append(
                 f"  {label:<20}{', '.join(self.plan.slice_columns)}"
+                + (" (hidden: users do not see it)" if any(map(is_hidden_column, self.plan.slice_columns)) else "")
                 + (f" (input filtered by {', '.join(c for c, _ in self.plan.pushdown)})" if self.plan.pushdown else "")
             )
         if scoped and len(scoped) == len(self.partition_columns):
@@ -175,6 +178,8 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
         name = ws.qualify(target.name)
         known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
         query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
+        if CONVERT_OPTION not in {k.lower() for k in target.options_dict}:
+            query = storage_query(query)  # the hidden key columns CREATE would add
         mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode
         options, partitioned, info = target.options_dict, tuple(target.partitioned_by), None
         partitioning = partitioning_reason(("bucket",) if target.distribution is not None else ())
