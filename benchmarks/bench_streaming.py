@@ -445,9 +445,10 @@ def run(args: argparse.Namespace, work: Path) -> tuple[list[Figures], dict[str, 
     import psutil
 
     from mt_magic.catalog.client import open_catalog, resolve_catalog, spark_catalog_conf
-    from mt_magic.catalog.embedded import running_server
+    from mt_magic.catalog.embedded import ensure_embedded_server, running_server
     from mt_magic.runtime.spark.session import get_or_create_session
 
+    ensure_embedded_server(timeout=300)  # a loaded machine starts it slowly; the contenders then reuse it
     config = resolve_catalog(CATALOG)
     spark = get_or_create_session(spark_settings(args), spark_catalog_conf(config))
     catalog = open_catalog(config)
