@@ -152,6 +152,10 @@ def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = N
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "3",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3",
         "AIRFLOW__DAG_PROCESSOR__STALE_DAG_THRESHOLD": "10",
+        # Parsing imports pyiceberg and reads the catalog: on a loaded machine that outlasts Airflow's 30 s default,
+        # and a task whose DAG file times out fails before it starts ("Dag not found during start up").
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "150",
+        "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "180",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         "MT_MAGIC_CATALOG": catalog,
         "MT_MAGIC_PYTHON": sys.executable,

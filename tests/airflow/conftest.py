@@ -28,11 +28,17 @@ def airflow(connection, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lo
             "MT_MAGIC_DRIVER_MEMORY": "1g",
             "MT_MAGIC_AIRFLOW_RETRIES": "1",
             "MT_MAGIC_AIRFLOW_RETRY_DELAY": "1",
+            # No periodic parse during a run: a DAG appears or changes only because a statement asked Airflow to
+            # parse the DAG file (PUT /api/v2/parseDagFile), which is what the tests show (a dropped or renamed
+            # DAG goes stale at a later parse: airflow_helpers.wait_stale asks for one).
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
+            "AIRFLOW__SCHEDULER__PARSING_CLEANUP_INTERVAL": "5",
         }
     )
     server = local_airflow(tmp_path_factory.mktemp("airflow_home"), CATALOG, extra)
     try:
         server.start()
+        _wait_for_the_catalog_dag(server)
         yield server
     finally:
         server.stop()
@@ -43,3 +49,27 @@ def airflow_settings(airflow: LocalAirflow):
     from mt_magic.scheduling.airflow_api import AirflowSettings
 
     return AirflowSettings(airflow.url, airflow.user, airflow.password, timeout=30)
+
+
+def _wait_for_the_catalog_dag(server: LocalAirflow, timeout: float = 240) -> None:
+    """Until Airflow's first parse of the DAG file is in: its catalog DAG is the handle every statement's parse
+    request goes through (there is no periodic parse in these tests)."""
+    import time
+
+    from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
+    from mt_magic.scheduling.dags import catalog_dag_id
+
+    client = AirflowClient(AirflowSettings(server.url, server.user, server.password, timeout=30))
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                client.dag(catalog_dag_id(CATALOG))
+                return
+            except DagNotFoundError:
+                if time.monotonic() > deadline:
+                    tail = server.log_tail("dag-processor")
+                    raise RuntimeError(f"Airflow did not parse its DAG file:\n{tail}") from None
+                time.sleep(1)
+    finally:
+        client.close()

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
 import pytest
+from airflow_helpers import finished_run, rows, run, wait_stale, wait_until
 from shared_catalog import CATALOG
 
 from mt_magic.scheduling.local_airflow import LocalAirflow
@@ -34,17 +34,6 @@ BROKEN_QUERY = "SELECT k, CASE WHEN v < 100 THEN v ELSE raise_error(concat('v to
 
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 1.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="module")
@@ -69,29 +58,6 @@ def client(airflow_settings):
     from mt_magic.scheduling.airflow_api import AirflowClient
 
     return AirflowClient(airflow_settings)
-
-
-def run(mt, sql: str):
-    from mt_magic.sql import parse_cell
-
-    (statement,) = parse_cell(sql)
-    return mt.execute(statement)
-
-
-def rows(spark, sql: str) -> list[tuple]:
-    return sorted(tuple(r) for r in spark.sql(sql).collect())
-
-
-def finished_run(client, dag_id: str, timeout: float, after: str = "", run_type: str = ""):
-    """The DAG's newest finished run (started after ``after``), waiting for it."""
-
-    def done():
-        for r in client.dag_runs(dag_id):
-            if r.state in ("success", "failed") and (r.start_date or "") > after and run_type in ("", r.run_type):
-                return r
-        return None
-
-    return wait_until(done, timeout, f"a finished run of {dag_id}", interval=2)
 
 
 def test_create_runs_on_airflow_a_chain_in_asset_order(mt, client, airflow: LocalAirflow) -> None:
@@ -215,7 +181,7 @@ def test_suspend_resume_refresh_partition_and_drop_reach_airflow(mt, client, air
 
     run(mt, "DROP MATERIALIZED TABLE daily")
     assert client.dag(dag_id(DAILY)).is_paused
-    wait_until(lambda: client.dag(dag_id(DAILY)).is_stale, 120, "Airflow to drop the DAG at its next parse")
+    wait_stale(client, dag_id(DAILY))  # at a parse of the DAG file
 
 
 def _parsed(client, dag: str) -> bool:
