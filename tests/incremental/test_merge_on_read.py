@@ -144,7 +144,7 @@ def write_equality_delete(spark, table: str, column: str, values: list[int]) -> 
     iceberg = jvm.org.apache.iceberg
     loaded = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
     schema = loaded.schema()
-    delete_schema = schema.select(jvm.java.util.Arrays.asList([column]))
+    delete_schema = schema.select([column])  # Schema.select(Collection<String>): py4j converts the list
     ids = spark.sparkContext._gateway.new_array(jvm.int, 1)
     ids[0] = schema.findField(column).fieldId()
     factory = iceberg.data.GenericAppenderFactory(schema, loaded.spec(), ids, delete_schema, None)
