@@ -2,13 +2,12 @@
 
 A CONTINUOUS table recomputes in full when its query or its sources rule incremental refresh out; the refresh
 records why in its strategy line (``full: fallback — <the reason's sentence> …``, ``mt.strategy``). Some reasons
-are the user's to change — the join key not in the SELECT list, ``NOT IN`` instead of ``NOT EXISTS``, an ORDER BY,
-a non-deterministic function, a merge-on-read source, changes so large they recur. :data:`ADVICE` maps each such
-:class:`~mt_magic.runtime.refresh.incremental.reasons.FallbackReason` to the change; each piece of advice is
-tested to be true (``tests/integration/test_recommendations.py`` applies it to a real table and shows the next
-refresh incremental). :func:`recommend` reads a table's recent refreshes and, where they were measured, puts an
-estimate of the saving beside it: the median of those recomputes against the median of the table's own
-incremental refreshes (no incremental run measured: no estimate).
+are the user's to change — ``NOT IN`` instead of ``NOT EXISTS``, an ORDER BY, a non-deterministic function.
+:data:`ADVICE` maps each such :class:`~mt_magic.runtime.refresh.incremental.reasons.FallbackReason` to the change;
+each piece of advice is meant to be tested true on a real table (the next refresh incremental; that test is not
+in yet). :func:`recommend` reads a table's recent refreshes and, where they
+were measured, puts an estimate of the saving beside it: the median of those recomputes against the median of the
+table's own incremental refreshes (no incremental run measured: no estimate).
 """
 
 from __future__ import annotations
@@ -26,41 +25,22 @@ FALLBACK_PREFIX = "full: fallback — "
 """How a recomputing refresh's strategy line starts (``refresh.run``), followed by its first reason's sentence."""
 
 ADVICE: Mapping[FallbackReason, str] = {
-    FallbackReason.JOIN_KEY_NOT_SHOWN: (
-        "add the join key to the SELECT list (the left table's key for LEFT, SEMI and ANTI joins, the right "
-        "table's for RIGHT joins, COALESCE(a.k, b.k) for FULL joins) with ALTER MATERIALIZED TABLE … AS"
-    ),
     FallbackReason.NOT_IN_SUBQUERY: (
         "write NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k) instead of a.k NOT IN (SELECT b.k FROM b) with "
         "ALTER MATERIALIZED TABLE … AS (the same rows when neither key is NULL)"
-    ),
-    FallbackReason.WINDOW_PARTITION_NOT_SHOWN: (
-        "add the windows' PARTITION BY column to the SELECT list with ALTER MATERIALIZED TABLE … AS"
     ),
     FallbackReason.ORDER_BY: (
         "drop the query's ORDER BY with ALTER MATERIALIZED TABLE … AS (a table keeps no order; order when reading)"
     ),
     FallbackReason.NONDETERMINISTIC: (
-        "take rand(), uuid(), current_timestamp() and the like out of the query with ALTER MATERIALIZED TABLE … AS "
-        "(compute them when reading the table)"
-    ),
-    FallbackReason.MERGE_ON_READ_DELETES: (
-        "make the source copy-on-write (ALTER TABLE … SET TBLPROPERTIES ('write.delete.mode' = 'copy-on-write', "
-        "'write.update.mode' = 'copy-on-write', 'write.merge.mode' = 'copy-on-write')) and compact away its delete "
-        "files (CALL <catalog>.system.rewrite_data_files(table => …, options => map('delete-file-threshold', '1')))"
-    ),
-    FallbackReason.CHEAPER_TO_RECOMPUTE: (
-        "refresh more often (a shorter FRESHNESS, ALTER MATERIALIZED TABLE … SET FRESHNESS): each refresh then "
-        "sees a smaller change, below 'incremental.max-change-fraction' of the sources"
+        "create the table again without rand(), uuid(), current_timestamp() and the like (DROP, then CREATE: "
+        "ALTER … AS may only append columns) and compute them when reading it"
     ),
 }
-"""The change that makes a table's refreshes incremental again, for each reason the user can change."""
-
-RECURRING: frozenset[FallbackReason] = frozenset({FallbackReason.CHEAPER_TO_RECOMPUTE})
-"""Reasons advised against only when they recur: one large change is not a habit."""
-
-RECUR_AT = 2
-"""A recurring reason is advised against once this many of the recent refreshes recomputed for it."""
+"""The change that makes a table's refreshes incremental again, for each reason the user can change. Not here:
+a join key or window partition not shown (new tables keep it in a hidden key column, so they no longer recompute
+for it), merge-on-read sources (read from their data files), and a large change fraction that recurs (its
+advice, refreshing more often, is not tested yet)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +74,7 @@ def fallback_reason(strategy: str) -> FallbackReason | None:
 
 def recommend(records: Sequence[RefreshRecord]) -> Recommendation | None:
     """The advice for a table from its refreshes (newest first), if its newest one recomputed for a reason the
-    user can change (a :data:`RECURRING` one only once it recurs); ``None`` otherwise."""
+    user can change; ``None`` otherwise."""
     done = [r for r in records if r.error is None and r.kind is not RefreshKind.NOOP]
     if not done:
         return None
@@ -102,8 +82,6 @@ def recommend(records: Sequence[RefreshRecord]) -> Recommendation | None:
     if reason is None or reason not in ADVICE:
         return None
     recomputes = [r.duration for r in done if fallback_reason(r.strategy) is reason]
-    if reason in RECURRING and len(recomputes) < RECUR_AT:
-        return None
     incremental = [r.duration for r in done if r.kind is RefreshKind.INCREMENTAL]
     return Recommendation(
         reason,
