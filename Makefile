@@ -7,7 +7,7 @@
 # `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
 # kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
 .PHONY: help setup setup-test setup-other demo test test-other test-reference test-connect test-quick test-spark spark-connect-start \
-	spark-connect-stop test-airflow lint bench fuzz-soak cluster-start \
+	spark-connect-stop test-airflow lint bench bench-smoke fuzz-soak cluster-start \
 	cluster-stop
 .DEFAULT_GOAL := help
 
@@ -66,6 +66,10 @@ test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser/Airflow,
 # A real Airflow 3 (its own virtualenv, started by the tests on loopback) running the tables' refreshes; in `make test`.
 test-airflow: setup-test  ## the refresh workflows on a real Airflow (tests/airflow)
 	.venv/bin/python -m pytest tests/airflow tests/scheduling -q
+
+# The streaming comparison end to end at a tiny size (four Spark JVMs; not in `make test`).
+bench-smoke: setup-test  ## benchmarks/bench_streaming.py at a tiny size, every contender equal to Spark
+	.venv/bin/python -m pytest benchmarks/test_bench_streaming.py -q
 
 # The in-process path against Spark, long: `make fuzz-soak SEED=7 CASES=10000 SHARDS=3
 # [FUZZ_PYTHON=.venv-pyspark-4.1.4/bin/python]`; SHARDS processes share the seed's batches (scripts/fuzz_soak.py).
