@@ -126,8 +126,9 @@ class AirflowClient:
 
     def reparse(self, file_token: str) -> None:
         """Ask the DAG processor to parse a DAG file now, ahead of its periodic parse (Airflow 3's priority
-        parsing request; the processor takes it up within a few seconds)."""
-        self._call("PUT", f"/api/v2/parseDagFile/{_part(file_token)}")
+        parsing request; the processor takes it up within a few seconds). Airflow answers 409 while a request
+        for the file is still pending: that request covers this one."""
+        self._call("PUT", f"/api/v2/parseDagFile/{_part(file_token)}", accept=(409,))
 
     def task_url(self, dag_id: str, run_id: str, task_id: str) -> str:
         """The task instance's page in Airflow 3's UI (its log): ``/dags/{dag}/runs/{run}/tasks/{task}``."""
@@ -180,7 +181,15 @@ class AirflowClient:
             raise AirflowUnavailableError(f"{where} could not log in: {response.status_code} {_detail(response)}")
         return str(response.json()["access_token"])
 
-    def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None, dag_id: str = "") -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        dag_id: str = "",
+        accept: tuple[int, ...] = (),
+    ) -> Any:
+        """Airflow's JSON answer; ``accept``: statuses that mean done here (answered as ``{}``)."""
         import requests
 
         where = f"Airflow at {self.settings.url}"
@@ -201,6 +210,8 @@ class AirflowClient:
                 self._token = ""  # expired: log in again once
                 continue
             break
+        if response.status_code in accept:
+            return {}
         if response.status_code == 401:
             raise AirflowAuthError(
                 f"{where} refused the token ({_detail(response)}); set a valid MT_MAGIC_AIRFLOW_TOKEN or a user "
