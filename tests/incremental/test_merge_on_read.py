@@ -159,9 +159,23 @@ def write_equality_delete(spark, table: str, column: str, values: list[int]) -> 
     loaded.newRowDelta().addDeletes(writer.toDeleteFile()).commit()
 
 
+def _has_java_class(spark, name: str) -> bool:
+    """Whether py4j finds the class (it answers a JavaPackage for a name it cannot load)."""
+    from py4j.java_gateway import JavaClass
+
+    found = spark.sparkContext._jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    return isinstance(found, JavaClass)
+
+
 def test_equality_deletes_stay_incremental_and_equal_a_recompute(mt, spark) -> None:
     if is_connect(spark):
         pytest.skip("writing an equality delete file needs Iceberg's Java API in this process (classic Spark)")
+    if not _has_java_class(spark, "org.apache.iceberg.data.GenericAppenderFactory"):
+        # The Spark 4.x runtime jar leaves out iceberg-data's writers; the reading side under test is the same code
+        # on both lines, and the 3.5 line writes the deletes.
+        pytest.skip("this Iceberg Spark runtime has no GenericAppenderFactory to write an equality delete file with")
     create_sources(spark, 2, False)
     create_tables(mt)
     writer = MergeOnReadWriter(spark, random.Random(3))
