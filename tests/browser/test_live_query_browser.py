@@ -56,14 +56,14 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
             page = context.new_page()
             page.set_default_timeout(30_000)
             page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
-            page.locator(".jp-Notebook").wait_for(state="visible", timeout=60_000)
-            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)
+            page.locator(".jp-Notebook").wait_for(state="visible", timeout=300_000)
+            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=300_000)
 
             _select(page, "start=200")
             _run_menu(page, "Run All Above Selected Cell")
             view = page.locator(VIEW).first
             view.wait_for(state="attached", timeout=600_000)  # kernel start, Spark, the first refresh, the query
-            _wait_for(page, lambda: len(_rows(page)) == 6, "the live query shows one row per company", 60)
+            _wait_for(page, lambda: len(_rows(page)) == 6, "the live query shows one row per company", 300)
             before = _rows(page)
             header = view.locator(".mt-live-query-head")
             assert "live query" in header.inner_text() and "last run" in header.inner_text()
@@ -82,7 +82,7 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
             assert len(after) == 6 and after != before
             assert view.locator("tr.mt-as-of").first.get_attribute("data-snapshot") != snapshot
             runs = view.locator(".mt-live-run")
-            _wait_for(page, lambda: int(runs.get_attribute("data-runs") or 0) > 1, "the header counts the re-run", 30)
+            _wait_for(page, lambda: int(runs.get_attribute("data-runs") or 0) > 1, "the header counts the re-run", 120)
             view.scroll_into_view_if_needed()
             view.screenshot(path=str(ARTIFACTS / "live_query_after.png"))
             view.screenshot(path=str(DOCS / "live_query_after.png"))
