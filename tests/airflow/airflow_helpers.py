@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Iterator
+from functools import partial
 
+import waiting
 from shared_catalog import CATALOG
-
-T = TypeVar("T")
 
 
 def inline_service(connection, namespace: str, airflow_settings) -> Iterator:  # type: ignore[no-untyped-def]
@@ -35,15 +33,8 @@ def inline_service(connection, namespace: str, airflow_settings) -> Iterator:  #
             base.catalog.catalog.purge_table(ident)
 
 
-def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 1.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+wait_until = partial(waiting.wait_until, interval=1.0)
+"""The tests' wait, polling Airflow's REST API once a second."""
 
 
 def run(mt, sql: str):  # type: ignore[no-untyped-def]

@@ -12,12 +12,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+from waiting import wait_until  # noqa: F401 - the live tests import it from here
 
 CATALOG = "mtlive"
 """The live catalog's name in pyiceberg's configuration and in the test process's Spark session."""
@@ -25,23 +27,9 @@ KERNEL_NAME = "mt-live-python"
 SUBPROCESS_SPARK = {"MT_MAGIC_SPARK_MASTER": "local[2]", "MT_MAGIC_DRIVER_MEMORY": "1g"}
 """Kernels and runners get a small local Spark: the machine has two cores shared with the test process."""
 
-T = TypeVar("T")
-
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
-    """Poll ``predicate`` until it returns something truthy; fail the test with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 # -- tables through pyiceberg (no Spark job, so sampling does not compete with refreshes) -----------------
