@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import test_jupyterlab
-from test_jupyterlab import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, Lab, _wait_for, lab  # noqa: F401 - lab: fixture
+from test_jupyterlab import ARTIFACTS, Lab, _wait_for, lab, launch_chromium  # noqa: F401 - lab: fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
@@ -69,13 +69,7 @@ def test_tab_in_a_materialized_cell_offers_the_catalogs_tables(
     ARTIFACTS.mkdir(exist_ok=True)
     _notebook(tmp_path / "root" / NOTEBOOK)
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1200, "height": 900},
-        )
+        context = launch_chromium(playwright, tmp_path, width=1200, height=900)
         page = context.new_page()
         try:
             page.set_default_timeout(120_000)  # generous bounds: the machine may be loaded

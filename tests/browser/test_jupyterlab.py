@@ -179,18 +179,23 @@ def _run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     raise AssertionError("Run All Cells did not start the notebook")
 
 
+def launch_chromium(playwright, tmp_path: Path, width: int = 1400, height: int = 1100):  # type: ignore[no-untyped-def]
+    """The browser tests' headless Chromium, with a profile of its own under ``tmp_path``."""
+    return playwright.chromium.launch_persistent_context(
+        str(tmp_path / "chromium-profile"),
+        executable_path=CHROMIUM,
+        headless=True,
+        args=CHROMIUM_FLAGS,
+        viewport={"width": width, "height": height},
+    )
+
+
 def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1100},
-        )
+        context = launch_chromium(playwright, tmp_path)
         try:
             page = context.new_page()
             page.set_default_timeout(30_000)

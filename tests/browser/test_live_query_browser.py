@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_jupyterlab import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, REPO, Lab, _wait_for, lab  # noqa: F401 - the fixture
+from test_jupyterlab import ARTIFACTS, REPO, Lab, _wait_for, lab, launch_chromium  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1200)]
 
@@ -45,13 +45,7 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
     ARTIFACTS.mkdir(exist_ok=True)
     DOCS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1100},
-        )
+        context = launch_chromium(playwright, tmp_path)
         try:
             page = context.new_page()
             page.set_default_timeout(30_000)
