@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, first_line
-from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.spark.quoting import is_temp_view
 from mt_magic.sql.errors import QueryAnalysisError
 from mt_magic.sql.query.rewrite import QueryRewriteError, pin_sources, qualify_sources
 
@@ -112,7 +112,7 @@ def resolve(ws: Workspace, text: str) -> ResolvedQuery:
         expanded, sources = qualify_sources(text, ws.catalog.spark_name, ws.default_namespace, known)
     except QueryRewriteError as exc:
         raise QueryCellError(f"{LABEL}: {exc}") from None
-    temp = {s.name for s in facts.sources if s.namespace is None and _is_temp_view(ws, s.name)}
+    temp = {s.name for s in facts.sources if s.namespace is None and is_temp_view(ws.spark, s.name)}
     views = {f"{ws.catalog.spark_name}.{ws.default_namespace}.{name}": name for name in temp}
     ours = f"{ws.catalog.spark_name}."
     tables, materialized = [], set()
@@ -132,13 +132,6 @@ def resolve(ws: Workspace, text: str) -> ResolvedQuery:
             materialized.add(name)
     unpinned = tuple(s for s in sources if s not in views and not s.startswith(ours))
     return ResolvedQuery(text, expanded, tuple(tables), frozenset(materialized), unpinned, views)
-
-
-def _is_temp_view(ws: Workspace, name: str) -> bool:
-    try:
-        return bool(ws.spark.catalog.getTable(identifier(name)).isTemporary)
-    except Exception:  # Spark answers "not found" with an exception
-        return False
 
 
 def pin(ws: Workspace, query: ResolvedQuery) -> PinnedQuery:

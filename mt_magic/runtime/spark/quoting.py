@@ -31,3 +31,12 @@ def procedure(table: str, name: str) -> tuple[str, str]:
 def string_literal(value: str) -> str:
     """A Spark SQL string literal holding ``value`` exactly."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def is_temp_view(spark, name: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a one-part ``name`` is a temporary view of ``spark``'s session (Spark answers "not found" with an
+    exception: that is False)."""
+    try:
+        return bool(spark.catalog.getTable(identifier(name)).isTemporary)
+    except Exception:
+        return False

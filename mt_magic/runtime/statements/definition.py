@@ -27,7 +27,7 @@ from mt_magic.runtime.refresh.context import (
 from mt_magic.runtime.refresh.incremental.row_identity import storage_query
 from mt_magic.runtime.refresh.start import check_kept, resolve_start, with_start
 from mt_magic.runtime.spark import semantics
-from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.spark.quoting import is_temp_view
 from mt_magic.runtime.statements import schema as schema_rules
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
@@ -38,7 +38,6 @@ from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
     from mt_magic.sql.ddl.freshness import RefreshSchedule
@@ -58,7 +57,7 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
 
     facts = analyze_query(query, statement=statement, origin=origin)
     for source in facts.sources:
-        if source.catalog is None and source.namespace is None and _is_temp_view(ws.spark, source.name):
+        if source.catalog is None and source.namespace is None and is_temp_view(ws.spark, source.name):
             raise DefinitionError(
                 f"{statement}: source {source.name} is a temporary view; materialized tables may only read "
                 "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
@@ -72,13 +71,6 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
         if not ws.catalog.exists(name):
             raise DefinitionError(f"{statement}: source table {name} does not exist in the catalog.")
     return expanded, upstream
-
-
-def _is_temp_view(spark: SparkSession, name: str) -> bool:
-    try:
-        return bool(spark.catalog.getTable(identifier(name)).isTemporary)
-    except Exception:
-        return False
 
 
 def infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
