@@ -178,14 +178,27 @@ def stall_badge_html(status: TableStatus) -> str:
 def recommendation_text(advice: Recommendation) -> str:
     """What to change, why, and the saving where measured (an estimate, said so)."""
     runs = f"{advice.recomputes} recent refresh{'es' if advice.recomputes != 1 else ''}"
-    if advice.saving is None:
+    saved = advice.saving
+    if saved is None:
         saving = (
             f"{runs} recomputed for it (median {human_duration(advice.recompute)}); no incremental refresh of this "
             "table measured yet, so no estimate of the saving"
         )
+    elif advice.refreshes_instead > 1:
+        measured = (
+            f"{advice.refreshes_instead} incremental refreshes (median {human_duration(advice.incremental)}, "
+            f"{advice.incremental_runs} measured) in place of each recompute ({runs} recomputed, median "
+            f"{human_duration(advice.recompute)})"
+        )
+        saving = (
+            f"estimate: saves about {human_duration(saved)} per recompute replaced: {measured}"
+            if saved > timedelta(0)
+            else f"estimate: no time saved (about {human_duration(-saved)} more per recompute replaced), a fresher "
+            f"table: {measured}"
+        )
     else:
         saving = (
-            f"estimate: saves about {human_duration(advice.saving)} per refresh ({runs} recomputed, median "
+            f"estimate: saves about {human_duration(saved)} per refresh ({runs} recomputed, median "
             f"{human_duration(advice.recompute)}; its {advice.incremental_runs} incremental refresh"
             f"{'es' if advice.incremental_runs != 1 else ''}, median {human_duration(advice.incremental)})"
         )

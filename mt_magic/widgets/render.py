@@ -80,7 +80,7 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         rows.insert(3, ("ran", f"{last.strategy or last.kind.value} · {last.engine.value}"))
     if status.stall is not None:
         rows.insert(2, ("stalled", stall_text(status.stall)))
-    advice = recommend(status.recent)
+    advice = recommend(status.recent, status.freshness)
     if advice is not None:
         rows.append(("advice", recommendation_text(advice)))
     if status.upstream:

@@ -58,7 +58,7 @@ class HistoryView:
 
     def advice(self) -> str:
         """What to change where its refreshes recompute for a reason the user can change (empty otherwise)."""
-        advice = recommend(self.records)
+        advice = recommend(self.records, self.freshness)
         return "" if advice is None else f"advice: {recommendation_text(advice)}"
 
     def _repr_html_(self) -> str:

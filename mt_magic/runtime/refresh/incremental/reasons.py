@@ -124,8 +124,8 @@ class FallbackReason(enum.Enum):
         "write.update.mode, write.merge.mode) "
         "or compact it (rewrite_data_files with delete-file-threshold = 1) — appends stay incremental"
     )
-    """Not produced any more: a range with delete files is read by :mod:`.merge_on_read`. Kept only while
-    ``runtime/inspect/recommendations.py`` maps it; remove the two together."""
+    """Not produced any more: a range with delete files is read by :mod:`.merge_on_read`. Kept so refreshes
+    recorded before read back as this reason; ``runtime/inspect/recommendations.py`` advises nothing for it."""
     SCHEMA_CHANGED = "a source's schema changed since the last refresh"
     """The consumed and the pinned snapshot were written with different schema ids."""
     SNAPSHOT_EXPIRED = "the source snapshot the last refresh consumed was expired, so the change since is unknown"
@@ -138,7 +138,9 @@ class FallbackReason(enum.Enum):
     SOURCE_RECREATED = "a source was dropped and re-created since the last refresh (its table uuid changed)"
     """The source's uuid differs from the one in the refresh state."""
     CHEAPER_TO_RECOMPUTE = "a full recompute is cheaper than applying this much change"
-    """``'incremental' = 'auto'``: the change is past ``incremental.max-change-fraction`` of the changed sources."""
+    """``'incremental' = 'auto'``: the change is past ``incremental.max-change-fraction`` of the changed sources
+    (or a keyed join's key recompute would read every source). Where the first recurs, ``%mt history`` and the card
+    advise a smaller FRESHNESS computed from the measured change (``runtime/inspect/recommendations.py``)."""
     SOURCE_NOT_RECORDED = "the last refresh state does not list every source of the query"
     """A source is missing from the last refresh state (e.g. written by an older version)."""
 
