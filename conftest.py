@@ -2,16 +2,38 @@
 
 Each run gets its own ``MT_MAGIC_HOME`` (embedded catalog, warehouse, server state), inherited by the
 kernels nbval and the browser test start, so tests never touch the user's ``~/.mt_magic``.
+
+``ast.parse`` runs one call at a time: CPython before 3.11.8/3.12.1 (gh-106905) kept the AST converter's recursion
+depth in shared state, so two threads parsing at once — pytest rendering a failure's source while a refresh
+thread formats a traceback (3.11's traceback module parses each line for its carets) — raise "SystemError: AST
+constructor recursion depth mismatch", and pytest stops the whole run with an INTERNALERROR (CI, 2026-11-25).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
 _OWN_HOME: list[str] = []
+_PARSING = threading.RLock()
+
+
+def _serialized_parse(parse):  # type: ignore[no-untyped-def]
+    def parse_alone(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with _PARSING:
+            return parse(*args, **kwargs)
+
+    return parse_alone
+
+
+if sys.version_info < (3, 12, 1) and not getattr(ast.parse, "_mt_serialized", False):
+    ast.parse = _serialized_parse(ast.parse)
+    ast.parse._mt_serialized = True  # type: ignore[attr-defined]
 
 
 def pytest_configure(config) -> None:  # type: ignore[no-untyped-def]

@@ -209,6 +209,9 @@ class RefreshState:
     """The version of the table's Iceberg view holding the definition this refresh ran (``None``: no view)."""
     engine: RefreshEngine = RefreshEngine.SPARK
     """What computed the rows (``mt.engine``; older commits: read from the strategy line)."""
+    sum_mass: Mapping[str, float] = field(default_factory=dict)
+    """An aggregate merge's at-risk sums: output column → the absolute values they add up, bounded from above
+    (``mt.sum-mass``; :mod:`mt_magic.runtime.refresh.incremental.sum_mass`). Empty for every other refresh."""
 
     def to_summary(self) -> dict[str, str]:
         """Snapshot-summary entries (all strings, as Iceberg requires)."""
@@ -224,6 +227,7 @@ class RefreshState:
             f"{PREFIX}partition": json.dumps(dict(self.partition), sort_keys=True),
             f"{PREFIX}strategy": self.strategy,
             f"{PREFIX}engine": self.engine.name.lower(),
+            **({f"{PREFIX}sum-mass": json.dumps(dict(self.sum_mass), sort_keys=True)} if self.sum_mass else {}),
         }
 
     @classmethod
@@ -244,6 +248,7 @@ class RefreshState:
             strategy=summary.get(f"{PREFIX}strategy", ""),
             view_version_id=None if state.get("view-version-id") is None else int(state["view-version-id"]),
             engine=_engine(summary.get(f"{PREFIX}engine"), summary.get(f"{PREFIX}strategy", "")),
+            sum_mass={str(k): float(v) for k, v in json.loads(summary.get(f"{PREFIX}sum-mass", "{}")).items()},
         )
 
     def source(self, qualified_name: str, uuid: str = "") -> SourceState | None:

@@ -16,7 +16,8 @@ added since that snapshot (serializable isolation), which closes the window betw
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,8 @@ class Write:
     """For OVERWRITE: the replaced region (``None``: the whole table)."""
     scope: str = ""
     """Human note on the region, e.g. "partitions ds=20241216"."""
+    sum_mass: Mapping[str, float] = field(default_factory=dict)
+    """What the refresh state records of the sums' mass (:attr:`RefreshState.sum_mass`)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class RowsWrite:
     replaced: tuple[DataFile, ...] | None
     """``None``: append ``added``; else the data files ``added`` replace (all of the table's, as read)."""
     scope: str = ""
+    sum_mass: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ def commit(
         view = MaterializedViews(catalog).of_table(table, info.uuid)
     if view is not None:  # the proposal's view-version-id: the view version holding the definition that ran
         state = replace(state, view_version_id=view.version_for(state.definition_version))
+    if write.sum_mass:
+        state = replace(state, sum_mass=dict(write.sum_mass))
     if isinstance(write, RowsWrite):
         return _commit_rows(table, write, {**state.to_summary(), REFRESH_ID_KEY: refresh_id}, refresh_id)
     writer = write.df.writeTo(qualified(table))

@@ -55,17 +55,41 @@ def with_input_filter(query: str, predicates: Sequence[exp.Expr]) -> str:
     return tree.sql(dialect=DIALECT)
 
 
-def key_probe(query: str, keys: Sequence[str]) -> str:
-    """``SELECT <keys> FROM <the result SELECT's input>``: the grouping expressions as input columns."""
+def _input_probe(query: str, expressions: Sequence[exp.Expr]) -> str:
+    """``SELECT <expressions> FROM <the result SELECT's input>`` (its WHERE and joins kept; no grouping, HAVING,
+    order or limit), with the query's CTEs."""
     tree, select = _result(query)
     probe = select.copy()
     for clause in ("group", "having", "order", "limit", "distinct", "qualify"):
         probe.set(clause, None)
-    probe.set("expressions", [exp.alias_(sqlglot.parse_one(k, read=DIALECT), f"__mt_k{i}") for i, k in enumerate(keys)])
+    probe.set("expressions", list(expressions))
     with_ = tree.args.get("with_") or tree.args.get("with")
     if with_ is not None and select is not tree:
         probe.set("with_" if "with_" in tree.args else "with", with_.copy())
     return probe.sql(dialect=DIALECT)
+
+
+def key_probe(query: str, keys: Sequence[str]) -> str:
+    """``SELECT <keys> FROM <the result SELECT's input>``: the grouping expressions as input columns."""
+    return _input_probe(
+        query, [exp.alias_(sqlglot.parse_one(k, read=DIALECT), f"__mt_k{i}") for i, k in enumerate(keys)]
+    )
+
+
+def summed_expression(call: str) -> str:
+    """The argument of a ``sum`` call (``sum(d) FILTER (WHERE …)`` → ``d``), Spark SQL; ``""`` if it has none."""
+    found = sqlglot.parse_one(call, read=DIALECT).find(exp.Sum)
+    return "" if found is None or found.this is None else found.this.sql(dialect=DIALECT)
+
+
+def mass_probe(query: str, summed: Sequence[str]) -> str:
+    """``SELECT coalesce(sum(abs(CAST(<e> AS DOUBLE))), 0) AS __mt_m<i>, … FROM <the result SELECT's input>``: for
+    each summed expression, the absolute values it adds up over every input row, as one row.
+
+    A sum's own filter (``FILTER (WHERE …)``) is left out: the probe bounds those values from above.
+    """
+    terms = [f"coalesce(sum(abs(CAST({e} AS DOUBLE))), CAST(0 AS DOUBLE)) AS __mt_m{i}" for i, e in enumerate(summed)]
+    return _input_probe(query, [sqlglot.parse_one(t, read=DIALECT) for t in terms])
 
 
 def literal(value: object, type_name: str) -> exp.Expr | None:

@@ -6,8 +6,8 @@ Metadata only (pyiceberg): nothing here starts a Spark job.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -31,6 +31,8 @@ class RefreshPlan:
     """The table's snapshot the refresh reads and must still be current at commit."""
     identity_partitions: tuple[str, ...] = ()
     """The table's partition columns when it is partitioned by identity only (one spec), else empty."""
+    sum_mass: Mapping[str, float] = field(default_factory=dict)
+    """The mass of the at-risk sums the last refresh recorded (:mod:`.sum_mass`; empty: none recorded)."""
 
     @property
     def partition_columns(self) -> tuple[str, ...]:
@@ -108,12 +110,12 @@ def plan_refresh(
         return Fallback(reasons, ", ".join(c.name for c in ruled_out))
     kinds = {c.kind for c in changes}
     if not kinds & {ChangeKind.APPENDS, ChangeKind.ROW_LEVEL}:
-        return RefreshPlan(Strategy.NO_LOGICAL_CHANGE, query, changes, info.current_snapshot_id)
+        return RefreshPlan(Strategy.NO_LOGICAL_CHANGE, query, changes, info.current_snapshot_id, (), last[1].sum_mass)
     kind = ChangeKind.ROW_LEVEL if ChangeKind.ROW_LEVEL in kinds else ChangeKind.APPENDS
     strategy = query.strategy_for(kind, [c.name for c in changes if c.changed])
     if strategy is None:
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), f"{kind.value} changes")
-    return RefreshPlan(strategy, query, changes, info.current_snapshot_id, _identity_partitions(info))
+    return RefreshPlan(strategy, query, changes, info.current_snapshot_id, _identity_partitions(info), last[1].sum_mass)
 
 
 def total_records(info: TableInfo) -> int | None:

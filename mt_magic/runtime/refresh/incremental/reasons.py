@@ -156,11 +156,12 @@ class FallbackReason(enum.Enum):
     """A non-refresh commit (other than compaction) follows the last refresh."""
     TOO_MANY_AFFECTED_GROUPS = "the change touches so many groups that recomputing everything is cheaper"
     """More affected key values than an affected-groups recompute handles."""
-    AMBIGUOUS_DECIMAL_SUM = (
-        "a decimal SUM is NULL on one side of the merge (it overflowed, or had no values yet), which only a "
-        "recompute can tell apart, and no output column locates the group"
+    SUM_NEAR_BOUND = (
+        "a sum's inputs reach its type's bound, where Spark's answer (NULL, a failure or the total) depends on the "
+        "order it adds them in, which only its own query over the rows gives, and no output column locates the group"
     )
-    """A merge touching a DECIMAL(38, s) sum that is NULL on exactly one side, in a query without group keys."""
+    """A merge whose DECIMAL(38, s) sum (or BIGINT sum under ANSI) could pass its type in one of Spark's partial
+    sums (:mod:`.sum_mass`), in a query without group keys."""
     INCREMENTAL_OVERFLOW = (
         "the incremental refresh overflowed a type (ANSI mode) adding in another order than the query, which may "
         "not overflow over all rows, so this refresh recomputes"

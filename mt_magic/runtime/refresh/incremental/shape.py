@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.sql.query.facts import JoinKind, KeyColumn, OutputColumn, OutputKind, QueryFacts
+from mt_magic.sql.query.result_rewrite import summed_expression
 
 COMBINE = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
 """Decomposable aggregates → how partial results combine (counts and sums add)."""
@@ -61,6 +62,8 @@ class QueryPlan:
     """Aggregate-merge columns: (output column, combine function); empty when merging is not correct."""
     merge_keys: tuple[str, ...] = ()
     """Output columns the merge groups by (group keys and expressions of them)."""
+    sums: tuple[tuple[str, str], ...] = ()
+    """The merged ``sum`` columns: (output column, the summed expression in the result SELECT's scope)."""
     rollup_keys: tuple[str, ...] = ()
     """Grouping expressions missing from some grouping set: a merge needs them non-nullable."""
     slice_columns: tuple[str, ...] = ()
@@ -191,6 +194,12 @@ def _combine(column: OutputColumn) -> str | None:
     return COMBINE.get(call.name)
 
 
+def _summed(column: OutputColumn) -> str:
+    """The expression a ``sum`` column adds up (``""`` for any other column)."""
+    call = column.aggregate
+    return summed_expression(call.sql) if call is not None and call.name == "sum" else ""
+
+
 def _aggregate_plan(facts: QueryFacts, joins: int) -> QueryPlan:
     result = facts.result
     assert result is not None
@@ -219,6 +228,7 @@ def _aggregate_plan(facts: QueryFacts, joins: int) -> QueryPlan:
         shape=QueryShape.AGGREGATE,
         merge=merge if mergeable else (),
         merge_keys=keyed if mergeable else (),
+        sums=tuple((n, _summed(o)) for n, o in named if n in dict(merge) and _summed(o)) if mergeable else (),
         rollup_keys=tuple(k for k in result.group_keys if k not in common) if multiple_sets else (),
         slice_columns=slices,
         pushdown=pushdown,

@@ -14,13 +14,20 @@ from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.commit import Write, WriteMode
 from mt_magic.runtime.refresh.context import conform
+from mt_magic.runtime.refresh.incremental import sum_mass
 from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
-from mt_magic.sql.query.result_rewrite import key_probe, window_probe, with_input_filter, without_having
+from mt_magic.sql.query.result_rewrite import (
+    key_probe,
+    mass_probe,
+    window_probe,
+    with_input_filter,
+    without_having,
+)
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
@@ -134,8 +141,10 @@ def _scoped(values: dict[str, SliceValues], what: str = "partitions") -> str:
     return scope_line({c: len(v.values) + int(v.has_null) for c, v in values.items()}, what)
 
 
-def no_change(ctx: StrategyContext) -> Execution:
-    return Execution(Write(ctx.empty(), WriteMode.APPEND), Strategy.NO_LOGICAL_CHANGE)
+def no_change(ctx: StrategyContext, mass: Mapping[str, float] | None = None) -> Execution:
+    """Record the new source snapshots, and the sums' mass (by default the recorded one: no input row changed)."""
+    kept = ctx.plan.sum_mass if mass is None else mass
+    return Execution(Write(ctx.empty(), WriteMode.APPEND, sum_mass=kept), Strategy.NO_LOGICAL_CHANGE)
 
 
 def append_delta(ctx: StrategyContext) -> Execution:
@@ -187,63 +196,49 @@ def combine_sql(relation: str, keys: Sequence[str], merge: Sequence[tuple[str, s
     return f"SELECT {', '.join(columns)} FROM {relation}{grouped}"
 
 
-AMBIGUOUS_NOTE = "a decimal SUM was NULL on one side of the merge (overflowed, or no values yet)"
-"""Appended to the strategy line when a merge recomputed its touched groups for :func:`ambiguous_sums_sql`."""
+def _probe_masses(ctx: StrategyContext, sql: Sequence[str], count: int) -> dict[int, float]:
+    """The masses a :func:`~mt_magic.sql.query.result_rewrite.mass_probe` finds, added up over ``sql``'s terms."""
+    totals = dict.fromkeys(range(count), 0.0)
+    for term in sql:
+        row = ctx.session.sql(term).first()
+        for index in totals:
+            totals[index] += float(row[index]) if row is not None and row[index] is not None else 0.0
+    return totals
 
 
-def ambiguous_sum_columns(merge: Sequence[tuple[str, str]], types: Mapping[str, str]) -> list[str]:
-    """The merged sums whose NULL is ambiguous: those of type DECIMAL(38, s).
+def _sum_mass(ctx: StrategyContext) -> tuple[dict[str, float], list[str]]:
+    """The at-risk sums' mass after the appended rows (:mod:`.sum_mass`), and the sums it puts past their bound.
 
-    Spark answers NULL for a decimal sum with no non-null value, and (ANSI off) for one that overflowed its
-    type; the stored row alone cannot tell which. A sum typed DECIMAL(p, s) with p < 38 sums values of at most
-    p - 10 digits (Spark's sum type adds 10 digits, capped at 38), so it overflows only past 10^10 input rows:
-    its NULL means "no values". Counts also merge by ``sum`` but are BIGINT, never NULL.
-
-    Args:
-        merge: the plan's (output column, combine function) pairs, named as in ``types``.
-        types: the table's column → Spark type name (``decimal(38,10)``).
+    The recorded mass plus the delta's; with none recorded (the first merge after any other refresh), Spark's
+    probe over every input row at the pinned snapshots — once per chain.
     """
-    return [c for c, f in merge if f == "sum" and types.get(c, "").replace(" ", "").startswith("decimal(38,")]
+    ansi = sum_mass.ansi_mode({sum_mass.ANSI: str(ctx.session.conf.get(sum_mass.ANSI))})
+    types = {name.lower(): type_name for name, type_name in ctx.types.items()}
+    risky = sum_mass.at_risk(ctx.plan.query.sums, types, ansi)
+    if not risky:
+        return {}, []
+    probe = mass_probe(ctx.query, [e for _, e in risky])
+    names = sum_mass.names(risky)
+    if all(name in ctx.plan.sum_mass for name in names):
+        terms = delta_terms(probe, ctx.plan.changes, ctx.views.inserted, ctx.plan.query.branches, ctx.views.empty)
+        delta = _probe_masses(ctx, terms, len(names))
+        mass = sum_mass.added(ctx.plan.sum_mass, {name: delta[i] for i, name in enumerate(names)})
+    else:
+        whole = _probe_masses(ctx, [ctx.pinned(probe)], len(names))
+        mass = {name: whole[i] for i, name in enumerate(names)}
+    return mass, sum_mass.past_bound(mass, types, ansi)
 
 
-def ambiguous_sums_sql(stored: str, partial: str, keys: Sequence[str], columns: Sequence[str]) -> str:
-    """Spark SQL selecting one row when a touched group's ambiguous sum is NULL on exactly one side.
-
-    Stored NULL with a non-NULL partial (overflowed, or no values until now) and stored non-NULL with a NULL
-    partial (the delta overflowed, or had no values) have different answers; a NULL on both sides is NULL
-    either way, and a new group takes its partial. Run by Spark here and, transpiled, by DuckDB in process.
-    """
-    on = " AND ".join(f"s.{identifier(k)} <=> p.{identifier(k)}" for k in keys) or "TRUE"
-    one_side = " OR ".join(f"((s.{identifier(c)} IS NULL) <> (p.{identifier(c)} IS NULL))" for c in columns)
-    return f"SELECT 1 FROM {stored} AS s JOIN {partial} AS p ON {on} WHERE {one_side} LIMIT 1"
-
-
-def _ambiguous(ctx: StrategyContext, stored: DataFrame, partial: DataFrame) -> bool:
-    """Whether the merge would have to guess a touched group's decimal sum (:func:`ambiguous_sums_sql`)."""
-    merge = [(ctx.column(c), f) for c, f in ctx.plan.query.merge]
-    columns = ambiguous_sum_columns(merge, ctx.types)
-    if not columns:
-        return False
-    names = {}
-    for frame, prefix in ((stored, "__mt_stored_"), (partial, "__mt_partial_")):
-        names[prefix] = f"{prefix}{uuid.uuid4().hex[:12]}"
-        frame.createOrReplaceTempView(names[prefix])
-        ctx.views.filtered.append(names[prefix])
-    keys = [ctx.column(k) for k in ctx.plan.query.merge_keys]
-    sql = ambiguous_sums_sql(names["__mt_stored_"], names["__mt_partial_"], keys, columns)
-    return bool(ctx.session.sql(sql).take(1))
-
-
-def _recompute_ambiguous(ctx: StrategyContext) -> Execution | Fallback:
-    """The touched groups recomputed from the sources (exact whatever the stored NULL meant), or a full recompute
-    when no output column locates a group."""
+def _recompute_past_bound(ctx: StrategyContext, mass: Mapping[str, float]) -> Execution | Fallback:
+    """The touched groups recomputed by Spark's query (its own order of adding), or a full recompute when no
+    output column locates a group."""
     if not ctx.plan.query.slice_columns:
-        return Fallback((FallbackReason.AMBIGUOUS_DECIMAL_SUM,))
+        return Fallback((FallbackReason.SUM_NEAR_BOUND,))
     result = affected_groups(ctx)
     if isinstance(result, Fallback):
         return result
-    write = replace(result.write, scope=f"{result.write.scope} · {AMBIGUOUS_NOTE}".lstrip(" ·"))
-    return Execution(write, result.strategy)
+    scope = f"{result.write.scope} · {sum_mass.NOTE}".lstrip(" ·")
+    return Execution(replace(result.write, scope=scope, sum_mass=mass), result.strategy)
 
 
 def _combine(ctx: StrategyContext, frame: DataFrame) -> DataFrame:
@@ -261,26 +256,24 @@ def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
         if ctx.plan.query.slice_columns:
             return affected_groups(ctx)
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "rolled-up grouping keys may be NULL")
+    mass, past = _sum_mass(ctx)
+    if past:
+        return _recompute_past_bound(ctx, mass)
     partial = ctx.union(ctx.frames(ctx.query, ctx.views.inserted))
-    checked = bool(ambiguous_sum_columns([(ctx.column(c), f) for c, f in ctx.plan.query.merge], ctx.types))
-    if ctx.plan.partition_columns or checked:
+    if ctx.plan.partition_columns:
         partial = _cached(partial)
         ctx.views.cached.append(partial)
-    if ctx.plan.partition_columns:
         values = _partition_slices(ctx, partial)
         if values is not None:
             if any(v.empty for v in values.values()):
-                return no_change(ctx)
+                return no_change(ctx, mass)
             region = all_of([v.member() for v in values.values()])
-            if checked and _ambiguous(ctx, ctx.current.where(region), partial):
-                return _recompute_ambiguous(ctx)
             df = _combine(ctx, ctx.current.where(region).union(partial))
             condition = all_of([v.overwrite_condition() for v in values.values()])
-            return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(values)), Strategy.AGGREGATE_MERGE)
-    if checked and _ambiguous(ctx, ctx.current, partial):
-        return _recompute_ambiguous(ctx)
+            write = Write(df, WriteMode.OVERWRITE, condition, _scoped(values), mass)
+            return Execution(write, Strategy.AGGREGATE_MERGE)
     df = _combine(ctx, ctx.current.union(partial))
-    return Execution(Write(df, WriteMode.OVERWRITE), Strategy.AGGREGATE_MERGE)
+    return Execution(Write(df, WriteMode.OVERWRITE, sum_mass=mass), Strategy.AGGREGATE_MERGE)
 
 
 def _touched_join_keys(ctx: StrategyContext, type_name: str) -> tuple[dict[str, SliceValues], Column]:

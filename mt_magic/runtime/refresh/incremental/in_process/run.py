@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -17,17 +17,13 @@ from mt_magic.runtime.refresh.context import RefreshContext
 from mt_magic.runtime.refresh.incremental.delta import delta_terms
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
 from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type
-from mt_magic.runtime.refresh.incremental.in_process.guards import (
-    DataNotExact,
-    check_null_sums,
-    check_readable,
-    check_sums,
-    summed_columns,
-)
+from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql, scope_line
 from mt_magic.runtime.refresh.phases import phase
+from mt_magic.sql.query.result_rewrite import mass_probe
+from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -161,16 +157,17 @@ def _write(
             partial = _conformed(con.sql(_duckdb_sql(term)).to_arrow_table(), schema)
             replaced: tuple[Any, ...] | None = None
             scope, rows = "", partial
+            mass: dict[str, float] = {}
+            if plan.strategy is Strategy.AGGREGATE_MERGE:
+                whole = _whole_source(source_table, change.pinned, columns, source)
+                mass = _sum_mass(con, ctx, definition, plan, view, types, whole)
             if plan.strategy is Strategy.AGGREGATE_MERGE and partial.num_rows:
                 touched, scope = _touched_partitions(partial, plan.partition_columns)
                 max_rows = eligibility.IN_PROCESS_MAX_ROWS - delta.num_rows
                 current, files = rows_at(table, plan.table_snapshot, touched, max_rows)
                 check_readable(current, f"the table {table_name}")
-                sums = summed_columns(definition.expanded_query)
-                check_sums(con, view, sums, types, current)
                 con.register("__mt_current", current)
                 con.register("__mt_partial", partial)
-                check_null_sums(con, "__mt_current", "__mt_partial", plan.query.merge_keys, sums, types)
                 merged = combine_sql(
                     "(SELECT * FROM __mt_current UNION ALL SELECT * FROM __mt_partial)",
                     plan.query.merge_keys,
@@ -178,4 +175,68 @@ def _write(
                 )
                 rows, replaced = _conformed(con.sql(_duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
     with phase("write"):
-        return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope)
+        return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope, mass)
+
+
+def _whole_source(
+    source_table: Any, snapshot: int, columns: Sequence[str] | None, info: TableInfo
+) -> Callable[[], pa.Table]:
+    """Reads every row of the source at ``snapshot`` (within :data:`~.eligibility.IN_PROCESS_MAX_ROWS`) when
+    called."""
+    from mt_magic.catalog.rows import appended_rows
+    from mt_magic.runtime.refresh.incremental.planner import total_records
+
+    def read() -> pa.Table:
+        held = total_records(info)
+        if held is None or held > eligibility.IN_PROCESS_MAX_ROWS:
+            raise DataNotExact(f"no mass recorded for a sum yet, and {info.name} is too large to probe in process")
+        rows = appended_rows(source_table, None, snapshot, columns)
+        check_readable(rows, f"the source {info.name}")
+        return rows
+
+    return read
+
+
+def _sum_mass(
+    con: Any,
+    ctx: RefreshContext,
+    definition: MaterializedTableDefinition,
+    plan: RefreshPlan,
+    view: str,
+    types: Mapping[str, SparkType],
+    whole: Callable[[], pa.Table],
+) -> dict[str, float]:
+    """The at-risk sums' mass after the delta in ``view`` (:mod:`..sum_mass`): the recorded mass plus the delta's,
+    or (none recorded: the first merge after any other refresh) the probe over every row of the source (``whole``).
+
+    Raises:
+        DataNotExact: a sum's mass reaches its bound (Spark recomputes the touched groups in its own order of
+            adding), or no mass is recorded and the source is too large to read here.
+    """
+    from mt_magic.runtime.refresh.incremental import sum_mass
+
+    def settings() -> Iterator[Mapping[str, str] | None]:
+        yield definition.sql_settings
+        yield ctx.jobs.session_conf
+        yield {sum_mass.ANSI: str(ctx.jobs.spark.conf.get(sum_mass.ANSI))}
+
+    ansi = sum_mass.ansi_mode(*settings())
+    names = {name: str(kind) for name, kind in types.items()}
+    risky = sum_mass.at_risk(plan.query.sums, names, ansi)
+    if not risky:
+        return {}
+    keys = sum_mass.names(risky)
+    probe = mass_probe(definition.expanded_query, [e for _, e in risky])
+    if all(name in plan.sum_mass for name in keys):
+        (term,) = delta_terms(probe, plan.changes, {plan.changes[0].name: view})
+        found = con.sql(_duckdb_sql(term)).fetchone()
+        mass = sum_mass.added(plan.sum_mass, {name: float(found[i] or 0.0) for i, name in enumerate(keys)})
+    else:
+        everything = f"__mt_all_{uuid.uuid4().hex[:12]}"
+        con.register(everything, whole())
+        found = con.sql(_duckdb_sql(pin_sources(probe, {}, {plan.changes[0].name: everything}))).fetchone()
+        mass = {name: float(found[i] or 0.0) for i, name in enumerate(keys)}
+    past = sum_mass.past_bound(mass, names, ansi)
+    if past:
+        raise DataNotExact(f"the sum {past[0]}'s inputs reach its type's bound: Spark recomputes its groups")
+    return mass
