@@ -43,7 +43,22 @@ def main() -> int:
             "MT_FUZZ_REPORT": f"{stem}.json",
         }
         with open(f"{stem}.log", "w") as log:
-            command = [args.python, "-m", "pytest", TEST, "-q", "-s", "-p", "no:cacheprovider", "--timeout", "0"]
+            # its own temporary root: pytest keeps the newest 3 of /tmp/pytest-of-<user>, so a shard (or a test run
+            # beside the soak) started later would delete a running shard's catalog and warehouse
+            temporary = f"--basetemp={stem}.tmp"
+            command = [
+                args.python,
+                "-m",
+                "pytest",
+                TEST,
+                "-q",
+                "-s",
+                "-p",
+                "no:cacheprovider",
+                "--timeout",
+                "0",
+                temporary,
+            ]
             runs.append((stem, subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)))
     failed = [stem.name for stem, process in runs if process.wait() != 0]
     total: dict[str, object] = {key: 0 for key in ADDED + ("order_dependent",)} | {key: [] for key in LISTED}
