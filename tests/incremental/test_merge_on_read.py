@@ -91,6 +91,12 @@ def assert_incremental_and_equal(mt, context: str) -> None:
         _, state = mt.workspace.catalog.load(qualified(mt, name)).last_refresh()
         assert state.strategy == outcome.strategy  # the history says so too
         assert_matches_oracle(mt, name)
+        # the refresh's child session never becomes the user's active one (PySpark's createDataFrame would make
+        # it so: every later getActiveSession() in the process — connect(), the user's code — got the child)
+        if not is_connect(mt.workspace.spark):
+            from pyspark.sql import SparkSession
+
+            assert SparkSession.getActiveSession() is mt.workspace.spark
 
 
 def delete_files(mt, snapshot_key: str) -> int:

@@ -113,8 +113,9 @@ def _rows(session: SparkSession, table: str, snapshot: int, files: frozenset[str
     from pyspark.sql import functions as F
 
     rows = session.sql(f"SELECT *, {FILE}, {POSITION} FROM {qualified(table)} VERSION AS OF {int(snapshot)}")
-    paths = session.createDataFrame([(p,) for p in sorted(files)], "__mt_path STRING")
-    return rows.join(F.broadcast(paths), rows[FILE] == paths["__mt_path"], "left_semi").withColumn(SIDE, F.lit(side))
+    # a filter, not a DataFrame of the paths: PySpark's createDataFrame makes its session the process's active one,
+    # so the refresh's child session would become what the user's SparkSession.getActiveSession() returns
+    return rows.where(F.col(FILE).isin(sorted(files))).withColumn(SIDE, F.lit(side))
 
 
 def merge_on_read_delta(session: SparkSession, change: SourceChange) -> DataFrame:
