@@ -23,7 +23,6 @@ from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.result_rewrite import (
     key_probe,
-    mass_probe,
     window_probe,
     with_input_filter,
     without_having,
@@ -196,37 +195,27 @@ def combine_sql(relation: str, keys: Sequence[str], merge: Sequence[tuple[str, s
     return f"SELECT {', '.join(columns)} FROM {relation}{grouped}"
 
 
-def _probe_masses(ctx: StrategyContext, sql: Sequence[str], count: int) -> dict[int, float]:
-    """The masses a :func:`~mt_magic.sql.query.result_rewrite.mass_probe` finds, added up over ``sql``'s terms."""
-    totals = dict.fromkeys(range(count), 0.0)
-    for term in sql:
-        row = ctx.session.sql(term).first()
-        for index in totals:
-            totals[index] += float(row[index]) if row is not None and row[index] is not None else 0.0
-    return totals
+def _probe(ctx: StrategyContext, terms: Sequence[str]) -> list[float]:
+    """A mass probe's values, added up over ``terms`` (each one row: one value per summed expression)."""
+    rows = [ctx.session.sql(term).first() for term in terms]
+    return [sum(float(v or 0.0) for v in column) for column in zip(*(r for r in rows if r is not None), strict=True)]
 
 
 def _sum_mass(ctx: StrategyContext) -> tuple[dict[str, float], list[str]]:
-    """The at-risk sums' mass after the appended rows (:mod:`.sum_mass`), and the sums it puts past their bound.
-
-    The recorded mass plus the delta's; with none recorded (the first merge after any other refresh), Spark's
-    probe over every input row at the pinned snapshots — once per chain.
-    """
+    """The at-risk sums' mass after the appended rows, probed by Spark (:func:`.sum_mass.after_delta`)."""
     ansi = sum_mass.ansi_mode({sum_mass.ANSI: str(ctx.session.conf.get(sum_mass.ANSI))})
-    types = {name.lower(): type_name for name, type_name in ctx.types.items()}
-    risky = sum_mass.at_risk(ctx.plan.query.sums, types, ansi)
-    if not risky:
-        return {}, []
-    probe = mass_probe(ctx.query, [e for _, e in risky])
-    names = sum_mass.names(risky)
-    if all(name in ctx.plan.sum_mass for name in names):
-        terms = delta_terms(probe, ctx.plan.changes, ctx.views.inserted, ctx.plan.query.branches, ctx.views.empty)
-        delta = _probe_masses(ctx, terms, len(names))
-        mass = sum_mass.added(ctx.plan.sum_mass, {name: delta[i] for i, name in enumerate(names)})
-    else:
-        whole = _probe_masses(ctx, [ctx.pinned(probe)], len(names))
-        mass = {name: whole[i] for i, name in enumerate(names)}
-    return mass, sum_mass.past_bound(mass, types, ansi)
+    plan = ctx.plan
+    return sum_mass.after_delta(
+        ctx.query,
+        plan.query.sums,
+        plan.sum_mass,
+        {name.lower(): type_name for name, type_name in ctx.types.items()},
+        ansi,
+        lambda probe: _probe(
+            ctx, delta_terms(probe, plan.changes, ctx.views.inserted, plan.query.branches, ctx.views.empty)
+        ),
+        lambda probe: _probe(ctx, [ctx.pinned(probe)]),
+    )
 
 
 def _recompute_past_bound(ctx: StrategyContext, mass: Mapping[str, float]) -> Execution | Fallback:

@@ -21,7 +21,9 @@ refresh that reaches the bound to Spark.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+
+from mt_magic.sql.query.result_rewrite import mass_probe
 
 LONG_BOUND = float(2**63)
 MARGIN = 0.999
@@ -73,11 +75,33 @@ def past_bound(mass: Mapping[str, float], types: Mapping[str, str], ansi: bool) 
     return past
 
 
-def names(risky: Sequence[tuple[str, str]]) -> list[str]:
-    """How the refresh state names the at-risk sums: their output columns, lower case."""
-    return [name.lower() for name, _ in risky]
+def after_delta(
+    query: str,
+    sums: Sequence[tuple[str, str]],
+    recorded: Mapping[str, float],
+    types: Mapping[str, str],
+    ansi: bool,
+    probe_delta: Callable[[str], Sequence[float]],
+    probe_all: Callable[[str], Sequence[float]],
+) -> tuple[dict[str, float], list[str]]:
+    """The at-risk sums' mass after an appended delta, and those it puts past their bound — on either engine.
 
+    The recorded mass plus the delta's; with none recorded (the first merge after any other refresh), the probe
+    over every input row (once per chain).
 
-def added(recorded: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
-    """The chain's mass after a delta: the recorded mass plus the delta's, for each sum in ``delta``."""
-    return {name: recorded[name] + value for name, value in delta.items()}
+    Args:
+        query: the definition query; ``sums``: :attr:`~.shape.QueryPlan.sums`; ``recorded``: the last state's mass;
+            ``types``: the table's lower-case column → type name.
+        probe_delta, probe_all: run a :func:`~mt_magic.sql.query.result_rewrite.mass_probe` over the delta or over
+            all the pinned sources; one value per summed expression.
+    """
+    risky = at_risk(sums, types, ansi)
+    if not risky:
+        return {}, []
+    probe = mass_probe(query, [e for _, e in risky])
+    names = [name.lower() for name, _ in risky]
+    if all(name in recorded for name in names):
+        mass = {name: recorded[name] + value for name, value in zip(names, probe_delta(probe), strict=True)}
+    else:
+        mass = dict(zip(names, probe_all(probe), strict=True))
+    return mass, past_bound(mass, types, ansi)

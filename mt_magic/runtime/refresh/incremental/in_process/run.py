@@ -22,7 +22,6 @@ from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql, scope_line
 from mt_magic.runtime.refresh.phases import phase
-from mt_magic.sql.query.result_rewrite import mass_probe
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
@@ -222,21 +221,23 @@ def _sum_mass(
 
     ansi = sum_mass.ansi_mode(*settings())
     names = {name: str(kind) for name, kind in types.items()}
-    risky = sum_mass.at_risk(plan.query.sums, names, ansi)
-    if not risky:
-        return {}
-    keys = sum_mass.names(risky)
-    probe = mass_probe(definition.expanded_query, [e for _, e in risky])
-    if all(name in plan.sum_mass for name in keys):
-        (term,) = delta_terms(probe, plan.changes, {plan.changes[0].name: view})
-        found = con.sql(_duckdb_sql(term)).fetchone()
-        mass = sum_mass.added(plan.sum_mass, {name: float(found[i] or 0.0) for i, name in enumerate(keys)})
-    else:
+
+    def probe(sql: str) -> list[float]:
+        found = con.sql(_duckdb_sql(sql)).fetchone()
+        return [float(v or 0.0) for v in found or ()]
+
+    def over_delta(query: str) -> list[float]:
+        (term,) = delta_terms(query, plan.changes, {plan.changes[0].name: view})
+        return probe(term)
+
+    def over_all(query: str) -> list[float]:
         everything = f"__mt_all_{uuid.uuid4().hex[:12]}"
         con.register(everything, whole())
-        found = con.sql(_duckdb_sql(pin_sources(probe, {}, {plan.changes[0].name: everything}))).fetchone()
-        mass = {name: float(found[i] or 0.0) for i, name in enumerate(keys)}
-    past = sum_mass.past_bound(mass, names, ansi)
+        return probe(pin_sources(query, {}, {plan.changes[0].name: everything}))
+
+    mass, past = sum_mass.after_delta(
+        definition.expanded_query, plan.query.sums, plan.sum_mass, names, ansi, over_delta, over_all
+    )
     if past:
         raise DataNotExact(f"the sum {past[0]}'s inputs reach its type's bound: Spark recomputes its groups")
     return mass
