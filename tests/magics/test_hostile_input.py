@@ -107,6 +107,8 @@ def shell(spark):
         "FROM reg_src GROUP BY day",
     )
     ip.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE hostile_t SUSPEND")
+    # SUSPEND's own event is delivered by the manager's thread; it must not land among the corpus's events
+    assert ip._mt_magic_magics.connection.service.manager.wait_idle(timeout=60)
     yield ip
     ip.run_line_magic("unload_ext", "mt_magic")
 
