@@ -3,7 +3,9 @@
 Every refresh — full, partition or incremental — ends in a single DataFrameWriterV2 call, ``append()`` or
 ``overwrite(condition)``, whose ``snapshot-property.*`` options carry the new refresh state, so the data and
 the record of what it consumed land in the same Iceberg snapshot (exactly once: a crash before it repeats the
-work, a crash after it finds the sources already consumed). A refresh run in process
+work, a crash after it finds the sources already consumed). An affected-slice refresh of an unpartitioned table
+replaces its rows with one row-level ``MERGE`` instead of rewriting the table (:attr:`WriteMode.REPLACE_ROWS`),
+the state in its snapshot through :mod:`mt_magic.runtime.spark.snapshot_properties`. A refresh run in process
 (:mod:`.incremental.in_process`) commits its Arrow rows the same way through pyiceberg: one snapshot, the
 state in its summary, :class:`RowsWrite`.
 
@@ -16,6 +18,7 @@ added since that snapshot (serializable isolation), which closes the window betw
 from __future__ import annotations
 
 import enum
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -26,12 +29,12 @@ from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, ta
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError
 from mt_magic.runtime.refresh.phases import phase
-from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.spark.quoting import identifier, qualified
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 REFRESH_ID_KEY = "mt.refresh-id"
 """Snapshot-summary key tagging a refresh's commit, so its snapshot is found again after the write."""
@@ -44,6 +47,10 @@ class WriteMode(enum.Enum):
     """Add the rows; nothing is removed."""
     OVERWRITE = "overwrite"
     """Replace the rows matching the condition (whole data files: partition conditions or everything)."""
+    REPLACE_ROWS = "replace rows"
+    """Delete the rows matching :attr:`Write.replaced`, add the write's rows: one row-level ``MERGE``, which
+    rewrites only the data files holding those rows (copy-on-write) or writes delete files for them
+    (``write.merge.mode`` = merge-on-read)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,13 @@ class Write:
     """Human note on the region, e.g. "partitions ds=20241216"."""
     sum_mass: Mapping[str, float] = field(default_factory=dict)
     """What the refresh state records of the sums' mass (:attr:`RefreshState.sum_mass`)."""
+    replaced: str = ""
+    """For REPLACE_ROWS: the rows removed, a Spark SQL predicate over the table's columns qualified by
+    :data:`TARGET`."""
+
+
+TARGET = "__mt_target"
+"""The table's alias in a REPLACE_ROWS write's ``MERGE``."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,24 @@ def commit(
     writer = write.df.writeTo(qualified(table))
     for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
         writer = writer.option(f"snapshot-property.{key}", value)
+    if write.mode is WriteMode.REPLACE_ROWS:
+        with phase("write"):
+            _replace_rows(table, write, {**state.to_summary(), REFRESH_ID_KEY: refresh_id})
+        with phase("read back"):
+            done = committed_snapshot(catalog, table, refresh_id)
+        if done.snapshot_id is not None:
+            return done
+        # No snapshot carries the state: the MERGE changed nothing (Iceberg commits nothing then), or the engine
+        # ignored the properties (a Connect server whose Iceberg predates session snapshot properties). Record the
+        # state in an empty append: replacing a slice by its recompute is idempotent, so a crash between the two
+        # only repeats the same replacement.
+        writer = write.df.limit(0).writeTo(qualified(table))
+        for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
+            writer = writer.option(f"snapshot-property.{key}", value)
+        with phase("write"):
+            writer.append()
+        with phase("read back"):
+            return committed_snapshot(catalog, table, refresh_id)
     with phase("write"):
         if write.mode is WriteMode.APPEND:
             writer.append()
@@ -133,6 +165,41 @@ def commit(
             writer.overwrite(write.condition if write.condition is not None else F.lit(True))
     with phase("read back"):
         return committed_snapshot(catalog, table, refresh_id)
+
+
+def _replace_rows(table: str, write: Write, properties: dict[str, str]) -> None:
+    """One ``MERGE``: the rows matching ``write.replaced`` go, ``write.df``'s rows come, ``properties`` in its snapshot.
+
+    The source is the new rows plus one marker row. A table row matching the predicate gets key 1 and matches the
+    marker (key 1): deleted. New rows have no key, match nothing and are inserted. An equi-join, so Spark hashes or
+    sorts instead of comparing every pair, and each table row matches at most one source row, as MERGE requires.
+    """
+    from mt_magic.runtime.spark.snapshot_properties import run_with_snapshot_properties
+
+    session = write.df.sparkSession
+    view = f"__mt_replace_{uuid.uuid4().hex[:12]}"
+    key, source = "__mt_replace_key", "__mt_source"
+    columns = [identifier(c) for c in write.df.columns]
+    write.df.createOrReplaceTempView(view)
+    try:
+        listed = ", ".join(columns)
+        marker = ", ".join(f"NULL AS {c}" for c in columns)
+        sql = (
+            f"MERGE INTO {qualified(table)} AS {TARGET} "
+            f"USING (SELECT {listed}, CAST(NULL AS INT) AS {key} FROM {identifier(view)} "
+            f"UNION ALL SELECT {marker}, 1 AS {key}) AS {source} "
+            f"ON (CASE WHEN {write.replaced} THEN 1 END) = {source}.{key} "
+            "WHEN MATCHED THEN DELETE "
+            f"WHEN NOT MATCHED AND {source}.{key} IS NULL THEN INSERT ({listed}) "
+            f"VALUES ({', '.join(f'{source}.{c}' for c in columns)})"
+        )
+        run_with_snapshot_properties(session, properties, lambda: _command(session, sql))
+    finally:
+        session.catalog.dropTempView(view)
+
+
+def _command(session: SparkSession, sql: str) -> None:
+    session.sql(sql)
 
 
 def _commit_rows(table: str, write: RowsWrite, properties: dict[str, str], refresh_id: str) -> Committed:

@@ -11,6 +11,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import first_line
 from mt_magic.runtime.refresh.commit import RowsWrite, Write, commit
 from mt_magic.runtime.refresh.context import (
+    DEFAULT_MAX_CHANGE,
     IncrementalPolicy,
     RefreshContext,
     incremental_policy,
@@ -18,9 +19,9 @@ from mt_magic.runtime.refresh.context import (
 )
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
-from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh, total_records
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
-from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, execute
+from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TouchedLimit, execute
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
@@ -37,6 +38,17 @@ def describe(strategy: Strategy, plan: RefreshPlan, scope: str = "") -> str:
     if scope:
         text += f" · {scope}"
     return text
+
+
+def touched_limit(info: TableInfo, definition: MaterializedTableDefinition) -> TouchedLimit | None:
+    """ADAPTIVE's bound on the rows an in-place replacement touches: the table's change fraction (its own, or
+    :data:`DEFAULT_MAX_CHANGE`) of its rows; ``None`` under ``'incremental' = 'always'`` or with no row count."""
+    if incremental_policy(definition.options) is not IncrementalPolicy.AUTO:
+        return None
+    rows = total_records(info)
+    if rows is None:
+        return None
+    return TouchedLimit(max_change_fraction(definition.options) or DEFAULT_MAX_CHANGE, rows)
 
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -116,7 +128,13 @@ def run_incremental(
         try:
             with phase("strategy"):
                 strategy_context = StrategyContext(
-                    session, plan, definition.expanded_query, request.table, views, single_task
+                    session,
+                    plan,
+                    definition.expanded_query,
+                    request.table,
+                    views,
+                    single_task,
+                    touched_limit(info, definition),
                 )
                 result = execute(strategy_context)
             if isinstance(result, Fallback):

@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property, reduce
 from typing import TYPE_CHECKING
 
-from mt_magic.runtime.refresh.commit import Write, WriteMode
+from mt_magic.runtime.refresh.commit import TARGET, Write, WriteMode
 from mt_magic.runtime.refresh.context import conform
 from mt_magic.runtime.refresh.incremental import sum_mass
 from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
-from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+from mt_magic.runtime.refresh.incremental.planner import ADAPTIVE_MIN_ROWS, RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
 from mt_magic.runtime.spark.quoting import identifier, qualified
@@ -28,6 +28,7 @@ from mt_magic.sql.query.result_rewrite import (
     without_having,
 )
 from mt_magic.sql.query.rewrite import pin_sources
+from mt_magic.sql.query.tree import DIALECT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -44,6 +45,15 @@ class Execution:
 
 
 @dataclass(frozen=True)
+class TouchedLimit:
+    """Past ``fraction`` of the table's ``table_rows``, replacing the touched slices' rows in place costs more than
+    a recompute writing the table once: the MERGE reads the table, deletes those rows and writes them again."""
+
+    fraction: float
+    table_rows: int
+
+
+@dataclass(frozen=True)
 class StrategyContext:
     """Everything a strategy reads: the child session, the plan, the query and the registered deltas."""
 
@@ -55,6 +65,8 @@ class StrategyContext:
     single_task: bool = False
     """The delta and the table are small enough for one task: read them as one partition each, so the merge's
     aggregations need no shuffle and the whole refresh is one Spark stage (:func:`.runner.sized_options`)."""
+    touched_limit: TouchedLimit | None = None
+    """ADAPTIVE's bound on the table rows an in-place replacement may touch (``None``: ``'incremental' = 'always'``)."""
 
     @cached_property
     def current(self) -> DataFrame:
@@ -357,9 +369,55 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
         if strategy is Strategy.AFFECTED_GROUPS:
             strategy = Strategy.AFFECTED_PARTITIONS
         return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(scope)), strategy)
-    df = ctx.current.where(~replaced).union(fresh)
     what = {Strategy.AFFECTED_KEYS: "join keys", Strategy.AFFECTED_WINDOWS: "window partitions"}.get(strategy, "groups")
+    rows = _replaced_rows(values, [ctx.column(c) for c in ctx.plan.query.slice_columns] if keyed else None)
+    too_many = _touched_too_much(ctx, replaced)
+    if too_many is not None:
+        return too_many
+    if rows is not None:  # only the rows of the touched slices are replaced (one MERGE), not the whole table
+        write = Write(fresh, WriteMode.REPLACE_ROWS, None, f"{_scoped(values, what)} · {ROWS_NOTE}", replaced=rows)
+        return Execution(write, strategy)
+    df = ctx.current.where(~replaced).union(fresh)
     return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, what)), strategy)
+
+
+def _touched_too_much(ctx: StrategyContext, replaced: Column) -> Fallback | None:
+    """ADAPTIVE, once the touched slices are known: a recompute when they hold more than the limit's fraction of
+    the table's rows (counted on the table, reading only the slice columns)."""
+    limit = ctx.touched_limit
+    if limit is None or limit.table_rows < ADAPTIVE_MIN_ROWS:
+        return None
+    touched = ctx.current.where(replaced).count()
+    if touched <= limit.fraction * limit.table_rows:
+        return None
+    share = touched / limit.table_rows
+    return Fallback(
+        (FallbackReason.CHEAPER_TO_RECOMPUTE,),
+        f"the change touches {touched:,} of the table's {limit.table_rows:,} rows ({share:.0%}), "
+        f"past {limit.fraction:.0%}",
+    )
+
+
+ROWS_NOTE = "their rows replaced in place"
+"""The scope note of a write that replaced only the touched slices' rows (:attr:`WriteMode.REPLACE_ROWS`)."""
+
+
+def _replaced_rows(values: dict[str, SliceValues], key_columns: list[str] | None) -> str | None:
+    """The touched slices' rows of the table as a SQL predicate on the ``MERGE`` target (the rows
+    ``SliceValues.member`` selects); ``None`` when a value has no SQL literal (the whole table is rewritten).
+
+    Args:
+        key_columns: for a join key, the output columns that locate it (the first non-NULL of them).
+    """
+    if key_columns is not None:
+        located = [f"{TARGET}.{identifier(c)}" for c in key_columns]
+        key_sql = located[0] if len(located) == 1 else f"coalesce({', '.join(located)})"
+        predicates = [v.predicate(key_sql) for v in values.values()]
+    else:
+        predicates = [v.predicate(f"{TARGET}.{identifier(v.column)}") for v in values.values()]
+    if not predicates or any(p is None for p in predicates):
+        return None
+    return " AND ".join(f"({p.sql(dialect=DIALECT)})" for p in predicates if p is not None)
 
 
 def execute(ctx: StrategyContext) -> Execution | Fallback:
