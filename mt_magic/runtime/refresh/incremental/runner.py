@@ -21,7 +21,7 @@ from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh, total_records
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
-from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TouchedLimit, execute
+from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TableLayout, execute
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
@@ -40,15 +40,18 @@ def describe(strategy: Strategy, plan: RefreshPlan, scope: str = "") -> str:
     return text
 
 
-def touched_limit(info: TableInfo, definition: MaterializedTableDefinition) -> TouchedLimit | None:
-    """ADAPTIVE's bound on the rows an in-place replacement touches: the table's change fraction (its own, or
-    :data:`DEFAULT_MAX_CHANGE`) of its rows; ``None`` under ``'incremental' = 'always'`` or with no row count."""
-    if incremental_policy(definition.options) is not IncrementalPolicy.AUTO:
-        return None
-    rows = total_records(info)
-    if rows is None:
-        return None
-    return TouchedLimit(max_change_fraction(definition.options) or DEFAULT_MAX_CHANGE, rows)
+def table_layout(info: TableInfo, definition: MaterializedTableDefinition) -> TableLayout:
+    """The table's rows and data files (its summary), merge mode, and ADAPTIVE's bound on the rows a replacement
+    touches: its change fraction (or :data:`DEFAULT_MAX_CHANGE`); none under ``'incremental' = 'always'``."""
+    summary = info.snapshots[-1].summary if info.snapshots else {}
+    files = summary.get("total-data-files", "")
+    adaptive = incremental_policy(definition.options) is IncrementalPolicy.AUTO
+    return TableLayout(
+        total_records(info),
+        int(files) if files.isdigit() else None,
+        info.properties.get("write.merge.mode", "copy-on-write") == "merge-on-read",
+        (max_change_fraction(definition.options) or DEFAULT_MAX_CHANGE) if adaptive else None,
+    )
 
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -134,7 +137,7 @@ def run_incremental(
                     request.table,
                     views,
                     single_task,
-                    touched_limit(info, definition),
+                    table_layout(info, definition),
                 )
                 result = execute(strategy_context)
             if isinstance(result, Fallback):

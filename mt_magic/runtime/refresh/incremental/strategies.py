@@ -45,12 +45,18 @@ class Execution:
 
 
 @dataclass(frozen=True)
-class TouchedLimit:
-    """Past ``fraction`` of the table's ``table_rows``, replacing the touched slices' rows in place costs more than
-    a recompute writing the table once: the MERGE reads the table, deletes those rows and writes them again."""
+class TableLayout:
+    """What decides how an unpartitioned table's touched slices are replaced (:func:`_in_place`)."""
 
-    fraction: float
-    table_rows: int
+    rows: int | None
+    """The table's rows at the snapshot the refresh read (``None``: its summary does not say)."""
+    data_files: int | None
+    merge_on_read: bool
+    """``write.merge.mode`` = merge-on-read: a ``MERGE`` writes delete files for the rows it removes."""
+    max_fraction: float | None = None
+    """ADAPTIVE: past this fraction of ``rows`` touched, a recompute writing the table once is cheaper than
+    replacing them (the MERGE reads the table, deletes those rows and writes them again); ``None`` under
+    ``'incremental' = 'always'``."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +71,8 @@ class StrategyContext:
     single_task: bool = False
     """The delta and the table are small enough for one task: read them as one partition each, so the merge's
     aggregations need no shuffle and the whole refresh is one Spark stage (:func:`.runner.sized_options`)."""
-    touched_limit: TouchedLimit | None = None
-    """ADAPTIVE's bound on the table rows an in-place replacement may touch (``None``: ``'incremental' = 'always'``)."""
+    layout: TableLayout = TableLayout(None, None, False)
+    """The table's size, files and merge mode, and ADAPTIVE's bound on the rows a replacement touches."""
 
     @cached_property
     def current(self) -> DataFrame:
@@ -371,31 +377,46 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
         return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(scope)), strategy)
     what = {Strategy.AFFECTED_KEYS: "join keys", Strategy.AFFECTED_WINDOWS: "window partitions"}.get(strategy, "groups")
     rows = _replaced_rows(values, [ctx.column(c) for c in ctx.plan.query.slice_columns] if keyed else None)
-    too_many = _touched_too_much(ctx, replaced)
-    if too_many is not None:
-        return too_many
-    if rows is not None:  # only the rows of the touched slices are replaced (one MERGE), not the whole table
+    in_place = _in_place(ctx, replaced, rows)
+    if isinstance(in_place, Fallback):
+        return in_place
+    if in_place and rows is not None:  # only the rows of the touched slices are replaced (one MERGE)
         write = Write(fresh, WriteMode.REPLACE_ROWS, None, f"{_scoped(values, what)} · {ROWS_NOTE}", replaced=rows)
         return Execution(write, strategy)
     df = ctx.current.where(~replaced).union(fresh)
     return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, what)), strategy)
 
 
-def _touched_too_much(ctx: StrategyContext, replaced: Column) -> Fallback | None:
-    """ADAPTIVE, once the touched slices are known: a recompute when they hold more than the limit's fraction of
-    the table's rows (counted on the table, reading only the slice columns)."""
-    limit = ctx.touched_limit
-    if limit is None or limit.table_rows < ADAPTIVE_MIN_ROWS:
-        return None
-    touched = ctx.current.where(replaced).count()
-    if touched <= limit.fraction * limit.table_rows:
-        return None
-    share = touched / limit.table_rows
-    return Fallback(
-        (FallbackReason.CHEAPER_TO_RECOMPUTE,),
-        f"the change touches {touched:,} of the table's {limit.table_rows:,} rows ({share:.0%}), "
-        f"past {limit.fraction:.0%}",
-    )
+def _in_place(ctx: StrategyContext, replaced: Column, rows: str | None) -> bool | Fallback:
+    """Whether the touched slices' rows are replaced in place (one MERGE) rather than the table rewritten, or a
+    recompute (ADAPTIVE: they hold more than its fraction of a table of :data:`ADAPTIVE_MIN_ROWS` or more).
+
+    Merge-on-read replaces in place always: it writes delete files for those rows only. Copy-on-write rewrites
+    every data file holding one, so in place only when some data file holds none: when all do, the MERGE rewrites
+    the whole table and joins it with the new rows too, more work than the overwrite. The rows and files touched
+    are counted on the table in one query reading the slice columns, when a decision needs them.
+    """
+    layout = ctx.layout
+    adaptive = layout.max_fraction is not None and (layout.rows or 0) >= ADAPTIVE_MIN_ROWS
+    files = rows is not None and not layout.merge_on_read and (layout.data_files or 0) > 1
+    if not adaptive and not files:
+        return rows is not None and layout.merge_on_read
+    if rows is not None:
+        at = int(ctx.plan.table_snapshot)
+        counted = ctx.session.sql(
+            f"SELECT count(*) AS n, count(DISTINCT _file) AS f FROM {qualified(ctx.table)} VERSION AS OF {at} "
+            f"AS {TARGET} WHERE {rows}"
+        ).first()
+        touched, touched_files = (int(counted["n"]), int(counted["f"])) if counted is not None else (0, 0)
+    else:
+        touched, touched_files = ctx.current.where(replaced).count(), 0
+    if adaptive and layout.rows and layout.max_fraction is not None and touched > layout.max_fraction * layout.rows:
+        return Fallback(
+            (FallbackReason.CHEAPER_TO_RECOMPUTE,),
+            f"the change touches {touched:,} of the table's {layout.rows:,} rows ({touched / layout.rows:.0%}), "
+            f"past {layout.max_fraction:.0%}",
+        )
+    return rows is not None and (layout.merge_on_read or touched_files < (layout.data_files or 0))
 
 
 ROWS_NOTE = "their rows replaced in place"
