@@ -142,3 +142,16 @@ def test_interpreter_exit_cancels_a_running_refresh_instead_of_waiting_for_it() 
     done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], cwd=root, capture_output=True, text=True, timeout=15)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["exiting with a refresh running", "cancelled mt-refresh:c.db.t:1"]
+
+
+def test_an_idle_loop_waits_instead_of_spinning(threaded: RefreshManager, backend: FakeBackend) -> None:
+    """Nothing due for ten (fake) minutes: the thread sleeps until then (a step per control call, not thousands
+    a second, which kept a kernel's core busy with no table to refresh)."""
+    backend.put(continuous("c.db.t", 10 * MINUTE, last_refresh_at=T0))
+    steps: list[int] = []
+    step = threaded.step
+    threaded.step = lambda: (steps.append(1), step())[1]  # type: ignore[method-assign]
+    threaded.start()
+    assert threaded.wait_idle(timeout=5)
+    threading.Event().wait(1.0)  # real time passes; the fake clock does not
+    assert len(steps) <= 5, len(steps)

@@ -170,7 +170,8 @@ class RefreshRunner:
         if result.abandoned and self._owns_executor and self._executor is not None:
             self._executor.shutdown(wait=False)  # its lost worker may never return: later runs get a new pool
             self._executor = None
-        self.apply(result.effects)
+        if not result.effects.empty:  # apply() wakes the loop: on every step, the thread would never wait
+            self.apply(result.effects)
 
     def recancel(self, now: datetime) -> None:
         """Cancel again the job groups of cancelled jobs that still run, every ``progress_every``.

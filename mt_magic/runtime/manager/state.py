@@ -51,6 +51,11 @@ class Effects:
     def fail(self, futures: Iterable[Future[RefreshOutcome]], error: BaseException) -> None:
         self.settle.extend((future, None, error) for future in futures)
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to cancel or settle."""
+        return not self.cancel and not self.settle
+
     def absorb(self, other: Effects) -> None:
         self.cancel.extend(other.cancel)
         self.settle.extend(other.settle)
