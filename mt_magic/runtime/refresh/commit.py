@@ -132,14 +132,13 @@ def commit(
         state = replace(state, view_version_id=view.version_for(state.definition_version))
     if write.sum_mass:
         state = replace(state, sum_mass=dict(write.sum_mass))
+    properties = {**state.to_summary(), REFRESH_ID_KEY: refresh_id}
     if isinstance(write, RowsWrite):
-        return _commit_rows(table, write, {**state.to_summary(), REFRESH_ID_KEY: refresh_id}, refresh_id)
-    writer = write.df.writeTo(qualified(table))
-    for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
+        return _commit_rows(table, write, properties, refresh_id)
+    writer = _writer(write.df, table, properties)
     if write.mode is WriteMode.REPLACE_ROWS:
         with phase("write"):
-            _replace_rows(table, write, {**state.to_summary(), REFRESH_ID_KEY: refresh_id})
+            _replace_rows(table, write, properties)
         with phase("read back"):
             done = committed_snapshot(catalog, table, refresh_id)
         if done.snapshot_id is not None:
@@ -148,11 +147,8 @@ def commit(
         # ignored the properties (a Connect server whose Iceberg predates session snapshot properties). Record the
         # state in an empty append: replacing a slice by its recompute is idempotent, so a crash between the two
         # only repeats the same replacement.
-        writer = write.df.limit(0).writeTo(qualified(table))
-        for key, value in {**state.to_summary(), REFRESH_ID_KEY: refresh_id}.items():
-            writer = writer.option(f"snapshot-property.{key}", value)
         with phase("write"):
-            writer.append()
+            _writer(write.df.limit(0), table, properties).append()
         with phase("read back"):
             return committed_snapshot(catalog, table, refresh_id)
     with phase("write"):
@@ -165,6 +161,14 @@ def commit(
             writer.overwrite(write.condition if write.condition is not None else F.lit(True))
     with phase("read back"):
         return committed_snapshot(catalog, table, refresh_id)
+
+
+def _writer(df: DataFrame, table: str, properties: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    """``df``'s DataFrameWriterV2 into ``table``, ``properties`` in the snapshot it commits."""
+    writer = df.writeTo(qualified(table))
+    for key, value in properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    return writer
 
 
 def _replace_rows(table: str, write: Write, properties: dict[str, str]) -> None:
