@@ -1,6 +1,8 @@
 """Refreshes on Airflow against the same refresh in the kernel, side by side in one run.
 
     .venv/bin/python benchmarks/bench_airflow.py [--rounds 3] [--rows 200000]
+    PYTHONPATH=$PWD .venv-pyspark-4.1.4/bin/python benchmarks/bench_airflow.py --spark-connect
+
 
 One embedded catalog, one source table, two materialized tables with the same query: one refreshed by the kernel
 (an inline service on a warm Spark session), one on Airflow (a local Airflow 3 from ``.venv-airflow``, started
@@ -13,8 +15,12 @@ here). Each round appends rows to the source, then measures, one after the other
 * **Airflow run**: ``ALTER … REFRESH`` of the Airflow table, from the DAG run's start (Airflow's ``start_date``) to
   the table's commit, and from the statement to the commit (the scheduler's queueing included).
 
-Prints medians and ratios to the kernel. A shared Spark (a cluster by master URL, or Spark Connect) would take
-the session start out of the task; the one-shot's own timing line shows how much of it that is.
+With ``--spark-connect`` (PySpark 4, which ships the server) a Spark Connect server on loopback serves the same
+catalog, and the run adds a fifth measurement — the one-shot as a Connect client of that long-lived server
+(``MT_MAGIC_SPARK_REMOTE``), no JVM of its own — while Airflow's tasks run that way too: what a shared Spark takes
+out of each task.
+
+Prints medians and ratios to the kernel.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from mt_magic.loopback import free_port
+
 CATALOG = "bench"
 QUERY = "SELECT k, count(*) AS n, sum(v) AS total FROM events GROUP BY k"
 
@@ -41,6 +49,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument(
+        "--spark-connect", action="store_true", help="also run the one-shot, and Airflow's tasks, on a Connect server"
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench_airflow_"))
@@ -53,6 +64,23 @@ def main() -> int:
         catalog_env[f"PYICEBERG_CATALOG__{CATALOG.upper()}__TOKEN"] = server.token
     os.environ.update(catalog_env)
     spark_env = {"MT_MAGIC_SPARK_MASTER": "local[1]", "MT_MAGIC_DRIVER_MEMORY": "1g"}
+    connect_env: dict[str, str] = {}
+    connect_server = None
+    if args.spark_connect:
+        from mt_magic.catalog.client import resolve_catalog, spark_catalog_conf
+        from mt_magic.runtime.spark.connect_server import ConnectServer, ConnectServerSettings
+
+        connect_server = ConnectServer(
+            ConnectServerSettings(
+                port=free_port(),
+                master="local[1]",
+                driver_memory="1g",
+                catalog_conf=spark_catalog_conf(resolve_catalog(CATALOG)),
+                state_dir=work / "spark-connect",
+            )
+        )
+        connect_env = {"MT_MAGIC_SPARK_REMOTE": connect_server.start()}
+        print(f"Spark Connect server at {connect_env['MT_MAGIC_SPARK_REMOTE']}", flush=True)
 
     from mt_magic.runtime.connection import ConnectionSettings, connect
     from mt_magic.runtime.spark.session import SparkSettings
@@ -77,7 +105,8 @@ def main() -> int:
 
     spark.sql(f"CREATE TABLE {CATALOG}.default.events (k INT, v INT) USING iceberg")
     append(args.rows)
-    airflow = local_airflow(work / "airflow", CATALOG, {**catalog_env, **spark_env, "MT_MAGIC_AIRFLOW_RETRIES": "0"})
+    task_env = {**catalog_env, **spark_env, **connect_env, "MT_MAGIC_PYTHON": sys.executable}
+    airflow = local_airflow(work / "airflow", CATALOG, {**task_env, "MT_MAGIC_AIRFLOW_RETRIES": "0"})
     print(f"starting Airflow in {airflow.home} …", flush=True)
     started = time.monotonic()
     airflow.start()
@@ -92,22 +121,17 @@ def main() -> int:
         dag = dag_id(f"{CATALOG}.default.on_airflow")
         first = wait(lambda: _finished(client, dag, None), 600, "the DAG's first run")
         print(f"first Airflow run: {first.state}", flush=True)
-        kernel, oneshot, run_to_commit, statement_to_commit = [], [], [], []
+        kernel, oneshot, oneshot_connect, run_to_commit, statement_to_commit = [], [], [], [], []
         for round_ in range(args.rounds):
             append(args.rows // 10)
             t0 = time.monotonic()
             run("ALTER MATERIALIZED TABLE in_kernel REFRESH").refresh.result()
             kernel.append(time.monotonic() - t0)
 
-            t0 = time.monotonic()
-            done = subprocess.run(
-                [sys.executable, "-m", "mt_magic", "refresh", "default.in_kernel", "--catalog", CATALOG],
-                env={**os.environ, **spark_env},
-                capture_output=True,
-                text=True,
-            )
-            oneshot.append(time.monotonic() - t0)
-            assert done.returncode == 0, done.stderr[-2000:]
+            oneshot.append(_oneshot({**os.environ, **spark_env}))
+            if connect_env:
+                append(args.rows // 10)
+                oneshot_connect.append(_oneshot({**os.environ, **spark_env, **connect_env}))
 
             asked = datetime.now(timezone.utc)
             result = run("ALTER MATERIALIZED TABLE on_airflow REFRESH")
@@ -119,28 +143,51 @@ def main() -> int:
             committed = snapshot[0].committed_at
             run_to_commit.append((committed - parse_time(finished.start_date)).total_seconds())
             statement_to_commit.append((committed - asked).total_seconds())
+            over_connect = f", one-shot over Connect {oneshot_connect[-1]:.2f} s" if connect_env else ""
             print(
-                f"round {round_ + 1}: kernel {kernel[-1]:.2f} s, one-shot {oneshot[-1]:.2f} s, Airflow run start → "
-                f"commit {run_to_commit[-1]:.2f} s, statement → commit {statement_to_commit[-1]:.2f} s",
+                f"round {round_ + 1}: kernel {kernel[-1]:.2f} s, one-shot {oneshot[-1]:.2f} s{over_connect}, "
+                f"Airflow run start → commit {run_to_commit[-1]:.2f} s, statement → commit "
+                f"{statement_to_commit[-1]:.2f} s",
                 flush=True,
             )
         base = statistics.median(kernel)
         print(f"\nmedians over {args.rounds} rounds ({args.rows // 10} new rows each, {args.rows} to start):")
-        for label, values in (
+        tasks = " (tasks over Spark Connect)" if connect_env else ""
+        lines = [
             ("refresh in the kernel (warm Spark session)", kernel),
             ("python -m mt_magic refresh (a Spark session per task)", oneshot),
-            ("Airflow: DAG run start → the table's commit", run_to_commit),
-            ("Airflow: REFRESH statement → the table's commit", statement_to_commit),
-        ):
-            median = statistics.median(values)
-            print(f"  {label:<56} {median:7.2f} s   {median / base:6.1f}× the kernel")
+            ("python -m mt_magic refresh over Spark Connect", oneshot_connect),
+            (f"Airflow{tasks}: DAG run start → the table's commit", run_to_commit),
+            (f"Airflow{tasks}: REFRESH statement → the table's commit", statement_to_commit),
+        ]
+        for label, values in lines:
+            if values:
+                median = statistics.median(values)
+                print(f"  {label:<64} {median:7.2f} s   {median / base:6.1f}× the kernel")
         print(f"  a Spark session per task costs about {statistics.median(oneshot) - base:.1f} s of each run")
+        if oneshot_connect:
+            print(f"  over Spark Connect it costs about {statistics.median(oneshot_connect) - base:.1f} s")
     finally:
         client.close()
         airflow.stop()
         conn.close()
+        if connect_server is not None:
+            connect_server.stop()
         stop_embedded_server(work / "home")
     return 0
+
+
+def _oneshot(env: dict[str, str]) -> float:
+    """``python -m mt_magic refresh`` of the kernel's table, as an Airflow task runs it: start to exit, in seconds."""
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "mt_magic", "refresh", "default.in_kernel", "--catalog", CATALOG],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return time.monotonic() - t0
 
 
 def wait(predicate, timeout: float, what: str):  # type: ignore[no-untyped-def]

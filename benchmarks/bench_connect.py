@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from mt_magic.loopback import free_port
 
 START = time.monotonic()  # the worker's start-up is measured from here, before PySpark is imported
 
@@ -96,12 +97,6 @@ def worker(line: str, rows: int, refreshes: int) -> dict[str, Any]:
     return {"startup_s": startup, "kernel_rss_mb": own, "kernel_tree_rss_mb": tree, "floor_s": floor, "join_s": join}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _spawn(line: str, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", line, "--rows", str(args.rows), "--refreshes", str(args.refreshes)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd=ROOT)
@@ -131,7 +126,7 @@ def main() -> int:
     os.environ["MT_MAGIC_HOME"] = str(home)
     catalog_conf = spark_catalog_conf(resolve_catalog("mt", home))
     server = ConnectServer(
-        ConnectServerSettings(port=_free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
+        ConnectServerSettings(port=free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
     )
     started = time.monotonic()
     url = server.start()

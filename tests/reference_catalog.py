@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -24,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from mt_magic.loopback import free_port
 
 POM = Path(__file__).resolve().parent / "catalog" / "rck" / "pom.xml"
 SUITE = "org.apache.iceberg.rest.RESTCompatibilityKitSuite"
@@ -63,12 +64,6 @@ def kit_jars() -> list[Path]:
 
 def _classpath(jars: list[Path]) -> str:
     return os.pathsep.join(str(j) for j in jars if not j.name.startswith(LAUNCHER))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _answers(url: str) -> bool:

@@ -15,13 +15,14 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from mt_magic.loopback import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 USER = "mt_admin"
@@ -35,12 +36,6 @@ COMMANDS = ("api-server", "scheduler", "dag-processor")
 
 def airflow_venv() -> Path:
     return Path(os.environ.get("MT_MAGIC_AIRFLOW_VENV", REPO / ".venv-airflow"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from mt_magic.loopback import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -52,12 +53,6 @@ class Lab:
     url: str
     token: str
     home: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
@@ -108,7 +103,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
     (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
         "MT_MAGIC_HOME": str(home),

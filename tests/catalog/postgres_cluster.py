@@ -12,12 +12,13 @@ import getpass
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from mt_magic.loopback import free_port
 
 UNPRIVILEGED_USER = "postgres"
 
@@ -45,12 +46,6 @@ def missing_reason() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _run(*cmd: str) -> None:
     prefix = ["runuser", "-u", UNPRIVILEGED_USER, "--"] if os.geteuid() == 0 else []
     result = subprocess.run([*prefix, *cmd], capture_output=True, text=True, timeout=120, cwd="/")
@@ -68,7 +63,7 @@ def postgres_cluster() -> Iterator[str]:
         entry = pwd.getpwnam(UNPRIVILEGED_USER)
         os.chown(root, entry.pw_uid, entry.pw_gid)
     user = UNPRIVILEGED_USER if os.geteuid() == 0 else getpass.getuser()
-    data, port = root / "data", _free_port()
+    data, port = root / "data", free_port()
     try:
         _run(str(bindir / "initdb"), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync")
         options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,16 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from mt_magic.loopback import free_port
 from mt_magic.runtime.spark.cluster import ClusterSettings, StandaloneCluster
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +27,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
         workers=1,
         worker_cores=1,
         worker_memory="1g",
-        port=_free_port(),
-        ui_port=_free_port(),
+        port=free_port(),
+        ui_port=free_port(),
         state_dir=tmp_path_factory.mktemp("cluster"),
     )
     standalone = StandaloneCluster(settings)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import atexit
 import os
-import socket
 import sys
 from pathlib import Path
+
+from mt_magic.loopback import free_port
 
 ENV = "MT_TEST_SPARK_CONNECT"
 TEST_CATALOG_HOME = "tests-catalog"
@@ -30,12 +31,6 @@ def test_catalog_home(home: Path) -> Path:
     return home / TEST_CATALOG_HOME
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start(home: Path) -> str:
     """Start both catalogs and the Connect server for the run in ``home``; return the server's URL."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for shared_catalog
@@ -48,7 +43,7 @@ def start(home: Path) -> str:
         **spark_catalog_conf(resolve_catalog("mt", home)),
         **spark_catalog_conf(resolve_catalog(CATALOG, test_catalog_home(home))),
     }
-    settings = ConnectServerSettings(port=_free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
+    settings = ConnectServerSettings(port=free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
     server = ConnectServer(settings)
     url = server.start()
     # Stopped at exit, after every Connect client's own exit hook (atexit runs last what it registered first):
