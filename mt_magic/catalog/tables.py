@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
+from mt_magic.catalog.revalidation import Revalidated
 from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError, first_line
 
 if TYPE_CHECKING:
@@ -190,6 +191,7 @@ class MaterializedCatalog:
     def __init__(self, catalog: Catalog, spark_name: str) -> None:
         self.catalog = catalog
         self.spark_name = spark_name
+        self._revalidated = Revalidated(catalog, table_info)
 
     def identifier(self, name: str) -> tuple[str, ...]:
         """pyiceberg identifier of a qualified Spark name in this catalog."""
@@ -215,21 +217,32 @@ class MaterializedCatalog:
         except NoSuchTableError as exc:
             raise NoSuchMaterializedTableError(f"Table {name} does not exist in catalog {self.spark_name}.") from exc
 
-    def load(self, name: str) -> TableInfo:
+    def load(self, name: str, *, reuse_unchanged: bool = False) -> TableInfo:
         """Metadata of any Iceberg table in this catalog.
+
+        Args:
+            reuse_unchanged: for a read that repeats (the manager's polls): the last such answer when the catalog
+                says the metadata has not changed since (``ETag``, see :mod:`.revalidation`); exact either way.
 
         Raises:
             NoSuchMaterializedTableError: no such table.
         """
+        if reuse_unchanged:
+            with reaching(name):
+                info = self._revalidated.get(name, self.identifier(name))
+            if info is not None:
+                return info
         return table_info(name, self.iceberg_table(name))
 
-    def load_materialized(self, name: str) -> tuple[TableInfo, MaterializedTableDefinition]:
-        """Metadata and definition of a materialized table.
+    def load_materialized(
+        self, name: str, *, reuse_unchanged: bool = False
+    ) -> tuple[TableInfo, MaterializedTableDefinition]:
+        """Metadata and definition of a materialized table (``reuse_unchanged``: see :meth:`load`).
 
         Raises:
             NoSuchMaterializedTableError: no such table, or it is a plain table.
         """
-        info = self.load(name)
+        info = self.load(name, reuse_unchanged=reuse_unchanged)
         definition = info.definition
         if definition is None:
             raise NoSuchMaterializedTableError(f"{name} is a plain Iceberg table, not a materialized table.")

@@ -106,11 +106,12 @@ class Engine:
 
     def pending_since(self, table: str) -> datetime | None:
         catalog = self.workspace.catalog
-        info, definition = catalog.load_materialized(table)
+        # a poll that repeats every fifth of the freshness: unchanged metadata is not fetched or parsed again
+        info, definition = catalog.load_materialized(table, reuse_unchanged=True)
         last = info.last_refresh()
         oldest: datetime | None = None
         for source in definition.upstream:
-            source_info = catalog.load(source)
+            source_info = catalog.load(source, reuse_unchanged=True)
             consumed = last[1].snapshot_of(source, source_info.uuid) if last else None
             if last is None and not source_info.snapshots:
                 continue
