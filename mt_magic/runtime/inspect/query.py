@@ -157,7 +157,7 @@ def current_snapshots(ws: Workspace, query: ResolvedQuery) -> dict[str, int | No
 
 def _current(ws: Workspace, name: str, materialized: bool) -> SourceSnapshot:
     try:
-        info = ws.catalog.load(name)
+        info = ws.catalog.load(name, reuse_unchanged=True)  # a live query's poll repeats: revalidate, not reload
     except NoSuchMaterializedTableError:
         raise QueryCellError(f"{LABEL}: table {name} no longer exists in catalog {ws.catalog.spark_name}.") from None
     committed = next((s.committed_at for s in info.snapshots if s.snapshot_id == info.current_snapshot_id), None)
