@@ -156,6 +156,11 @@ class FallbackReason(enum.Enum):
     """A non-refresh commit (other than compaction) follows the last refresh."""
     TOO_MANY_AFFECTED_GROUPS = "the change touches so many groups that recomputing everything is cheaper"
     """More affected key values than an affected-groups recompute handles."""
+    VALUE_WITHOUT_LITERAL = (
+        "a value the change touches has no exact literal (a string that is not valid UTF-8 reaches the driver "
+        "with U+FFFD in place of its bytes), so a filter listing it would miss its rows"
+    )
+    """A slice column's touched values cannot be listed exactly (:func:`.slices.collect_slices`)."""
     SUM_NEAR_BOUND = (
         "a sum's inputs reach its type's bound, where Spark's answer (NULL, a failure or the total) depends on the "
         "order it adds them in, which only its own query over the rows gives, and no output column locates the group"

@@ -2,8 +2,8 @@
 
 Collected in one small Spark action over the delta, then turned into literal filters: literals push down
 into Iceberg scans (partition pruning, min/max file skipping), which a join against the keys would not.
-Any superset of the affected rows is a correct slice, so a column with too many values is dropped (a
-coarser slice) rather than listed.
+Any superset of the affected rows is a correct slice, so a column with too many values, or with a string that
+is not valid UTF-8 (it has no exact literal), is dropped (a coarser slice) rather than listed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING
 
+from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.sql.query.result_rewrite import in_list, literal
 
@@ -28,6 +29,10 @@ SLICE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date", "boolea
 def sliceable_type(type_name: str) -> bool:
     """Types whose values round-trip exactly between Spark and Python (timestamps as epoch microseconds)."""
     return type_name in SLICE_TYPES or type_name.startswith("decimal")
+
+
+UNLISTED = (FallbackReason.VALUE_WITHOUT_LITERAL, FallbackReason.TOO_MANY_AFFECTED_GROUPS)
+"""Why a column's values are not listed, the one a fallback names first."""
 
 
 @dataclass(frozen=True)
@@ -74,25 +79,50 @@ class SliceValues:
         return in_list(key_sql, [lit for lit in literals if lit is not None], self.has_null)
 
 
-def collect_slices(df: DataFrame, types: Mapping[str, str]) -> dict[str, SliceValues]:
+@dataclass(frozen=True)
+class Slices:
+    """The listed columns' values, and the columns left unlisted with why."""
+
+    found: dict[str, SliceValues]
+    unlisted: dict[str, FallbackReason]
+
+    def why_unlisted(self) -> FallbackReason:
+        """Why a slice of no listed column recomputes: a value without a literal, else too many values."""
+        reasons = set(self.unlisted.values())
+        return next((r for r in UNLISTED if r in reasons), FallbackReason.TOO_MANY_AFFECTED_GROUPS)
+
+
+def collect_slices(df: DataFrame, types: Mapping[str, str]) -> Slices:
     """Distinct values of each column of ``df`` (named in ``types``: column → Spark type), one action.
 
-    Columns with more than :data:`MAX_VALUES` values are left out of the result.
+    A column is left unlisted (``Slices.unlisted``, with why) when it takes more than :data:`MAX_VALUES` values
+    or a value with no exact literal: a string that is not valid UTF-8 would reach Python with U+FFFD (the JVM's
+    replacement character) in place of its bytes, and a filter listing the replaced text matches nothing. So
+    strings are collected as their bytes and decoded here, strictly.
     """
     from pyspark.sql import functions as F
 
     aggs = []
     for column, type_name in types.items():
         col = F.col(identifier(column))
-        value = F.unix_micros(col) if type_name == "timestamp" else col
+        value = F.unix_micros(col) if type_name == "timestamp" else col.cast("binary") if type_name == "string" else col
         aggs += [F.slice(F.collect_set(value), 1, MAX_VALUES + 1), F.max(col.isNull().cast("int"))]
     row = df.agg(*aggs).collect()[0]
-    found = {}
+    found: dict[str, SliceValues] = {}
+    unlisted: dict[str, FallbackReason] = {}
     for i, (column, type_name) in enumerate(types.items()):
         values = row[2 * i] or []
-        if len(values) <= MAX_VALUES:
-            found[column] = SliceValues(column, type_name, tuple(values), bool(row[2 * i + 1]))
-    return found
+        if len(values) > MAX_VALUES:
+            unlisted[column] = FallbackReason.TOO_MANY_AFFECTED_GROUPS
+            continue
+        if type_name == "string":
+            try:
+                values = [bytes(v).decode("utf-8") for v in values]
+            except UnicodeDecodeError:
+                unlisted[column] = FallbackReason.VALUE_WITHOUT_LITERAL
+                continue
+        found[column] = SliceValues(column, type_name, tuple(values), bool(row[2 * i + 1]))
+    return Slices(found, unlisted)
 
 
 def all_of(conditions: Sequence[Column]) -> Column:

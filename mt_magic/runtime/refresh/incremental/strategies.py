@@ -18,7 +18,7 @@ from mt_magic.runtime.refresh.incremental import sum_mass
 from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
 from mt_magic.runtime.refresh.incremental.planner import ADAPTIVE_MIN_ROWS, RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
-from mt_magic.runtime.refresh.incremental.slices import SliceValues, all_of, collect_slices, sliceable_type
+from mt_magic.runtime.refresh.incremental.slices import Slices, SliceValues, all_of, collect_slices, sliceable_type
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.result_rewrite import (
@@ -145,8 +145,8 @@ def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, Sli
     if not columns:
         return None
     types = ctx.types
-    values = collect_slices(touched, {c: types[c] for c in columns})
-    return values if len(values) == len(columns) else None
+    slices = collect_slices(touched, {c: types[c] for c in columns})
+    return None if slices.unlisted else slices.found
 
 
 def scope_line(counts: Mapping[str, int], what: str = "partitions") -> str:
@@ -283,7 +283,7 @@ def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
     return Execution(Write(df, WriteMode.OVERWRITE, sum_mass=mass), Strategy.AGGREGATE_MERGE)
 
 
-def _touched_join_keys(ctx: StrategyContext, type_name: str) -> tuple[dict[str, SliceValues], Column]:
+def _touched_join_keys(ctx: StrategyContext, type_name: str) -> tuple[Slices, Column]:
     """The join-key values in every changed source's delta, and the output expression that locates them."""
     from pyspark.sql import functions as F
 
@@ -299,11 +299,14 @@ def _touched_join_keys(ctx: StrategyContext, type_name: str) -> tuple[dict[str, 
     found = collect_slices(reduce(lambda a, b: a.union(b), frames), {JOIN_KEY: type_name})
     names = [ctx.column(c) for c in ctx.plan.query.slice_columns]
     located = [F.col(identifier(c)) for c in names]
-    values = {names[0] if len(names) == 1 else ", ".join(names): replace(v, column=names[0]) for v in found.values()}
-    return values, located[0] if len(located) == 1 else F.coalesce(*located)
+    label = names[0] if len(names) == 1 else ", ".join(names)
+    # one column, JOIN_KEY: listed or not
+    values = {label: replace(found.found[JOIN_KEY], column=names[0])} if JOIN_KEY in found.found else {}
+    unlisted = {label: found.unlisted[JOIN_KEY]} if JOIN_KEY in found.unlisted else {}
+    return Slices(values, unlisted), located[0] if len(located) == 1 else F.coalesce(*located)
 
 
-def _touched(ctx: StrategyContext, columns: list[str]) -> tuple[dict[str, SliceValues], Column | None]:
+def _touched(ctx: StrategyContext, columns: list[str]) -> tuple[Slices, Column | None]:
     """The slice values the change touches; for join keys also the expression they locate rows by."""
     types = ctx.types
     if ctx.plan.strategy is Strategy.AFFECTED_KEYS:
@@ -354,9 +357,10 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
     keyed = bool(ctx.plan.query.join_key)  # a join key is located by all its columns at once (COALESCE)
     if not columns or (keyed and len(columns) < len(ctx.plan.query.slice_columns)):
         return Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,), "no group column of a sliceable type")
-    values, located = _touched(ctx, columns)
+    slices, located = _touched(ctx, columns)
+    values = slices.found  # an unlisted column only makes the slice coarser, while another one is listed
     if not values:
-        return Fallback((FallbackReason.TOO_MANY_AFFECTED_GROUPS,), ", ".join(columns))
+        return Fallback((slices.why_unlisted(),), ", ".join(slices.unlisted))
     if any(v.empty for v in values.values()):
         return no_change(ctx)
     partitions = [ctx.column(c) for c in ctx.plan.partition_columns]
