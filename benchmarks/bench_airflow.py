@@ -163,7 +163,7 @@ def main() -> int:
         for label, values in lines:
             if values:
                 median = statistics.median(values)
-                print(f"  {label:<64} {median:7.2f} s   {median / base:6.1f}× the kernel")
+                print(f"  {label:<76} {median:7.2f} s   {median / base:6.1f}× the kernel")
         print(f"  a Spark session per task costs about {statistics.median(oneshot) - base:.1f} s of each run")
         if oneshot_connect:
             print(f"  over Spark Connect it costs about {statistics.median(oneshot_connect) - base:.1f} s")
