@@ -139,13 +139,20 @@ def _cached(df: DataFrame) -> DataFrame:
     return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, SliceValues] | None:
-    """Values of the partition columns in ``touched``; ``None`` when the write cannot be scoped."""
+def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, SliceValues] | Fallback | None:
+    """Values of the partition columns in ``touched``; ``None`` when the write cannot be scoped.
+
+    A :class:`Fallback` when a touched value is a string that is not valid UTF-8: Iceberg keeps an identity
+    partition's value as text, so the table reads it back with U+FFFD and its rows cannot be matched with the
+    change's (a recompute is stored the same way as any full refresh).
+    """
     columns = [ctx.column(c) for c in ctx.plan.partition_columns]
     if not columns:
         return None
     types = ctx.types
     slices = collect_slices(touched, {c: types[c] for c in columns})
+    if FallbackReason.VALUE_WITHOUT_LITERAL in slices.unlisted.values():
+        return Fallback((FallbackReason.VALUE_WITHOUT_LITERAL,), ", ".join(slices.unlisted))
     return None if slices.unlisted else slices.found
 
 
@@ -171,7 +178,7 @@ def append_delta(ctx: StrategyContext) -> Execution:
     )
 
 
-def apply_changes(ctx: StrategyContext) -> Execution:
+def apply_changes(ctx: StrategyContext) -> Execution | Fallback:
     """Projection with row-level changes: (table ⊎ inserted) ∖ deleted, as multisets."""
     inserted = ctx.union(ctx.frames(ctx.query, ctx.views.inserted))
     deleted = ctx.union(ctx.frames(ctx.query, ctx.views.deleted))
@@ -179,6 +186,8 @@ def apply_changes(ctx: StrategyContext) -> Execution:
         inserted, deleted = _cached(inserted), _cached(deleted)
         ctx.views.cached.extend([inserted, deleted])
         values = _partition_slices(ctx, inserted.union(deleted))
+        if isinstance(values, Fallback):
+            return values
         if values is not None:
             if any(v.empty for v in values.values()):
                 return no_change(ctx)
@@ -271,6 +280,8 @@ def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
         partial = _cached(partial)
         ctx.views.cached.append(partial)
         values = _partition_slices(ctx, partial)
+        if isinstance(values, Fallback):
+            return values
         if values is not None:
             if any(v.empty for v in values.values()):
                 return no_change(ctx, mass)
