@@ -1,9 +1,10 @@
 """Touched values that have no exact literal: a string that is not valid UTF-8 reaches Python with U+FFFD in place
 of its bytes, so a slice filter listing it would match nothing. Such a column is not listed (a coarser slice, or
 a recompute that says why), never a filter that silently misses the rows (the seed-7 soak's b20_t15: a group keyed
-by such a string vanished from the table on every refresh).
+by such a string vanished from the table on every refresh). A merge into a table identity-partitioned by such a
+string recomputes: Iceberg reads the partition value back with U+FFFD, so the table's rows match no change's rows.
 
-Both tests pin the Spark engine: slices are Spark's (the in-process path never recomputes slices).
+The incremental tables pin the Spark engine: slices are Spark's (the in-process path never recomputes slices).
 """
 
 from __future__ import annotations
