@@ -8,7 +8,7 @@ without one from the default (``%config MaterializedMagics.scheduler``, itself d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.errors import WorkflowSchedulerError
 from mt_magic.runtime.results import StatementResult
-from mt_magic.scheduling.airflow import AirflowWorkflows
+from mt_magic.scheduling.airflow import PARSE_FOLLOW_UPS, AirflowWorkflows
 from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
 from mt_magic.scheduling.airflow_runs import AirflowRunCache, AirflowRunView
 from mt_magic.scheduling.dags import dag_id
@@ -115,12 +115,19 @@ class Workflows:
         """Airflow's last run, log link and next run of each table on Airflow, polled in the background."""
 
     def configure(
-        self, default: WorkflowSchedulerKind, airflow: AirflowSettings | None, client: AirflowClient | None = None
+        self,
+        default: WorkflowSchedulerKind,
+        airflow: AirflowSettings | None,
+        client: AirflowClient | None = None,
+        *,
+        parse_follow_ups: Sequence[float] = PARSE_FOLLOW_UPS,
     ) -> None:
         """New settings (``%config``): the next statement uses them (``client``: talk to Airflow through this
-        one, e.g. a test's fake; needs ``airflow``)."""
+        one, e.g. a test's fake; needs ``airflow``; ``parse_follow_ups``: see :data:`PARSE_FOLLOW_UPS`)."""
         self.default, self.airflow_settings = default, airflow
-        self._airflow = AirflowWorkflows(airflow, client) if airflow is not None and client is not None else None
+        self._airflow = (
+            AirflowWorkflows(airflow, client, parse_follow_ups) if airflow is not None and client is not None else None
+        )
         self.runs.forget()
 
     def close(self) -> None:

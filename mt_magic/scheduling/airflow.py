@@ -12,6 +12,8 @@ refused credentials or a DAG not parsed yet refuse the statement with what to do
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Sequence
 
 from mt_magic.errors import WorkflowSchedulerError
 from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
@@ -21,15 +23,26 @@ from mt_magic.vocabulary import WorkflowSchedulerKind
 
 log = logging.getLogger(__name__)
 
+PARSE_FOLLOW_UPS = (10.0, 30.0)
+"""Seconds after a parse request to ask again. Airflow's DAG processor drops a request for a file it is parsing at
+that moment (``DagFileProcessorManager._start_new_processes``: no duplicate processor), and that parse may have
+read the catalog before this statement's write; one of these later requests starts a parse after it."""
+
 
 class AirflowWorkflows:
     """:class:`~mt_magic.scheduling.workflow.WorkflowScheduler` on Airflow 3 (one client per kernel)."""
 
     kind = WorkflowSchedulerKind.AIRFLOW
 
-    def __init__(self, settings: AirflowSettings, client: AirflowClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: AirflowSettings,
+        client: AirflowClient | None = None,
+        parse_follow_ups: Sequence[float] = PARSE_FOLLOW_UPS,
+    ) -> None:
         self.settings = settings
         self.client = client or AirflowClient(settings)
+        self.parse_follow_ups = tuple(parse_follow_ups)
 
     def check(self, name: str, *, exists: bool = True) -> None:
         """Reachable and authenticated; with ``exists``, the table's DAG is parsed (else DagNotFoundError)."""
@@ -90,10 +103,20 @@ class AirflowWorkflows:
             token = self._file_token(name)
             if token:
                 self.client.reparse(token)
+                for delay in self.parse_follow_ups:  # in case Airflow was parsing the file already (see above)
+                    later = threading.Timer(delay, self._reparse_quietly, (token,))
+                    later.daemon = True
+                    later.start()
             return bool(token)
         except WorkflowSchedulerError as exc:
             log.warning("could not ask Airflow to parse the DAGs of %s now (the next parse catches up): %s", name, exc)
             return False
+
+    def _reparse_quietly(self, token: str) -> None:
+        try:
+            self.client.reparse(token)
+        except WorkflowSchedulerError as exc:
+            log.info("a follow-up parse request was refused (the next parse catches up): %s", exc)
 
     def _file_token(self, name: str) -> str:
         """The file token of the table's DAG, else of its catalog's DAG (the DAG file's own, there before any

@@ -34,7 +34,7 @@ def test_alter_set_names_only_the_scheduler() -> None:
 
 def test_schedule_changes_ask_airflow_to_parse_the_dag_file_now() -> None:
     fake = FakeAirflowClient()
-    airflow = AirflowWorkflows(SETTINGS, fake)
+    airflow = AirflowWorkflows(SETTINGS, fake, parse_follow_ups=())
     airflow.modify("mt.s.t")  # Airflow has not parsed the DAG file yet: nothing to ask, its first parse builds all
     assert fake.of("reparse") == []
     fake.add_dag(catalog_dag_id("mt.s.t"), paused=True)  # the DAG file's own DAG
@@ -49,6 +49,37 @@ def test_schedule_changes_ask_airflow_to_parse_the_dag_file_now() -> None:
     assert fake.dag_infos[dag_id("mt.s.t")].is_paused and len(fake.of("reparse")) == 3
     fake.unreachable = True  # after the catalog write: said in the log, not raised (the next parse catches up)
     assert airflow.parse_now("mt.s.t") is False
+
+
+def test_a_parse_request_is_repeated_after_a_parse_airflow_may_have_started_before_the_write(caplog) -> None:
+    """Airflow drops a parse request for a file it is parsing at that moment (no duplicate processor), and that
+    parse may have read the catalog before the statement's write: the request is repeated later, and a refused
+    repeat is only logged."""
+    import logging
+    import threading
+
+    fake = FakeAirflowClient()
+    asked = threading.Semaphore(0)
+    fake.on_call = lambda kind, call: asked.release() if kind == "reparse" else None
+    fake.add_dag(catalog_dag_id("mt.s.t"), paused=True)
+    assert AirflowWorkflows(SETTINGS, fake, parse_follow_ups=(0.05, 0.2)).parse_now("mt.s.t")
+    assert all(asked.acquire(timeout=30) for _ in range(3))
+    assert fake.of("reparse") == [("reparse", "token-of-mt__mt")] * 3
+
+    refused = threading.Event()
+    caplog.set_level(logging.INFO, logger="mt_magic.scheduling.airflow")
+    airflow = AirflowWorkflows(SETTINGS, fake, parse_follow_ups=(0.3,))
+    assert airflow.parse_now("mt.s.t")
+    fake.unreachable = True  # before the repeat
+    fake.on_call = None
+    deadline = threading.Event()
+    for _ in range(300):
+        if any("follow-up parse request was refused" in r.getMessage() for r in caplog.records):
+            refused.set()
+            break
+        deadline.wait(0.1)
+    assert refused.is_set()
+    assert airflow.parse_now("mt.s.t") is False  # nothing asked now: no repeats either
 
 
 def test_airflow_s_view_is_cached_and_never_waited_for() -> None:
@@ -112,7 +143,7 @@ def test_statements_reach_airflow_and_a_refused_airflow_changes_nothing(mt, spar
     """SET FRESHNESS / REFRESH_MODE / AS / RENAME of a table on Airflow ask for a parse after the catalog write;
     with Airflow unreachable each is refused before it and the definition stays."""
     fake = FakeAirflowClient()
-    mt.workflows.configure(WorkflowSchedulerKind.KERNEL, SETTINGS, fake)
+    mt.workflows.configure(WorkflowSchedulerKind.KERNEL, SETTINGS, fake, parse_follow_ups=())
     namespace = mt.workspace.default_namespace
     spark.sql(f"CREATE TABLE mtit.{namespace}.src (k INT) USING iceberg")
     name = f"mtit.{namespace}.t"
@@ -145,7 +176,7 @@ def test_statements_reach_airflow_and_a_refused_airflow_changes_nothing(mt, spar
 
 def test_a_move_never_leaves_two_schedulers_and_a_failed_one_leaves_the_old(mt, spark, monkeypatch) -> None:
     fake = FakeAirflowClient()
-    mt.workflows.configure(WorkflowSchedulerKind.KERNEL, SETTINGS, fake)
+    mt.workflows.configure(WorkflowSchedulerKind.KERNEL, SETTINGS, fake, parse_follow_ups=())
     namespace = mt.workspace.default_namespace
     name = f"mtit.{namespace}.t"
     spark.sql(f"CREATE TABLE mtit.{namespace}.src (k INT) USING iceberg")
