@@ -63,6 +63,7 @@ def first_line(exc: BaseException) -> str:
     """The line of an exception that names the problem (Spark's and Py4J's messages run to pages)."""
     for line in str(exc).strip().splitlines():
         line = line.strip()
-        if line and not line.startswith(("An error occurred while calling", "Traceback")):
+        # "None": PySpark's text of a JVM exception without a message; its type says more
+        if line and line != "None" and not line.startswith(("An error occurred while calling", "Traceback")):
             return line[:500]
     return type(exc).__name__
