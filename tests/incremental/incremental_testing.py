@@ -36,6 +36,11 @@ def run(service, cell: str) -> list:
     return results
 
 
+def insert_values(spark, table: str, *rows: str) -> None:
+    """``INSERT INTO table VALUES row, …`` (each row already SQL, e.g. ``"('a', 1)"``)."""
+    spark.sql(f"INSERT INTO {table} VALUES {', '.join(rows)}")
+
+
 def qualified(service, table: str) -> str:
     return f"{CATALOG}.{service.workspace.default_namespace}.{table}"
 

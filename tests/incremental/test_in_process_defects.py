@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from incremental_testing import assert_matches_oracle, qualified, refresh, run
-from notebook_settings import session_settings
 
 from mt_magic.runtime.refresh.incremental.in_process.eligibility import settings_reason, spark_reason
 from mt_magic.runtime.refresh.incremental.in_process.gate import iceberg_type, unsupported
@@ -62,12 +61,6 @@ def test_settings_not_honoured_run_on_spark() -> None:
         settings_reason({"spark.sql.ansi.doubleQuotedIdentifiers": "true"}) or ""
     )
     assert "not honoured" in (settings_reason({"spark.sql.some.new.setting": "x"}) or "")
-
-
-@pytest.fixture
-def ansi_off(spark):
-    with session_settings(spark, {"spark.sql.ansi.enabled": "false"}):
-        yield
 
 
 def _engine(mt, table: str) -> RefreshEngine:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from incremental_testing import assert_matches_oracle, qualified, refresh, run
+from incremental_testing import assert_matches_oracle, insert_values, qualified, refresh, run
 from notebook_settings import session_settings
 
 from mt_magic.vocabulary import RefreshEngine
@@ -30,26 +30,16 @@ def src(spark, mt):
     return name
 
 
-def _insert(spark, name: str, *rows: str) -> None:
-    spark.sql(f"INSERT INTO {name} VALUES {', '.join(rows)}")
-
-
 def _sums(spark, mt) -> dict:
     return {r.g: r.s for r in spark.table(qualified(mt, "sums")).collect()}
 
 
-@pytest.fixture
-def ansi_off(spark):
-    with session_settings(spark, {"spark.sql.ansi.enabled": "false"}):
-        yield
-
-
 def test_an_overflowed_sum_stays_null_when_rows_are_appended_to_its_group(spark, mt, src, ansi_off) -> None:
-    _insert(spark, src, f"('a', {BIG}, 1)", f"('a', {BIG}, 1)", "('b', 1, 1)")
+    insert_values(spark, src, f"('a', {BIG}, 1)", f"('a', {BIG}, 1)", "('b', 1, 1)")
     run(mt, f"CREATE MATERIALIZED TABLE sums {SPARK} FRESHNESS = INTERVAL '1' MINUTE AS "
         "SELECT g, sum(d) AS s, sum(n) AS sn, count(*) AS c FROM src GROUP BY g")  # fmt: skip
     assert _sums(spark, mt)["a"] is None  # overflowed: Spark's answer is NULL
-    _insert(spark, src, "('a', 1, 1)", "('b', 2, 1)")
+    insert_values(spark, src, "('a', 1, 1)", "('b', 2, 1)")
     outcome = refresh(mt, "sums")
     assert_matches_oracle(mt, "sums")
     assert _sums(spark, mt)["a"] is None
@@ -60,31 +50,31 @@ def test_an_overflowed_sum_stays_null_when_rows_are_appended_to_its_group(spark,
 
 
 def test_a_sum_of_only_nulls_takes_the_appended_values(spark, mt, src, ansi_off) -> None:
-    _insert(spark, src, "('a', NULL, 1)", "('b', 1, 1)")
+    insert_values(spark, src, "('a', NULL, 1)", "('b', 1, 1)")
     run(mt, f"CREATE MATERIALIZED TABLE sums {SPARK} FRESHNESS = INTERVAL '1' MINUTE AS "
         "SELECT g, sum(d) AS s FROM src GROUP BY g")  # fmt: skip
     assert _sums(spark, mt)["a"] is None  # no values yet
-    _insert(spark, src, "('a', 5, 1)")
+    insert_values(spark, src, "('a', 5, 1)")
     refresh(mt, "sums")
     assert_matches_oracle(mt, "sums")
     assert _sums(spark, mt)["a"] == 5
 
 
 def test_a_delta_that_overflows_on_its_own_makes_the_group_null(spark, mt, src, ansi_off) -> None:
-    _insert(spark, src, "('a', 1, 1)")
+    insert_values(spark, src, "('a', 1, 1)")
     run(mt, f"CREATE MATERIALIZED TABLE sums {SPARK} FRESHNESS = INTERVAL '1' MINUTE AS "
         "SELECT g, sum(d) AS s FROM src GROUP BY g")  # fmt: skip
-    _insert(spark, src, f"('a', {BIG})".replace(")", ", 1)"), f"('a', {BIG}, 1)")
+    insert_values(spark, src, f"('a', {BIG})".replace(")", ", 1)"), f"('a', {BIG}, 1)")
     refresh(mt, "sums")
     assert_matches_oracle(mt, "sums")
     assert _sums(spark, mt)["a"] is None
 
 
 def test_an_overflowed_global_sum_recomputes(spark, mt, src, ansi_off) -> None:
-    _insert(spark, src, f"('a', {BIG}, 1)", f"('b', {BIG}, 1)")
+    insert_values(spark, src, f"('a', {BIG}, 1)", f"('b', {BIG}, 1)")
     run(mt, f"CREATE MATERIALIZED TABLE total {SPARK} FRESHNESS = INTERVAL '1' MINUTE AS "
         "SELECT sum(d) AS s, count(*) AS c FROM src")  # fmt: skip
-    _insert(spark, src, "('c', 1, 1)")
+    insert_values(spark, src, "('c', 1, 1)")
     outcome = refresh(mt, "total")
     assert_matches_oracle(mt, "total")
     assert spark.table(qualified(mt, "total")).first().s is None
@@ -94,10 +84,10 @@ def test_an_overflowed_global_sum_recomputes(spark, mt, src, ansi_off) -> None:
 
 def test_sums_of_narrower_decimals_merge_without_a_check(spark, mt, src, ansi_off) -> None:
     """DECIMAL(10, 2) sums to DECIMAL(20, 2): overflowing it takes more than 10^10 rows, so NULL means no values."""
-    _insert(spark, src, "('a', 1, NULL)")
+    insert_values(spark, src, "('a', 1, NULL)")
     run(mt, f"CREATE MATERIALIZED TABLE sums {SPARK} FRESHNESS = INTERVAL '1' MINUTE AS "
         "SELECT g, sum(n) AS s FROM src GROUP BY g")  # fmt: skip
-    _insert(spark, src, "('a', 1, 3)")
+    insert_values(spark, src, "('a', 1, 3)")
     outcome = refresh(mt, "sums")
     assert_matches_oracle(mt, "sums")
     assert "merge the aggregated delta" in outcome.strategy
@@ -113,10 +103,10 @@ def test_a_group_whose_values_cancel_out_is_recomputed_by_spark(spark, mt, src, 
     it to +9·10^27 first and answer NULL — or not: Iceberg plans the files in parallel, so the same query over the
     same snapshot answers NULL in one run and the total in another. Only the mass (the absolute values added)
     shows the risk, not the stored sum or the delta's; the group is then Spark's own query, one of its answers."""
-    _insert(spark, src, f"('a', {NEAR}, 1)", f"('a', -{NEAR}, 1)", "('b', 1, 1)")
+    insert_values(spark, src, f"('a', {NEAR}, 1)", f"('a', -{NEAR}, 1)", "('b', 1, 1)")
     run(mt, f"CREATE MATERIALIZED TABLE sums WITH ('incremental.engine' = '{engine}') "
         "FRESHNESS = INTERVAL '1' MINUTE AS SELECT g, sum(d) AS s, count(*) AS c FROM src GROUP BY g")  # fmt: skip
-    _insert(spark, src, f"('a', {FIVE}, 1)", "('b', 2, 1)")
+    insert_values(spark, src, f"('a', {FIVE}, 1)", "('b', 2, 1)")
     outcome = refresh(mt, "sums")
     assert "reach its type's bound" in outcome.strategy, outcome.strategy
     assert outcome.engine is RefreshEngine.SPARK
@@ -128,12 +118,12 @@ def test_a_group_whose_values_cancel_out_is_recomputed_by_spark(spark, mt, src, 
 def test_small_sums_merge_in_process_and_record_their_mass(spark, mt, src, ansi_off) -> None:
     """Far from the bound the merge runs where the engine chooses (in process here), probing the mass once and then
     adding each delta's: the refresh state carries it (``mt.sum-mass``)."""
-    _insert(spark, src, "('a', 1.5, 1)", "('b', -2, 1)")
+    insert_values(spark, src, "('a', 1.5, 1)", "('b', -2, 1)")
     run(mt, "CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE AS "
         "SELECT g, sum(d) AS s, count(*) AS c FROM src GROUP BY g")  # fmt: skip
     masses = []
     for rows in (("('a', 2, 1)",), ("('a', -3, 1)", "('c', 4, 1)")):
-        _insert(spark, src, *rows)
+        insert_values(spark, src, *rows)
         outcome = refresh(mt, "sums")
         assert_matches_oracle(mt, "sums")
         assert outcome.engine is RefreshEngine.IN_PROCESS, outcome.strategy

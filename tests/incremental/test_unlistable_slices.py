@@ -10,8 +10,7 @@ The incremental tables pin the Spark engine: slices are Spark's (the in-process 
 from __future__ import annotations
 
 import pytest
-from incremental_testing import qualified, refresh, run
-from notebook_settings import session_settings
+from incremental_testing import insert_values, qualified, refresh, run
 
 BIG = "6000000000000000000000000000"  # two of these overflow a DECIMAL(38, 10) sum
 SPARK = "WITH ('incremental.engine' = 'spark')"
@@ -21,20 +20,10 @@ USERS = "SELECT g, count(DISTINCT u) AS users FROM {src} GROUP BY g"
 
 
 @pytest.fixture
-def ansi_off(spark):
-    with session_settings(spark, {"spark.sql.ansi.enabled": "false"}):
-        yield
-
-
-@pytest.fixture
 def src(spark, mt):
     name = qualified(mt, "src")
     spark.sql(f"CREATE TABLE {name} (g STRING, d DECIMAL(38, 10), u INT) USING iceberg")
     return name
-
-
-def _insert(spark, name: str, *rows: str) -> None:
-    spark.sql(f"INSERT INTO {name} VALUES {', '.join(rows)}")
 
 
 def _assert_equals_its_query(spark, mt, table: str, query: str) -> None:
@@ -45,9 +34,9 @@ def _assert_equals_its_query(spark, mt, table: str, query: str) -> None:
 
 
 def test_touched_groups_keyed_by_invalid_utf8_are_recomputed_exactly(spark, mt, src, ansi_off) -> None:
-    _insert(spark, src, f"({BAD}, NULL, 1)", f"({BAD}, {BIG}, 2)", "('ok', 1, 3)")
+    insert_values(spark, src, f"({BAD}, NULL, 1)", f"({BAD}, {BIG}, 2)", "('ok', 1, 3)")
     run(mt, f"CREATE MATERIALIZED TABLE sums {SPARK} FRESHNESS = INTERVAL '1' MINUTE AS {SUMS.format(src='src')}")
-    _insert(spark, src, f"({BAD}, {BIG}, 4)", "('ok', 2, 5)")  # the group's sum now overflows: recompute it
+    insert_values(spark, src, f"({BAD}, {BIG}, 4)", "('ok', 2, 5)")  # the group's sum now overflows: recompute it
     outcome = refresh(mt, "sums")
     _assert_equals_its_query(spark, mt, "sums", SUMS)
     assert "not valid UTF-8" in outcome.strategy
@@ -67,7 +56,7 @@ def test_a_partition_of_invalid_utf8_is_replaced_not_kept_beside_its_new_rows(
 ) -> None:
     """Iceberg keeps an identity partition's value as text, so the table reads back U+FFFD where the source has
     the bytes 0xC3: the oracle is the same table refreshed in full, which Iceberg stores the same way."""
-    _insert(spark, src, f"({BAD}, 1, 1)", f"({BAD}, 1, 2)", "('ok', 1, 3)")
+    insert_values(spark, src, f"({BAD}, 1, 1)", f"({BAD}, 1, 2)", "('ok', 1, 3)")
     for name, option in (("inc", SPARK), ("full", "WITH ('incremental' = 'never')")):
         run(mt, f"CREATE MATERIALIZED TABLE {name} PARTITIONED BY (g) {option} FRESHNESS = INTERVAL '1' MINUTE AS "
             f"{query.format(src='src')}")  # fmt: skip
