@@ -133,7 +133,7 @@ def test_explain_names_spark_for_an_orc_source_and_its_refreshes_run_there(spark
     spark.sql(f"INSERT INTO {src} VALUES (2)")
     assert _engine(mt, "orc_rows") is RefreshEngine.SPARK
     info = mt.workspace.catalog.load(src)
-    assert spark_reason({}, _plan("SELECT k FROM src"), None, None, "SELECT k FROM src", info) is not None
+    assert spark_reason({}, _plan("SELECT k FROM src"), None, None, "SELECT k FROM src", [info]) is not None
 
 
 def _plan(query: str):

@@ -114,8 +114,8 @@ def run_incremental(
             cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
             if cheaper is not None:
                 return cheaper
-    if len(sources) == 1 and in_process_plan(plan, info, sources[0], definition) is None:
-        rows = in_process_write(ctx, request.table, definition, plan, sources[0])
+    if in_process_plan(plan, info, sources, definition) is None:
+        rows = in_process_write(ctx, request.table, definition, plan, sources)
         if rows is not None:
             text = f"{describe(plan.strategy, plan, rows.scope)} · {IN_PROCESS}"
             return _committed(ctx, request, definition, plan, states, started, rows, text)

@@ -11,7 +11,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.context import ENGINE_OPTION
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type, spark_sql_type, unsupported
-from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, total_records
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan
 from mt_magic.sql.ddl.statements import ColumnDef
@@ -127,13 +127,14 @@ def spark_reason(
     strategy: Strategy | None,
     partitioning: str | None,
     sql: str,
-    source: TableInfo,
+    sources: Sequence[TableInfo],
     table: Sequence[tuple[str, SparkType]] | None = None,
     settings: Mapping[str, str] | None = None,
 ) -> str | None:
     """Why a refresh of this table never runs in process, whatever changed (``None``: small appends may).
 
     Args:
+        sources: the query's sources (one, or the two tables of a join).
         table: the table's columns and types (``None``: made from the query, before CREATE ran).
         settings: the table's SQL settings (:attr:`MaterializedTableDefinition.sql_settings`).
     """
@@ -141,17 +142,20 @@ def spark_reason(
         return f"'{ENGINE_OPTION}' = 'spark'"
     if strategy not in (Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE):
         return f"strategy {strategy.value if strategy else 'full'}"
-    if query.branches or query.rollup_keys or query.joins > 1:
-        return "a join, a UNION or grouping sets"
+    if query.branches or query.rollup_keys or query.joins > 2:
+        return "a UNION, grouping sets or more than two sources"
+    if len(sources) > 1 and strategy is not Strategy.APPEND_DELTA:
+        return f"a join maintained by {strategy.value} (only a join's appended rows run in process)"
     if partitioning is not None:
         return partitioning
-    why = format_reason(with_format_version(source), f"the source {source.name}") or format_reason(options, "the table")
+    for source in sources:
+        why = format_reason(with_format_version(source), f"the source {source.name}")
+        if why is not None:
+            return why
+    why = format_reason(options, "the table") or settings_reason(settings)
     if why is not None:
         return why
-    why = settings_reason(settings)
-    if why is not None:
-        return why
-    columns = [(name, kind) for name, kind, _ in source.columns]
+    columns = {source.name: [(name, kind) for name, kind, _ in source.columns] for source in sources}
     return unsupported(sql, columns, table, _case_sensitive(settings))
 
 
@@ -169,15 +173,20 @@ def declared_columns(columns: Sequence[ColumnDef]) -> list[tuple[str, SparkType]
 
 
 def in_process_plan(
-    plan: RefreshPlan, info: TableInfo, source: TableInfo, definition: MaterializedTableDefinition
+    plan: RefreshPlan, info: TableInfo, sources: Sequence[TableInfo], definition: MaterializedTableDefinition
 ) -> str | None:
-    """Why this refresh runs on Spark (``None``: it may run in process)."""
-    if len(plan.changes) != 1 or plan.changes[0].kind is not ChangeKind.APPENDS:
+    """Why this refresh runs on Spark (``None``: it may run in process): it must append to one source while any
+    other source (a join's) stays as it was, and read at most :data:`IN_PROCESS_MAX_ROWS` rows."""
+    appended = [c for c in plan.changes if c.kind is ChangeKind.APPENDS]
+    if len(appended) != 1 or any(c.kind not in (ChangeKind.APPENDS, ChangeKind.NONE) for c in plan.changes):
         return "not appends to one source"
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
     if plan.strategy is Strategy.APPEND_DELTA or plan.partition_columns:
         table_rows = "0"  # appending reads only the delta; a scoped merge counts its partitions' rows when read
-    if not table_rows.isdigit() or int(table_rows) + plan.changes[0].rows > IN_PROCESS_MAX_ROWS:
+    others = [total_records(s) for s in sources if s.name != appended[0].name]  # a join reads its other table whole
+    if not table_rows.isdigit() or None in others:
+        return "a table or source whose row count is not recorded"
+    if int(table_rows) + sum(n or 0 for n in others) + appended[0].rows > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
     options = {**info.properties, **definition.options, FORMAT_VERSION: str(info.format_version)}
@@ -187,7 +196,7 @@ def in_process_plan(
         plan.strategy,
         partitioning,
         definition.expanded_query,
-        source,
+        sources,
         table_columns(info),
         definition.sql_settings,
     )
@@ -204,14 +213,17 @@ def engine_line(
 ) -> str:
     """``%mt explain``'s engine line: where the refreshes of appends run (``partitioning``: see
     :func:`partitioning_reason`; ``table``, ``settings``: see :func:`spark_reason`)."""
-    source = sources[0] if len(sources) == 1 else None
-    if source is None:
+    known = [s for s in sources if s is not None]
+    if not known or len(known) != len(sources):
         return "Spark"
-    strategy = query.strategy_for(ChangeKind.APPENDS)
-    why = spark_reason(options, query, strategy, partitioning, sql, source, table, settings)
+    linear = sorted(query.linear_sources)  # a LEFT JOIN's FROM table: its appends alone are delta terms
+    strategy = query.strategy_for(ChangeKind.APPENDS, linear)
+    why = spark_reason(options, query, strategy, partitioning, sql, known, table, settings)
     if why is not None:
         return f"Spark ({why})"
+    read = "delta plus the other table" if len(known) > 1 else "delta plus table"
+    to = f" to {', '.join(name.rsplit('.', 1)[-1] for name in linear)}" if linear else ""
     return (
-        f"appends in process (DuckDB, no Spark job) while delta plus table ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
+        f"appends{to} in process (DuckDB, no Spark job) while {read} ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
         "data fits the table's types exactly (a sum that may pass its type, text that is not UTF-8: Spark); else Spark"
     )

@@ -17,7 +17,9 @@ AND OR NOT, WHERE                      BOOLEAN
 count(*), count(x)                     any readable type → BIGINT (not DISTINCT)
 sum(x)                                 INT, BIGINT → BIGINT; DECIMAL(p, s) → DECIMAL(min(38, p + 10), s)
 min(x), max(x)                         any readable type
-SELECT [DISTINCT] … GROUP BY columns   one source table; no HAVING, ORDER, LIMIT, window or subquery
+SELECT [DISTINCT] … GROUP BY columns   no HAVING, ORDER, LIMIT, window or subquery
+FROM t [INNER | LEFT] JOIN u ON c      one table, or two different tables joined once; ``c`` typed as a WHERE
+                                       condition; names in both tables qualified (no USING, NATURAL, ``t.*``)
 =====================================  ==============================================================================
 
 No cast, function, arithmetic, floating point or time literal runs in process, so the session's time zone, the
@@ -139,25 +141,43 @@ def comparable(types: Sequence[SparkType], what: str) -> None:
 
 @dataclass(frozen=True)
 class Columns:
-    """The source's columns by name, resolved as ``spark.sql.caseSensitive`` says."""
+    """The columns a query's expressions may name: each source's (by alias), resolved as
+    ``spark.sql.caseSensitive`` says; a name in more than one source must be qualified (Spark refuses it too)."""
 
-    types: Mapping[str, SparkType]
+    tables: Mapping[str, Mapping[str, SparkType]]
+    """Alias (or table name) → the source's columns, both folded unless case-sensitive, in the source's order."""
     case_sensitive: bool = False
 
-    @classmethod
-    def of(cls, columns: Sequence[tuple[str, str]], case_sensitive: bool = False) -> Columns:
-        names = [name if case_sensitive else name.lower() for name, _ in columns]
-        if len({n.lower() for n in names}) != len(names):
-            raise Refused("source columns whose names differ only in case (DuckDB resolves names ignoring case)")
-        return cls({n: iceberg_type(t) for n, (_, t) in zip(names, columns, strict=True)}, case_sensitive)
+    def _fold(self, name: str) -> str:
+        return name if self.case_sensitive else name.lower()
 
-    def type_of(self, name: str) -> SparkType:
-        found = self.types.get(name if self.case_sensitive else name.lower())
+    def star(self) -> list[tuple[str, SparkType]]:
+        """``SELECT *``: every source's columns, in FROM order (Spark's and DuckDB's)."""
+        return [(name, self.type_of(name, alias)) for alias, types in self.tables.items() for name in types]
+
+    def type_of(self, name: str, table: str = "") -> SparkType:
+        if table:
+            source = self.tables.get(self._fold(table))
+            if source is None:
+                raise Refused(f"{table}.{name} names no source of the query")
+            found = source.get(self._fold(name))
+        else:
+            held = [types[self._fold(name)] for types in self.tables.values() if self._fold(name) in types]
+            if len(held) > 1:
+                raise Refused(f"column {name} is in more than one source (unqualified)")
+            found = held[0] if held else None
         if found is None:
             raise Refused(f"column {name} is not a source column")
         if found.kind not in READABLE:
             raise Refused(f"column {name} is {found}, a type not run in process")
         return found
+
+
+def _source_types(columns: Sequence[tuple[str, str]], case_sensitive: bool) -> dict[str, SparkType]:
+    names = [name if case_sensitive else name.lower() for name, _ in columns]
+    if len({n.lower() for n in names}) != len(names):
+        raise Refused("source columns whose names differ only in case (DuckDB resolves names ignoring case)")
+    return {n: iceberg_type(t) for n, (_, t) in zip(names, columns, strict=True)}
 
 
 def expression_type(node: exp.Expr, columns: Columns) -> SparkType:
@@ -167,7 +187,7 @@ def expression_type(node: exp.Expr, columns: Columns) -> SparkType:
     if isinstance(node, exp.Paren):
         return expression_type(node.this, columns)
     if isinstance(node, exp.Column):
-        return columns.type_of(node.name)
+        return columns.type_of(node.name, node.table)
     if isinstance(node, exp.Literal):
         return literal_type(node)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
@@ -225,7 +245,7 @@ def _aggregate_type(node: exp.Count | exp.Sum | exp.Min | exp.Max, columns: Colu
         return LONG
     if not isinstance(operand, exp.Column):
         raise Refused("an aggregate over an expression")
-    found = columns.type_of(operand.name)
+    found = columns.type_of(operand.name, operand.table)
     if isinstance(node, exp.Sum):
         if found.kind in INTEGRAL:
             return LONG
@@ -235,10 +255,53 @@ def _aggregate_type(node: exp.Count | exp.Sum | exp.Min | exp.Max, columns: Colu
     return found
 
 
-_SELECT_PARTS = frozenset({"expressions", "from", "from_", "where", "group", "distinct"})
+_SELECT_PARTS = frozenset({"expressions", "from", "from_", "where", "group", "distinct", "joins"})
+JOIN_KINDS = {("", ""): "JOIN", ("", "INNER"): "JOIN", ("LEFT", ""): "LEFT JOIN", ("LEFT", "OUTER"): "LEFT JOIN"}
+"""(side, kind) of the joins run in process: inner and left outer, each with an ON condition."""
+
+SourceColumns = Sequence[tuple[str, str]] | Mapping[str, Sequence[tuple[str, str]]]
+"""One source's columns (name, Iceberg type), or each source's by its qualified name as the query names it."""
 
 
-def output_types(query: str, columns: Columns) -> list[tuple[str, SparkType]]:
+def _sources(tree: exp.Select, sources: SourceColumns, case_sensitive: bool) -> Columns:
+    """The columns of the FROM table and the joined one, by alias; checks the joins' kinds."""
+    from sqlglot import exp
+
+    source = tree.args.get("from_") or tree.args.get("from")
+    joins = tree.args.get("joins") or []
+    if not isinstance(source, exp.From) or not isinstance(source.this, exp.Table) or len(joins) > 1:
+        raise Refused("not a SELECT of one table or of one join of two tables")
+    tables = [source.this]
+    for join in joins:
+        side, kind = (str(join.args.get(k) or "").upper() for k in ("side", "kind"))
+        if (side, kind) not in JOIN_KINDS or join.args.get("method") or join.args.get("using"):
+            raise Refused(f"a {' '.join(p for p in (join.args.get('method'), side, kind) if p) or 'USING'} join")
+        if join.args.get("on") is None or not isinstance(join.this, exp.Table):
+            raise Refused("a join without an ON condition, or of a subquery")
+        tables.append(join.this)
+    names = [".".join(p for p in (t.catalog, t.db, t.name) if p).lower() for t in tables]
+    if len(set(names)) != len(names):
+        raise Refused("a self-join (one source read twice)")
+    if isinstance(sources, Mapping):
+        by_name = {name.lower(): columns for name, columns in sources.items()}
+        if any(name not in by_name for name in names):
+            raise Refused(f"a source whose columns are not known ({', '.join(n for n in names if n not in by_name)})")
+        listed = [by_name[name] for name in names]
+    elif len(tables) == 1:
+        listed = [sources]
+    else:
+        raise Refused("a join, given one source's columns")
+    fold = (lambda text: text) if case_sensitive else str.lower
+    aliases = [fold(t.alias_or_name) for t in tables]
+    if len(set(aliases)) != len(aliases):
+        raise Refused("two sources under one name")
+    return Columns(
+        {alias: _source_types(columns, case_sensitive) for alias, columns in zip(aliases, listed, strict=True)},
+        case_sensitive,
+    )
+
+
+def output_types(query: str, sources: SourceColumns, case_sensitive: bool = False) -> list[tuple[str, SparkType]]:
     """The query's output columns and their Spark types, every expression checked against the module's table.
 
     Raises:
@@ -256,9 +319,9 @@ def output_types(query: str, columns: Columns) -> list[tuple[str, SparkType]]:
     distinct = tree.args.get("distinct")
     if distinct is not None and distinct.args.get("on") is not None:
         raise Refused("DISTINCT ON")
-    source = tree.args.get("from_") or tree.args.get("from")
-    if not isinstance(source, exp.From) or not isinstance(source.this, exp.Table) or tree.args.get("joins"):
-        raise Refused("not a single SELECT of one table")
+    columns = _sources(tree, sources, case_sensitive)
+    for join in tree.args.get("joins") or []:
+        boolean(join.args["on"], columns, "a join condition")
     where = tree.args.get("where")
     if where is not None:
         boolean(where.this, columns, "a WHERE condition")
@@ -272,7 +335,9 @@ def output_types(query: str, columns: Columns) -> list[tuple[str, SparkType]]:
     out: list[tuple[str, SparkType]] = []
     for item in tree.expressions:
         if isinstance(item, exp.Star):
-            out.extend((name, columns.type_of(name)) for name in columns.types)
+            out.extend(columns.star())
+        elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            raise Refused(f"{item.table}.* (a qualified star)")
         elif isinstance(item, exp.Column):
             out.append((item.name, expression_type(item, columns)))
         elif isinstance(item, exp.Alias):
@@ -282,28 +347,28 @@ def output_types(query: str, columns: Columns) -> list[tuple[str, SparkType]]:
             out.append((item.alias, found))
         else:
             raise Refused("an output column without a name")  # each engine names it its own way
-    names = [name if columns.case_sensitive else name.lower() for name, _ in out]
+    names = [name if case_sensitive else name.lower() for name, _ in out]
     if len({n.lower() for n in names}) != len(names):
-        raise Refused("output columns whose names differ only in case")
+        raise Refused("output columns whose names differ only in case, or a name two sources give")
     return out
 
 
 def unsupported(
     query: str,
-    source: Sequence[tuple[str, str]],
+    source: SourceColumns,
     table: Sequence[tuple[str, SparkType]] | None = None,
     case_sensitive: bool = False,
 ) -> str | None:
     """Why Spark and DuckDB could give different rows for ``query`` (``None``: they cannot).
 
     Args:
-        source: the source's columns, (name, Iceberg type).
+        source: the source's columns, (name, Iceberg type); for a join, each source's by its qualified name.
         table: the table's columns, (name, type) — the result must have exactly these types, so no store
             assignment applies; ``None`` when the table is made from the query (a CREATE without a column list).
         case_sensitive: ``spark.sql.caseSensitive`` of the table's settings.
     """
     try:
-        out = output_types(query, Columns.of(source, case_sensitive))
+        out = output_types(query, source, case_sensitive)
     except Refused as exc:
         return str(exc)
     if table is None:

@@ -14,6 +14,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import RowsWrite
 from mt_magic.runtime.refresh.context import RefreshContext
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.delta import delta_terms
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
 from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type
@@ -118,26 +119,35 @@ def _set_time_zone(con: Any, zone: str) -> None:
 
 
 def in_process_write(
-    ctx: RefreshContext, table_name: str, definition: MaterializedTableDefinition, plan: RefreshPlan, source: TableInfo
+    ctx: RefreshContext,
+    table_name: str,
+    definition: MaterializedTableDefinition,
+    plan: RefreshPlan,
+    sources: Sequence[TableInfo],
 ) -> RowsWrite | None:
     """The data files of an eligible refresh (:func:`.eligibility.in_process_plan`), computed and written without
     Spark but not committed; ``None`` when they could not be — for any reason, data the engines do not hold alike
     included (the refresh then runs on Spark; no snapshot was committed)."""
     try:
-        return _write(ctx, table_name, definition, plan, source)
+        return _write(ctx, table_name, definition, plan, sources)
     except Exception as exc:  # the accelerator never fails a refresh: Spark runs it
         log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", table_name, exc)
         return None
 
 
 def _write(
-    ctx: RefreshContext, table_name: str, definition: MaterializedTableDefinition, plan: RefreshPlan, source: TableInfo
+    ctx: RefreshContext,
+    table_name: str,
+    definition: MaterializedTableDefinition,
+    plan: RefreshPlan,
+    sources: Sequence[TableInfo],
 ) -> RowsWrite:
     import duckdb
 
     from mt_magic.catalog.rows import appended_rows, rows_at, write_files
 
-    change = plan.changes[0]
+    change = next(c for c in plan.changes if c.kind is ChangeKind.APPENDS)
+    source = next(s for s in sources if s.name == change.name)
     view = f"__mt_ins_{uuid.uuid4().hex[:12]}"
     with phase("deltas"):
         source_table = ctx.catalog.iceberg_table(change.name)
@@ -145,14 +155,18 @@ def _write(
         columns = _referenced_columns(definition.expanded_query, source)
         delta = appended_rows(source_table, change.consumed, change.pinned, columns)
         check_readable(delta, f"the delta of {change.name}")
+        others = _unchanged_sources(ctx, definition.expanded_query, plan, sources, change.name)
     with phase("strategy"):
         table = ctx.catalog.iceberg_table(table_name)
         schema = table.schema().as_arrow()
         types: dict[str, SparkType] = {f.name.lower(): iceberg_type(str(f.field_type)) for f in table.schema().fields}
-        (term,) = delta_terms(definition.expanded_query, plan.changes, {change.name: view})
+        views = {change.name: view, **{name: other_view for name, (other_view, _) in others.items()}}
+        term = pin_sources(definition.expanded_query, {}, views)
         with duckdb.connect() as con:
             _set_time_zone(con, _time_zone(definition.sql_settings, ctx.jobs.session_conf))
             con.register(view, delta)
+            for other_view, rows in others.values():
+                con.register(other_view, rows)
             partial = _conformed(con.sql(_duckdb_sql(term)).to_arrow_table(), schema)
             replaced: tuple[Any, ...] | None = None
             scope, rows = "", partial
@@ -175,6 +189,27 @@ def _write(
                 rows, replaced = _conformed(con.sql(_duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
     with phase("write"):
         return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope, mass)
+
+
+def _unchanged_sources(
+    ctx: RefreshContext, query: str, plan: RefreshPlan, sources: Sequence[TableInfo], appended: str
+) -> dict[str, tuple[str, pa.Table]]:
+    """A join's other table, read whole at its pinned snapshot (which holds the rows of the consumed one:
+    :func:`.eligibility.in_process_plan` admits only an unchanged source), by source name: (view, rows)."""
+    from mt_magic.catalog.rows import appended_rows
+
+    found: dict[str, tuple[str, pa.Table]] = {}
+    for change in plan.changes:
+        if change.name == appended:
+            continue
+        info = next(s for s in sources if s.name == change.name)
+        if change.pinned is None:
+            raise DataNotExact(f"the source {change.name} has no snapshot")
+        table = ctx.catalog.iceberg_table(change.name)
+        rows = appended_rows(table, None, change.pinned, _referenced_columns(query, info))
+        check_readable(rows, f"the source {change.name}")
+        found[change.name] = (f"__mt_src_{uuid.uuid4().hex[:12]}", rows)
+    return found
 
 
 def _whole_source(
