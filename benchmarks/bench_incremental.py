@@ -22,13 +22,17 @@ Four parts, each printing medians and ratios:
    the partitioned COUNT DISTINCT pinned to incremental (``'always'``) against a full refresh of the same
    table, as one append grows to 10 %, 20 %, 30 %, 50 % and 67 % of the source's rows (the fraction ADAPTIVE
    weighs); a twin table under the default policy shows what ADAPTIVE chose at each fraction.
+7. **Joins** — the join and the outer join over ``--rows`` facts and the ``ITEMS``-row dimension, +1,000 and
+   +10,000 facts per refresh: incremental (in process: the delta joined with the dimension in DuckDB; and a twin
+   pinned to Spark) against a full refresh of the same table, and their ratio (target ≥ 20× at 10 M rows).
 6. **Merge-on-read sources** — the aggregate and the filter over a ``--matrix-rows`` source written with merge-on-read
    (format v2 position deletes, format v3 deletion vectors) after a DELETE and an UPDATE: incremental against a
    full refresh of the same table, after the same change, and their ratio.
 
 Everything runs against a private embedded catalog in a temporary ``MT_MAGIC_HOME``.
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_incremental.py [--rows 10000000]
-[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3] [--parts floor,rates,scaling,dimension,crossover,mor]``.
+[--matrix-rows 2000000] [--scale-base 100000] [--repeat 3]
+[--parts floor,rates,scaling,dimension,crossover,mor,joins]``.
 """
 
 from __future__ import annotations
@@ -97,7 +101,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--matrix-rows", type=int, default=2_000_000, help="source rows of the change-rate tables")
     parser.add_argument("--scale-base", type=int, default=100_000, help="smallest source of the scaling part")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure (median reported)")
-    parser.add_argument("--parts", default="floor,rates,scaling,dimension,crossover,mor")
+    parser.add_argument("--parts", default="floor,rates,scaling,dimension,crossover,mor,joins")
     parser.add_argument("--master", default="local[*]")
     return parser.parse_args()
 
@@ -512,6 +516,53 @@ def crossover(bench: Bench, args: argparse.Namespace) -> None:
         print(f"  {shape:<12} a recompute is cheaper {where}")
 
 
+JOIN_DELTAS = (1_000, 10_000)
+
+
+def joins(bench: Bench, args: argparse.Namespace) -> None:
+    """The join and the outer join at each of ``--rows`` facts: incremental in process and on Spark vs full."""
+    bench.items("join_items")
+    for rows in args.rows:
+        source = f"events_join_{rows}"
+        timed(f"{source} ({rows:,} rows)", lambda s=source, n=rows: bench.events(s, n))
+        tables = {}
+        for shape in ("join", "outer join"):
+            sql = SHAPES[shape][1].format(src=source).replace("JOIN items", "JOIN join_items")
+            pair = (f"{TABLES[shape]}_{rows}", f"{TABLES[shape]}_spark_{rows}")
+            for name, head in zip(pair, ("", "WITH ('incremental.engine' = 'spark') "), strict=True):
+                timed(name, lambda n=name, h=head, q=sql: bench.create(
+                    f"CREATE MATERIALIZED TABLE {n} {h}FRESHNESS = INTERVAL '1' MINUTE AS {q}"
+                ))  # fmt: skip
+            tables[shape] = pair
+        for _ in range(2):  # warm-up
+            bench.append(source, JOIN_DELTAS[0])
+            for pair in tables.values():
+                for name in pair:
+                    bench.refresh(name)
+        print(f"\n7. Joins — over {rows:,} facts and a {ITEMS:,}-row dimension; medians in seconds")
+        print(f"  {'table':<11} {'delta':>7} {'full':>7} {'in process':>10} {'on Spark':>9} {'full/inc':>8}  strategy")
+        for delta in JOIN_DELTAS:
+            times: dict[str, list[Run]] = defaultdict(list)
+            for _ in range(max(args.repeat, 3)):
+                bench.append(source, delta)
+                for shape, (local, remote) in tables.items():
+                    times[f"{shape} local"].append(bench.refresh(local))
+                    times[f"{shape} remote"].append(bench.refresh(remote))
+            for _ in range(args.repeat):
+                bench.append(source, delta)
+                for shape, (local, _) in tables.items():
+                    times[f"{shape} full"].append(bench.refresh(local, full=True))
+            for shape in tables:
+                full, local, remote = (
+                    median([r.seconds for r in times[f"{shape} {k}"]]) for k in ("full", "local", "remote")
+                )
+                print(
+                    f"  {shape:<11} {delta:7,} {full:7.3f} {local:10.3f} {remote:9.3f} {full / local:7.1f}×  "
+                    f"{times[f'{shape} local'][-1].strategy[:70]}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     from mt_magic.catalog.embedded import stop_embedded_server
 
@@ -536,6 +587,8 @@ def main() -> None:
             crossover(bench, args)
         if "mor" in parts:
             merge_on_read(bench, args)
+        if "joins" in parts:
+            joins(bench, args)
         print(f"\n{bench.engine_share()}", flush=True)
     finally:
         bench.conn.close()

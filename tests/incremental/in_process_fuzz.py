@@ -7,6 +7,9 @@ snapshots, in a session with the same settings (time zone, ANSI mode).
 One *batch*: a source with a random subset of typed columns, a random session (time zone, ANSI), many
 materialized tables over it (the queries the gate accepts; a sample of those it rejects, which must run on
 Spark), then rounds of one to three appended snapshots, every table refreshed and compared after each round.
+Every third batch also has a dimension, ``dim``, that most of its queries join the source with (inner, LEFT and
+other joins on keys of like types, with ON and WHERE conditions over both); in a quarter of its rounds the
+dimension receives appends too (Spark's to refresh, compared all the same).
 A *case* is one table compared after one refresh. ``%mt explain``'s engine line is checked against the engine
 that ran on every case: "appends in process" must run in process unless a data guard sent the refresh to
 Spark (logged), "Spark (…)" must never run in process.
@@ -34,6 +37,9 @@ from mt_magic.vocabulary import RefreshEngine
 LONG_MAX, INT_MAX = 2**63 - 1, 2**31 - 1
 ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin", "+05:30")
 RUN_LOGGER = "mt_magic.runtime.refresh.incremental.in_process.run"
+JOIN_EVERY = 3
+"""Every third batch (0, 3, …: the default run's one batch too) has a second table, ``dim``, that most of its
+queries join the source with."""
 
 
 def _dec(text: str, precision: int, scale: int) -> str:
@@ -230,6 +236,51 @@ def query(rng: random.Random, columns: list[Column]) -> str:
     return f"SELECT {', '.join([k.name for k in keys] + aggregates)} FROM src{where}{group}"
 
 
+JOIN_KINDS = ("JOIN", "INNER JOIN", "LEFT JOIN", "LEFT OUTER JOIN")
+OTHER_JOINS = ("FULL JOIN", "RIGHT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN", "CROSS JOIN")
+
+
+def join_query(rng: random.Random, facts: list[Column], dims: list[Column]) -> str:
+    """A random query over ``src f`` joined with ``dim d`` (an inner or LEFT join on a key of like types, an ON
+    and a WHERE over both sides' columns; a projection, DISTINCT, or an aggregate); the rest anything, which the
+    gate must refuse unless proven. ``{src}``/``{dim}`` stand for the tables' names."""
+    from dataclasses import replace
+
+    strict = rng.random() < 0.7
+    if strict:
+        facts, dims = [c for c in facts if c.group_key] or facts, [c for c in dims if c.group_key] or dims
+    left = [replace(c, name=f"f.{c.name}") for c in facts]
+    right = [replace(c, name=f"d.{c.name}") for c in dims]
+    both = left + right
+    alike = [(a, b) for a in left for b in right if a.sql_type.split("(")[0] == b.sql_type.split("(")[0]]
+    fact, dim = rng.choice(alike) if alike and (strict or rng.random() < 0.7) else (rng.choice(left), rng.choice(right))
+    on = f"{fact.name} {rng.choice(('=', '=', '=', '<=>'))} {dim.name}"
+    if rng.random() < 0.3:
+        on += f" AND {predicate(rng, both, strict, depth=1)}"
+    kind = rng.choice(JOIN_KINDS if strict or rng.random() < 0.5 else OTHER_JOINS)
+    if kind == "CROSS JOIN":
+        on = ""
+    where = f" WHERE {predicate(rng, both if 'SEMI' not in kind and 'ANTI' not in kind else left, strict)}"
+    where = where if rng.random() < 0.6 else ""
+    shown = left if "SEMI" in kind or "ANTI" in kind else both
+    picked = rng.sample(shown, rng.randint(1, min(4, len(shown))))
+    items = [f"{c.name} AS {c.name.replace('.', '_')}" for c in picked]
+    shape = rng.randrange(6)
+    if shape == 0 and not strict:
+        items = ["*"]
+    head = "SELECT DISTINCT" if shape == 1 else "SELECT"
+    group = ""
+    if shape == 2:  # an aggregate over the join: the gate accepts it, eligibility sends it to Spark
+        key = rng.choice(picked)
+        items = [f"{key.name} AS {key.name.replace('.', '_')}", "count(*) AS n"]
+        numeric = [c for c in shown if c.sql_type.startswith(NUMERIC)]
+        if numeric:
+            items.append(f"sum({rng.choice(numeric).name}) AS total")
+        group = f" GROUP BY {key.name}"
+    condition = f" ON {on}" if on else ""
+    return f"{head} {', '.join(items)} FROM {{src}} f {kind} {{dim}} d{condition}{where}{group}"
+
+
 def row(rng: random.Random, columns: list[Column], extreme: float) -> str:
     cells = []
     for column in columns:
@@ -248,11 +299,14 @@ class Counts:
     """What a fuzz run did; ``disagreements`` lists each (seed, batch, query, detail)."""
 
     queries: int = 0
+    joins: int = 0
+    """Queries over the source joined with a dimension (join batches)."""
     rejected: int = 0
     spark_invalid: int = 0
     tables: int = 0
     refreshes: int = 0
     in_process: int = 0
+    joins_in_process: int = 0
     guarded: int = 0
     compared: int = 0
     both_failed: int = 0
@@ -278,8 +332,9 @@ class Counts:
 
     def line(self) -> str:
         return (
-            f"queries {self.queries} (gate refused {self.rejected}, invalid in Spark {self.spark_invalid}), "
-            f"tables {self.tables}, refreshes {self.refreshes} (in process {self.in_process}, sent to Spark by a "
+            f"queries {self.queries} (joins {self.joins}; gate refused {self.rejected}, invalid in Spark "
+            f"{self.spark_invalid}), tables {self.tables}, refreshes {self.refreshes} (in process {self.in_process}, "
+            f"joins in process {self.joins_in_process}, sent to Spark by a "
             f"data guard {self.guarded}), cases compared {self.compared}, both engines failed {self.both_failed}, "
             f"Spark's partial-sum overflow only {self.order_dependent}, "
             f"disagreements {len(self.disagreements)}, engine-line mismatches {len(self.engine_line_mismatches)}, "
@@ -319,6 +374,7 @@ class Table:
     query: str
     engine_line: str
     accepted: bool
+    joins: bool = False
 
 
 class Fuzzer:
@@ -358,41 +414,64 @@ class Fuzzer:
         fast = {"spark.sql.shuffle.partitions": "1"}  # the comparisons' shuffles: tiny data, one task
         prefix = f"b{number}"
         source = qualified(self.mt, f"{prefix}_src")
+        dim = qualified(self.mt, f"{prefix}_dim") if number % JOIN_EVERY == 0 else None
+        dim_columns = [c for c in COLUMNS if rng.random() < (0.6 if c.group_key else 0.2)] or [COLUMNS[0]]
         with session_settings(self.spark, {**settings, **fast}):
             self.spark.sql(
                 f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg"
             )
             self._append(rng, source, columns, rng.randint(10, 30))
+            if dim is not None:
+                self.spark.sql(
+                    f"CREATE TABLE {dim} ({', '.join(f'{c.name} {c.sql_type}' for c in dim_columns)}) USING iceberg"
+                )
+                self._append(rng, dim, dim_columns, rng.randint(3, 12))
             with self.counts.timed("create"):
-                tables = self._create(rng, prefix, source, columns, settings)
+                tables = self._create(rng, prefix, source, columns, settings, (dim, dim_columns))
             for _ in range(self.rounds):
                 with self.counts.timed("append"):
                     for _ in range(rng.randint(1, 3)):
                         self._append(rng, source, columns, rng.randint(1, 8))
+                    dim_changed = dim is not None and rng.random() < 0.25
+                    if dim_changed:  # the other table changed too: Spark's to refresh (appends to both)
+                        self._append(rng, dim, dim_columns, rng.randint(1, 3))
                 with self.counts.timed("refresh"):
-                    refreshed = [self._refresh(table, settings) for table in tables]
+                    refreshed = [self._refresh(table, settings, not dim_changed) for table in tables]
                 with self.counts.timed("compare"):
                     self._compare_all(refreshed)
         with self.counts.timed("drop"):
             for table in tables:
                 run(self.mt, f"DROP MATERIALIZED TABLE {table.name}")
             self.spark.sql(f"DROP TABLE {source}")
+            if dim is not None:
+                self.spark.sql(f"DROP TABLE {dim}")
 
     def _append(self, rng: random.Random, source: str, columns: list[Column], rows: int) -> None:
         extreme = 0.04 if rng.random() < 0.5 else 0.0
         values = ", ".join(row(rng, columns, extreme) for _ in range(rows))
         self.spark.sql(f"INSERT INTO {source} VALUES {values}")
 
-    def _create(self, rng, prefix: str, source: str, columns: list[Column], settings) -> list[Table]:
+    def _create(self, rng, prefix: str, source: str, columns: list[Column], settings, joined) -> list[Table]:
+        """Tables over the source (and, in a join batch, over the source joined with ``joined``: (the dimension's
+        name, its columns); ``(None, …)`` otherwise)."""
         from mt_magic.runtime.refresh.incremental.explain import explain
 
+        dim, dim_columns = joined
+        known = {source: [(c.name, c.iceberg) for c in columns]}
+        if dim is not None:
+            known[dim] = [(c.name, c.iceberg) for c in dim_columns]
         made: list[Table] = []
         attempts = 0
         while len(made) < self.tables and attempts < self.tables * 6:
             attempts += 1
-            text = query(rng, columns).replace("FROM src", f"FROM {source}")
+            joins = dim is not None and rng.random() < 0.6
+            if joins:
+                text = join_query(rng, columns, dim_columns).format(src=source, dim=dim)
+            else:
+                text = query(rng, columns).replace("FROM src", f"FROM {source}")
             self.counts.queries += 1
-            accepted = unsupported(text, [(c.name, c.iceberg) for c in columns]) is None
+            self.counts.joins += joins
+            accepted = unsupported(text, known) is None
             if not accepted:
                 self.counts.rejected += 1
                 if rng.random() >= self.rejected_sample:
@@ -410,12 +489,15 @@ class Fuzzer:
                     run(self.mt, f"DROP MATERIALIZED TABLE {name}")
                 continue
             line = explain(self.mt.workspace, qualified(self.mt, name)).engine
-            made.append(Table(name, text, line, accepted))
+            made.append(Table(name, text, line, accepted, joins))
             self.counts.tables += 1
         return made
 
-    def _refresh(self, table: Table, settings: dict[str, str]) -> tuple[Table, str, bool, Exception | None]:
-        """One real refresh; checks the engine that ran against explain's engine line."""
+    def _refresh(
+        self, table: Table, settings: dict[str, str], expected: bool = True
+    ) -> tuple[Table, str, bool, Exception | None]:
+        """One real refresh; checks the engine that ran against explain's engine line (``expected``: only the
+        source appended, so a table the line says runs appends in process must run in process)."""
         label = f"seed {self.seed} {settings} {table.name}: {table.query}"
         with guard_log() as guards:
             try:
@@ -426,12 +508,13 @@ class Fuzzer:
         self.counts.refreshes += 1
         ran_in_process = outcome is not None and outcome.engine is RefreshEngine.IN_PROCESS
         self.counts.in_process += ran_in_process
+        self.counts.joins_in_process += ran_in_process and table.joins
         self.counts.guarded += bool(guards.messages)
-        says_in_process = table.engine_line.startswith("appends in process")
+        says_in_process = table.engine_line.startswith("appends") and " in process (" in table.engine_line
         incremental = outcome is not None and outcome.strategy.startswith("incremental")
         if ran_in_process and not says_in_process:
             self.counts.engine_line_mismatches.append((label, f"ran in process; explain said {table.engine_line}"))
-        elif incremental and says_in_process and not ran_in_process and not guards.messages:
+        elif expected and incremental and says_in_process and not ran_in_process and not guards.messages:
             assert outcome is not None
             self.counts.engine_line_mismatches.append((label, f"ran on Spark unexplained: {outcome.strategy}"))
         return table, label, ran_in_process, failed
