@@ -415,7 +415,8 @@ class Fuzzer:
         prefix = f"b{number}"
         source = qualified(self.mt, f"{prefix}_src")
         dim = qualified(self.mt, f"{prefix}_dim") if number % JOIN_EVERY == 0 else None
-        dim_columns = [c for c in COLUMNS if rng.random() < (0.6 if c.group_key else 0.2)] or [COLUMNS[0]]
+        dim_columns = [] if dim is None else [c for c in COLUMNS if rng.random() < (0.6 if c.group_key else 0.2)]
+        dim_columns = dim_columns or [COLUMNS[0]]  # (a batch without a dimension draws as before joins: replays hold)
         with session_settings(self.spark, {**settings, **fast}):
             self.spark.sql(
                 f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg"
