@@ -18,7 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST = "tests/incremental/test_in_process_fuzz.py"
-ADDED = ("queries", "rejected", "spark_invalid", "tables", "refreshes", "in_process", "guarded", "compared")
+ADDED = (
+    "queries", "joins", "rejected", "spark_invalid", "tables", "refreshes", "in_process", "joins_in_process", "guarded",
+    "compared",
+)  # fmt: skip
 LISTED = ("disagreements", "engine_line_mismatches", "spark_side")
 
 
