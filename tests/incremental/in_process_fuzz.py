@@ -35,7 +35,9 @@ from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
 from mt_magic.vocabulary import RefreshEngine
 
 LONG_MAX, INT_MAX = 2**63 - 1, 2**31 - 1
-ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin", "+05:30")
+ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin", "+05:30", "Etc/UTC")
+TRUNCATED = ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "hour", "day")
+NOT_TRUNCATED = ("MILLISECOND", "MICROSECOND", "mm", "dd", "MON", "YY")
 RUN_LOGGER = "mt_magic.runtime.refresh.incremental.in_process.run"
 JOIN_EVERY = 3
 """Every third batch (0, 3, …: the default run's one batch too) has a second table, ``dim``, that most of its
@@ -200,6 +202,17 @@ def predicate(rng: random.Random, columns: list[Column], strict: bool, depth: in
     return f"{column.name} {rng.choice(('=', '<', '>='))} {literal(rng, column, strict)}"
 
 
+def truncation(rng: random.Random, columns: list[Column], strict: bool) -> str | None:
+    """``date_trunc(unit, column)`` of a TIMESTAMP column (``strict``), or of any time column and unit (which the
+    gate must refuse unless proven); ``None`` when there is no time column."""
+    kinds = ("TIMESTAMP",) if strict else ("TIMESTAMP", "TIMESTAMP_NTZ", "DATE")
+    stamps = [c for c in columns if c.sql_type in kinds]
+    if not stamps:
+        return None
+    units = TRUNCATED if strict or rng.random() < 0.5 else NOT_TRUNCATED
+    return f"date_trunc('{rng.choice(units)}', {rng.choice(stamps).name})"
+
+
 def query(rng: random.Random, columns: list[Column]) -> str:
     """A random query of a shape the in-process path may accept: projection, SELECT *, DISTINCT, GROUP BY with
     count/sum/min/max; most typed as the gate accepts them, the rest anything (which it must refuse unless
@@ -215,6 +228,9 @@ def query(rng: random.Random, columns: list[Column]) -> str:
         items = [c.name for c in picked]
         if rng.random() < 0.2:
             items.append(f"{rng.choice(('1', chr(39) + 'k' + chr(39), '1.50', 'true'))} AS lit")
+        trunc = truncation(rng, every, strict) if rng.random() < 0.2 else None
+        if trunc is not None:
+            items.append(f"{trunc} AS tr")
         return f"SELECT {', '.join(items)} FROM src{where}"
     if shape == 1:
         return f"SELECT * FROM src{where}" if every == columns or not strict else f"SELECT {picked[0].name} FROM src"
@@ -232,8 +248,13 @@ def query(rng: random.Random, columns: list[Column]) -> str:
             function, f"{function}({column.name})"
         )
         aggregates.append(f"{text} AS a{index}")
-    group = f" GROUP BY {', '.join(k.name for k in keys)}" if keys else ""
-    return f"SELECT {', '.join([k.name for k in keys] + aggregates)} FROM src{where}{group}"
+    shown, grouped = [k.name for k in keys], [k.name for k in keys]
+    trunc = truncation(rng, every, strict) if shape == 3 and rng.random() < 0.4 else None
+    if trunc is not None:  # e.g. per hour: the key is an expression, grouped by itself
+        shown.append(f"{trunc} AS k_tr")
+        grouped.append(trunc)
+    group = f" GROUP BY {', '.join(grouped)}" if grouped else ""
+    return f"SELECT {', '.join(shown + aggregates)} FROM src{where}{group}"
 
 
 JOIN_KINDS = ("JOIN", "INNER JOIN", "LEFT JOIN", "LEFT OUTER JOIN")

@@ -30,6 +30,30 @@ def test_simple_queries_may_run_in_process(query: str) -> None:
     assert unsupported(query, TYPES) is None
 
 
+HOURLY = (
+    f"SELECT g, date_trunc('HOUR', ts) AS hour, count(*) AS n, max(ts) AS hi FROM {SRC} "
+    "GROUP BY g, date_trunc('HOUR', ts)"
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "zone", "why"),
+    [
+        (HOURLY, "UTC", None),
+        (HOURLY, "Etc/UTC", None),
+        (f"SELECT k FROM {SRC} WHERE date_trunc('week', ts) < ts", "+00:00", None),
+        (HOURLY, "America/Los_Angeles", "other than UTC"),
+        (HOURLY, None, "other than UTC"),  # not recorded: the product's zone may be anything
+        (f"SELECT date_trunc('MILLISECOND', ts) AS t FROM {SRC}", "UTC", "date_trunc to MILLISECOND"),
+        (f"SELECT date_trunc('HOUR', g) AS t FROM {SRC}", "UTC", "date_trunc of string"),
+        (f"SELECT g, count(*) AS n FROM {SRC} GROUP BY 1", "UTC", "ordinal"),
+    ],
+)
+def test_date_trunc_runs_in_process_only_in_a_utc_session(query: str, zone: str | None, why: str | None) -> None:
+    reason = unsupported(query, TYPES, time_zone=zone)
+    assert reason is None if why is None else why in (reason or ""), reason
+
+
 @pytest.mark.parametrize(
     ("query", "why"),
     [
@@ -261,3 +285,20 @@ def test_in_process_and_spark_agree_under_random_appends(spark, mt, src) -> None
                     for e in ("auto", "spark")
                 ]
                 assert rows[0] == rows[1], f"{name} WHERE {where}: {rows[0]} != {rows[1]}"
+
+
+@pytest.mark.parametrize(("zone", "in_process"), [("UTC", True), ("America/Los_Angeles", False)])
+def test_an_hourly_aggregate_merges_in_process_in_utc_and_on_spark_elsewhere(spark, mt, src, zone, in_process) -> None:
+    hourly = HOURLY.replace(SRC, "src")
+    name = f"hourly_{'utc' if in_process else 'la'}"
+    run(
+        mt,
+        f"CREATE MATERIALIZED TABLE {name} WITH ('spark.sql.session.timeZone' = '{zone}') "
+        f"FRESHNESS = INTERVAL '1' MINUTE AS {hourly}",
+    )
+    for start in (700, 800):
+        _append(spark, src, start)
+        outcome = refresh(mt, name)
+        assert outcome.strategy.startswith("incremental: merge the aggregated delta"), outcome.strategy
+        assert outcome.strategy.endswith(IN_PROCESS) is in_process, outcome.strategy
+        assert_matches_oracle(mt, name)

@@ -20,10 +20,11 @@ IN_PROCESS_MAX_ROWS = 1_000_000
 """Most rows a refresh reads in process, into the kernel's memory as Arrow (the delta; for a merge, plus the table)."""
 
 CASE_SENSITIVE = "spark.sql.caseSensitive"
+TIME_ZONE = "spark.sql.session.timeZone"
 ANY = None
 HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
-    # no time literal, cast, function or string-to-time coercion runs in process (gate)
-    "spark.sql.session.timeZone": ANY,
+    # no time literal, cast or string-to-time coercion runs in process, and date_trunc only in UTC (gate)
+    TIME_ZONE: ANY,
     "spark.sql.legacy.timeParserPolicy": ANY,
     "spark.sql.timestampType": ANY,
     "spark.sql.legacy.typeCoercion.datetimeToString.enabled": ANY,
@@ -156,7 +157,7 @@ def spark_reason(
     if why is not None:
         return why
     columns = {source.name: [(name, kind) for name, kind, _ in source.columns] for source in sources}
-    return unsupported(sql, columns, table, _case_sensitive(settings))
+    return unsupported(sql, columns, table, _case_sensitive(settings), (settings or {}).get(TIME_ZONE))
 
 
 def table_columns(info: TableInfo) -> list[tuple[str, SparkType]]:

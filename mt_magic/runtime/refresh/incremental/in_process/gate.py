@@ -14,16 +14,21 @@ literal                                integer (fits BIGINT), decimal ``1.50`` (
 IS [NOT] NULL                          any readable type
 IS [NOT] TRUE / FALSE                  BOOLEAN only (Spark reads ``i IS TRUE`` on an INT as ``i <=> true``)
 AND OR NOT, WHERE                      BOOLEAN
+date_trunc(unit, x)                    TIMESTAMP → TIMESTAMP, in a session whose time zone is UTC (no offset or
+                                       daylight saving to apply: both truncate the same instant the same way);
+                                       unit YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE or SECOND
 count(*), count(x)                     any readable type → BIGINT (not DISTINCT)
 sum(x)                                 INT, BIGINT → BIGINT; DECIMAL(p, s) → DECIMAL(min(38, p + 10), s)
 min(x), max(x)                         any readable type
-SELECT [DISTINCT] … GROUP BY columns   no HAVING, ORDER, LIMIT, window or subquery
+SELECT [DISTINCT] … GROUP BY keys      keys: columns or expressions of this table; no HAVING, ORDER, LIMIT, window
+                                       or subquery
 FROM t [INNER | LEFT] JOIN u ON c      one table, or two different tables joined once; ``c`` typed as a WHERE
                                        condition; names in both tables qualified (no USING, NATURAL, ``t.*``)
 =====================================  ==============================================================================
 
-No cast, function, arithmetic, floating point or time literal runs in process, so the session's time zone, the
-time-parser policy and decimal precision loss cannot change an accepted query's answer; ANSI mode changes only
+No cast, arithmetic, floating point, time literal or function but ``date_trunc`` in a UTC session runs in process,
+so the session's time zone, the time-parser policy and decimal precision loss cannot change an accepted query's
+answer; ANSI mode changes only
 overflow, which the data guards (:mod:`.guards`) send to Spark; the result must have the table's own types, so
 the store-assignment policy never applies; names resolve as ``spark.sql.caseSensitive`` says.
 """
@@ -147,6 +152,8 @@ class Columns:
     tables: Mapping[str, Mapping[str, SparkType]]
     """Alias (or table name) → the source's columns, both folded unless case-sensitive, in the source's order."""
     case_sensitive: bool = False
+    utc: bool = False
+    """The table's session time zone is UTC, so truncating a TIMESTAMP needs no zone rules."""
 
     def _fold(self, name: str) -> str:
         return name if self.case_sensitive else name.lower()
@@ -224,7 +231,33 @@ def expression_type(node: exp.Expr, columns: Columns) -> SparkType:
         return BOOLEAN
     if isinstance(node, (exp.Count, exp.Sum, exp.Min, exp.Max)):
         return _aggregate_type(node, columns)
+    if isinstance(node, exp.TimestampTrunc):
+        return _truncated(node, columns)
     raise Refused(f"{type(node).__name__} is not run in process")
+
+
+TRUNCATED_UNITS = frozenset({"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"})
+UTC_ZONES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00"})
+"""Session time zones (upper case) that are UTC: no offset, no daylight saving."""
+
+
+def _truncated(node: exp.TimestampTrunc, columns: Columns) -> SparkType:
+    """``date_trunc(unit, x)``: a TIMESTAMP truncated in a UTC session (see the module's table)."""
+    from sqlglot import exp
+
+    unit = node.args.get("unit")
+    name = unit.name.upper() if isinstance(unit, (exp.Var, exp.Literal)) else ""
+    if name not in TRUNCATED_UNITS:
+        raise Refused(
+            f"date_trunc to {unit.sql() if unit is not None else 'no unit'} (only {', '.join(sorted(TRUNCATED_UNITS))})"
+        )
+    operand = expression_type(node.this, columns)
+    if operand.kind != "timestamptz":
+        shown = "TIMESTAMP_NTZ" if operand.kind == "timestamp" else str(operand)
+        raise Refused(f"date_trunc of {shown} (only TIMESTAMP)")
+    if not columns.utc:
+        raise Refused("date_trunc in a session time zone other than UTC (the zone's rules apply)")
+    return operand
 
 
 def boolean(node: exp.Expr, columns: Columns, what: str) -> None:
@@ -263,7 +296,7 @@ SourceColumns = Sequence[tuple[str, str]] | Mapping[str, Sequence[tuple[str, str
 """One source's columns (name, Iceberg type), or each source's by its qualified name as the query names it."""
 
 
-def _sources(tree: exp.Select, sources: SourceColumns, case_sensitive: bool) -> Columns:
+def _sources(tree: exp.Select, sources: SourceColumns, case_sensitive: bool, utc: bool) -> Columns:
     """The columns of the FROM table and the joined one, by alias; checks the joins' kinds."""
     from sqlglot import exp
 
@@ -298,11 +331,15 @@ def _sources(tree: exp.Select, sources: SourceColumns, case_sensitive: bool) -> 
     return Columns(
         {alias: _source_types(columns, case_sensitive) for alias, columns in zip(aliases, listed, strict=True)},
         case_sensitive,
+        utc,
     )
 
 
-def output_types(query: str, sources: SourceColumns, case_sensitive: bool = False) -> list[tuple[str, SparkType]]:
-    """The query's output columns and their Spark types, every expression checked against the module's table.
+def output_types(
+    query: str, sources: SourceColumns, case_sensitive: bool = False, time_zone: str | None = None
+) -> list[tuple[str, SparkType]]:
+    """The query's output columns and their Spark types, every expression checked against the module's table
+    (``time_zone``: the table's session time zone, ``None`` when not recorded).
 
     Raises:
         Refused: the query holds an operator, operand type or clause not shown equal in both engines.
@@ -319,7 +356,8 @@ def output_types(query: str, sources: SourceColumns, case_sensitive: bool = Fals
     distinct = tree.args.get("distinct")
     if distinct is not None and distinct.args.get("on") is not None:
         raise Refused("DISTINCT ON")
-    columns = _sources(tree, sources, case_sensitive)
+    utc = time_zone is not None and time_zone.strip().upper() in UTC_ZONES
+    columns = _sources(tree, sources, case_sensitive, utc)
     for join in tree.args.get("joins") or []:
         boolean(join.args["on"], columns, "a join condition")
     where = tree.args.get("where")
@@ -327,8 +365,8 @@ def output_types(query: str, sources: SourceColumns, case_sensitive: bool = Fals
         boolean(where.this, columns, "a WHERE condition")
     group = tree.args.get("group")
     for key in group.expressions if group is not None else ():
-        if not isinstance(key, exp.Column):
-            raise Refused("a GROUP BY expression")
+        if isinstance(key, exp.Literal) or key.find(exp.AggFunc) is not None:
+            raise Refused("a GROUP BY ordinal, literal or aggregate")
         expression_type(key, columns)
     if group is not None and any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
         raise Refused("grouping sets")
@@ -358,6 +396,7 @@ def unsupported(
     source: SourceColumns,
     table: Sequence[tuple[str, SparkType]] | None = None,
     case_sensitive: bool = False,
+    time_zone: str | None = None,
 ) -> str | None:
     """Why Spark and DuckDB could give different rows for ``query`` (``None``: they cannot).
 
@@ -366,9 +405,10 @@ def unsupported(
         table: the table's columns, (name, type) — the result must have exactly these types, so no store
             assignment applies; ``None`` when the table is made from the query (a CREATE without a column list).
         case_sensitive: ``spark.sql.caseSensitive`` of the table's settings.
+        time_zone: ``spark.sql.session.timeZone`` of the table's settings (``None``: not recorded).
     """
     try:
-        out = output_types(query, source, case_sensitive)
+        out = output_types(query, source, case_sensitive, time_zone)
     except Refused as exc:
         return str(exc)
     if table is None:

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TIME_ZONE = "spark.sql.session.timeZone"
-
 
 def _duckdb_sql(spark_sql: str) -> str:
     import sqlglot
@@ -103,13 +101,15 @@ def _touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[Boolean
 
 
 def _time_zone(settings: Mapping[str, str] | None, session_conf: Mapping[str, str]) -> str:
-    """The zone the table's query runs in (its recorded setting, else the product's session): DuckDB's too."""
-    return (settings or {}).get(TIME_ZONE) or session_conf.get(TIME_ZONE) or "UTC"
+    """The zone the table's query runs in (its recorded setting, else the product's session): DuckDB's too (the gate
+    lets ``date_trunc`` through only when the recorded zone is UTC)."""
+    zone = eligibility.TIME_ZONE
+    return (settings or {}).get(zone) or session_conf.get(zone) or "UTC"
 
 
 def _set_time_zone(con: Any, zone: str) -> None:
-    """DuckDB's zone as the table's, where DuckDB knows it (Spark also takes offsets such as ``+05:30``). Belt and
-    braces: the gate lets no time literal, cast or function through, so no accepted query's answer depends on it."""
+    """DuckDB's zone as the table's, where DuckDB knows it (Spark also takes offsets such as ``+05:30``, UTC's
+    ``+00:00`` included: DuckDB runs in UTC then)."""
     import duckdb
 
     try:
