@@ -49,10 +49,15 @@ class SliceValues:
         return not self.values and not self.has_null
 
     def _literals(self) -> list[Column]:
+        """Exact literals: timestamps from epoch microseconds, dates from ISO text cast by Spark (proleptic, as
+        Spark's dates are). Not ``F.lit(date)``: PySpark sends it through ``java.sql.Date.valueOf`` of
+        ``strftime``, which fails before year 1000 and moves a date of the Julian-Gregorian gap to another day."""
         from pyspark.sql import functions as F
 
         if self.type_name == "timestamp":
             return [F.timestamp_micros(F.lit(v)) for v in self.values]
+        if self.type_name == "date":
+            return [F.lit(v.isoformat()).cast("date") for v in self.values]  # type: ignore[attr-defined]
         return [F.lit(v) for v in self.values]
 
     def member(self, column: Column | None = None) -> Column:
