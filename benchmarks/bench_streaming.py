@@ -323,7 +323,7 @@ class Commit:
     added: int
     deleted: int
     kind: str
-    """mt_magic's refresh kind (``mt.refresh-kind``) or the Iceberg operation."""
+    """mt_magic's refresh kind (``mt.refresh-kind``) and engine (``mt.engine``), or the Iceberg operation."""
 
 
 class Lineage:
@@ -346,6 +346,8 @@ class Lineage:
             newest = added if newest is None else max(newest, added or newest)
             summary = snapshot.summary
             kind = summary["mt.refresh-kind"] or summary.operation.value if summary else "?"
+            if summary and summary["mt.engine"]:  # which engine computed mt_magic's rows
+                kind = f"{kind}, {summary['mt.engine']}"
             commits.append(
                 Commit(
                     at=snapshot.timestamp_ms / 1000,
@@ -535,7 +537,7 @@ def report(figures: list[Figures], context: dict[str, Any], args: argparse.Names
     print(f"  catalog server (shared by all): {context['catalog_server_cpu_seconds_per_hour']:,.0f} CPU-s/h")
     for f in figures:
         if f.contender == "mt_magic":
-            print(f"  mt_magic {f.shape} commits by refresh kind: {f.kinds}")
+            print(f"  mt_magic {f.shape} commits by refresh kind and engine: {f.kinds}")
         if f.errors:
             print(f"  {f.contender} {f.shape} errors: {f.errors}")
     by = {(f.contender, f.shape): f for f in figures}
