@@ -303,3 +303,61 @@ def test_an_hourly_aggregate_merges_in_process_in_utc_and_on_spark_elsewhere(spa
         assert outcome.strategy.startswith("incremental: merge the aggregated delta"), outcome.strategy
         assert outcome.strategy.endswith(IN_PROCESS) is in_process, outcome.strategy
         assert_matches_oracle(mt, name)
+
+
+UNITS = ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")
+
+
+def _random_instants(rng, count: int) -> str:
+    """Instants from year 2 to 9999, the Julian-Gregorian gap, leap days and microseconds (NULLs too)."""
+    picks = []
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.1:
+            picks.append("NULL")
+            continue
+        # from year 2: PySpark cannot hand Python an instant of 0001-01-01 (datetime.fromtimestamp refuses it)
+        year = rng.choice((2, 999, 1500, 1582, 1583, 1900, 1970, 2000, 2024, 2038, 9999)) if roll < 0.6 else None
+        year = year or rng.randint(2, 9999)
+        month, day = (10, rng.randint(1, 20)) if year == 1582 and rng.random() < 0.5 else (rng.randint(1, 12), 28)
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)  # proleptic Gregorian, as Spark's
+        day = 29 if month == 2 and leap and rng.random() < 0.5 else rng.randint(1, day)
+        clock = (
+            f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999999):06d}"
+        )
+        picks.append(f"TIMESTAMP '{year:04d}-{month:02d}-{day:02d} {clock}'")
+    return ", ".join(f"({i}, {p})" for i, p in enumerate(picks))
+
+
+def test_date_trunc_in_process_and_on_spark_agree_under_random_instants(spark, mt) -> None:
+    """Differential: every unit, grouped and projected, in process and pinned to Spark, after seeded appends."""
+    import random
+
+    rng = random.Random(29)
+    name = qualified(mt, "instants")
+    spark.sql(f"CREATE TABLE {name} (k INT, ts TIMESTAMP) USING iceberg")
+    spark.sql(f"INSERT INTO {name} VALUES {_random_instants(rng, 40)}")
+    queries = {
+        f"{unit.lower()}_g": f"SELECT date_trunc('{unit}', ts) AS t, count(*) AS n, min(ts) AS lo FROM instants "
+        f"GROUP BY date_trunc('{unit}', ts)"
+        for unit in UNITS
+    }
+    for unit in ("WEEK", "hour", "Second"):  # a projection, the unit in any case
+        queries[f"{unit.lower()}_p"] = (
+            f"SELECT k, date_trunc('{unit}', ts) AS t FROM instants WHERE date_trunc('{unit}', ts) < ts"
+        )
+    cells, tables = [], []
+    for label, query in queries.items():
+        for engine in ("auto", "spark"):
+            tables.append(f"tr_{label}_{engine}")
+            cells.append(
+                f"CREATE MATERIALIZED TABLE {tables[-1]} WITH ('incremental.engine' = '{engine}', "
+                f"'spark.sql.session.timeZone' = 'UTC') FRESHNESS = INTERVAL '1' MINUTE AS {query}"
+            )
+    run(mt, ";".join(cells))
+    for _ in range(2):
+        spark.sql(f"INSERT INTO {name} VALUES {_random_instants(rng, rng.randint(10, 30))}")
+        for table in tables:
+            outcome = refresh(mt, table)
+            assert outcome.strategy.endswith(IN_PROCESS) is table.endswith("_auto"), f"{table}: {outcome.strategy}"
+            assert_matches_oracle(mt, table)
