@@ -11,8 +11,8 @@ Every third batch also has a dimension, ``dim``, that most of its queries join t
 other joins on keys of like types, with ON and WHERE conditions over both); in a quarter of its rounds the
 dimension receives appends too (Spark's to refresh, compared all the same).
 A *case* is one table compared after one refresh. ``%mt explain``'s engine line is checked against the engine
-that ran on every case: "appends in process" must run in process unless a data guard sent the refresh to
-Spark (logged), "Spark (…)" must never run in process.
+that ran on every case: "appends [to …] in process" must run in process when only the source received appends,
+unless a data guard sent the refresh to Spark (logged); "Spark (…)" must never run in process.
 
 Seeded by ``random.Random``: a failing seed replays exactly (given the same PySpark line).
 """
