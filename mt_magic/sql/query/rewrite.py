@@ -45,7 +45,8 @@ def _source_tables(tree: exp.Expr) -> list[exp.Table]:
     ]
 
 
-def _table_name(table: exp.Table) -> tuple[str, ...]:
+def table_name_parts(table: exp.Table) -> tuple[str, ...]:
+    """A table reference's name parts as written (catalog, namespace, name; the ones present)."""
     return tuple(p for p in (table.catalog, table.db, table.name) if p)
 
 
@@ -64,7 +65,7 @@ def _transform_sources(query: str, replace: Callable[[tuple[str, ...], exp.Table
 
     def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and id(node) in targets:
-            return replace(_table_name(node), node)
+            return replace(table_name_parts(node), node)
         return node
 
     return tree.transform(visit, copy=False).sql(dialect=DIALECT)

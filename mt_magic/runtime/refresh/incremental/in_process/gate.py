@@ -300,6 +300,8 @@ def _sources(tree: exp.Select, sources: SourceColumns, case_sensitive: bool, utc
     """The columns of the FROM table and the joined one, by alias; checks the joins' kinds."""
     from sqlglot import exp
 
+    from mt_magic.sql.query.rewrite import table_name_parts
+
     source = tree.args.get("from_") or tree.args.get("from")
     joins = tree.args.get("joins") or []
     if not isinstance(source, exp.From) or not isinstance(source.this, exp.Table) or len(joins) > 1:
@@ -312,7 +314,7 @@ def _sources(tree: exp.Select, sources: SourceColumns, case_sensitive: bool, utc
         if join.args.get("on") is None or not isinstance(join.this, exp.Table):
             raise Refused("a join without an ON condition, or of a subquery")
         tables.append(join.this)
-    names = [".".join(p for p in (t.catalog, t.db, t.name) if p).lower() for t in tables]
+    names = [".".join(table_name_parts(t)).lower() for t in tables]
     if len(set(names)) != len(names):
         raise Refused("a self-join (one source read twice)")
     if isinstance(sources, Mapping):
