@@ -254,6 +254,22 @@ def _random_rows(rng, count: int) -> str:
     return ", ".join(rows)
 
 
+ENGINES = ("auto", "spark")
+UTC_SESSION = ", 'spark.sql.session.timeZone' = 'UTC'"
+
+
+def _create_twins(mt, shapes: dict[str, tuple[str, str]], options: str = "") -> None:
+    """For each name → (query, head): ``<name>_auto`` (in process where it may) and ``<name>_spark`` (pinned to
+    Spark), ``head`` before WITH (e.g. PARTITIONED BY), ``options`` more WITH options."""
+    cells = [
+        f"CREATE MATERIALIZED TABLE {name}_{engine} {head}WITH ('incremental.engine' = '{engine}'{options}) "
+        f"FRESHNESS = INTERVAL '1' MINUTE AS {query}"
+        for name, (query, head) in shapes.items()
+        for engine in ENGINES
+    ]
+    run(mt, ";".join(cells))
+
+
 def test_in_process_and_spark_agree_under_random_appends(spark, mt, src) -> None:
     """Differential: every query on both engines, after every seeded random append (NULLs everywhere)."""
     import random
@@ -261,14 +277,7 @@ def test_in_process_and_spark_agree_under_random_appends(spark, mt, src) -> None
     rng = random.Random(15)
     shapes = {name: (query, "") for name, query in QUERIES.items()}
     shapes.update({name: (QUERIES[base], "PARTITIONED BY (g) ") for name, base in PARTITIONED.items()})
-    cells = []
-    for name, (query, head) in shapes.items():
-        for engine in ("auto", "spark"):
-            cells.append(
-                f"CREATE MATERIALIZED TABLE {name}_{engine} {head}WITH ('incremental.engine' = '{engine}') "
-                f"FRESHNESS = INTERVAL '1' MINUTE AS {query}"
-            )
-    run(mt, ";".join(cells))
+    _create_twins(mt, shapes)
     for _ in range(4):
         spark.sql(f"INSERT INTO {src} VALUES {_random_rows(rng, rng.randint(1, 30))}")
         for name in shapes:
@@ -346,15 +355,8 @@ def test_date_trunc_in_process_and_on_spark_agree_under_random_instants(spark, m
         queries[f"{unit.lower()}_p"] = (
             f"SELECT k, date_trunc('{unit}', ts) AS t FROM instants WHERE date_trunc('{unit}', ts) < ts"
         )
-    cells, tables = [], []
-    for label, query in queries.items():
-        for engine in ("auto", "spark"):
-            tables.append(f"tr_{label}_{engine}")
-            cells.append(
-                f"CREATE MATERIALIZED TABLE {tables[-1]} WITH ('incremental.engine' = '{engine}', "
-                f"'spark.sql.session.timeZone' = 'UTC') FRESHNESS = INTERVAL '1' MINUTE AS {query}"
-            )
-    run(mt, ";".join(cells))
+    _create_twins(mt, {f"tr_{label}": (query, "") for label, query in queries.items()}, UTC_SESSION)
+    tables = [f"tr_{label}_{engine}" for label in queries for engine in ENGINES]
     for _ in range(2):
         spark.sql(f"INSERT INTO {name} VALUES {_random_instants(rng, rng.randint(10, 30))}")
         for table in tables:
