@@ -9,6 +9,7 @@ with :class:`~pyiceberg.exceptions.CommitFailedException` and nothing lands.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
+    from pyiceberg.table.update.snapshot import UpdateSnapshot, _OverwriteFiles
 
 
 class NotReadableInProcess(Exception):
@@ -137,9 +139,44 @@ def commit_files(
     """
     with table.transaction() as transaction:
         update = transaction.update_snapshot(snapshot_properties=dict(properties))
-        producer = update.fast_append() if replaced is None else update.overwrite()
+        producer = update.fast_append() if replaced is None else _overwrite(update)
         with producer as files:
             for data_file in replaced or ():
                 files.delete_data_file(data_file)
             for data_file in added:
                 files.append_data_file(data_file)
+
+
+def _overwrite(update: UpdateSnapshot) -> _OverwriteFiles:
+    """pyiceberg's overwrite producer, with each DELETED manifest entry stamped with the snapshot that deletes it.
+
+    The spec's ``snapshot_id`` of a status-2 entry is "the snapshot id where the file was deleted"; pyiceberg
+    0.10 and 0.11.0 (apache/iceberg-python#3236) copy the id of the snapshot that *added* the file. Iceberg's
+    incremental changelog scan keeps only the entries whose ``snapshot_id`` is in the scanned range, so with
+    pyiceberg's stamp an in-process overwrite reads back, through ``create_changelog_view``, as its inserts
+    alone: every table reading this one collected the new rows and never lost the old ones.
+    """
+    producer = update.overwrite()
+    producer.__class__ = _stamped_overwrite()  # the same producer, one method corrected
+    return producer
+
+
+@functools.cache
+def _stamped_overwrite() -> type[_OverwriteFiles]:
+    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
+    from pyiceberg.table.update.snapshot import _OverwriteFiles
+
+    class StampedOverwrite(_OverwriteFiles):
+        def _deleted_entries(self) -> list[ManifestEntry]:
+            return [
+                ManifestEntry.from_args(
+                    status=ManifestEntryStatus.DELETED,
+                    snapshot_id=self._snapshot_id,
+                    sequence_number=entry.sequence_number,
+                    file_sequence_number=entry.file_sequence_number,
+                    data_file=entry.data_file,
+                )
+                for entry in super()._deleted_entries()
+            ]
+
+    return StampedOverwrite
