@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST = "tests/incremental/test_in_process_fuzz.py"
 ADDED = (
     "queries", "joins", "rejected", "spark_invalid", "tables", "refreshes", "in_process", "joins_in_process", "guarded",
-    "compared",
+    "compared", "chain_batches", "chain_queries", "chain_tables", "twins", "chain_refreshes", "chain_in_process",
+    "cascaded", "cascade_failed", "chain_compared", "depth2_compared", "depth3_compared", "merges", "deletes",
+    "compactions", "changes_refused",
 )  # fmt: skip
 LISTED = ("disagreements", "engine_line_mismatches", "spark_side")
 

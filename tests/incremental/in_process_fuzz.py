@@ -10,6 +10,19 @@ Spark), then rounds of one to three appended snapshots, every table refreshed an
 Every third batch also has a dimension, ``dim``, that most of its queries join the source with (inner, LEFT and
 other joins on keys of like types, with ON and WHERE conditions over both); in a quarter of its rounds the
 dimension receives appends too (Spark's to refresh, compared all the same).
+A share of the batches (``chains``: batch 0, then evenly, one in ``1 / chains``) are *chain batches*: tables on
+tables. Over the batch's tables (level 1, drawn exactly as in any batch, and a few twins pinned to Spark with
+``'incremental.engine' = 'spark'``) come level-2 tables over randomly chosen level-1 tables, and level-3 tables over
+level-2 ones, by the same generators over the upstream table's output columns (each typed as Spark stores it, its
+values borrowed from :data:`COLUMNS` by type), some of them joins of the materialized table with a plain one (the
+dimension, else the source); twins at every level. Their rounds also change the base tables by ``MERGE INTO``
+updates (and inserts), ``DELETE`` and compaction (``rewrite_data_files``), and some refresh through the manager's
+own cascade (``ALTER MATERIALIZED TABLE <level 1> REFRESH`` with ``cascade``) instead of table by table, upstream
+first. Each table is compared with its own query over its inputs at the snapshots it recorded; a difference is a
+disagreement when the table or any table it reads ever committed in process. Everything a chain batch adds is
+drawn from a second generator, so its level-1 tables and appends are those the batch drew before chains
+(``MT_FUZZ_CHAINS=0`` replays a soak from before them exactly).
+
 A *case* is one table compared after one refresh. ``%mt explain``'s engine line is checked against the engine
 that ran on every case: "appends [to …] in process" must run in process when only the source received appends,
 unless a data guard sent the refresh to Spark (logged); "Spark (…)" must never run in process.
@@ -21,18 +34,20 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import random
+import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 
-from incremental_testing import qualified, refresh, run
+from incremental_testing import MOR, qualified, refresh, run
 from notebook_settings import session_settings
 
 from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
-from mt_magic.vocabulary import RefreshEngine
+from mt_magic.vocabulary import HIDDEN_COLUMN_PREFIX, RefreshEngine
 
 LONG_MAX, INT_MAX = 2**63 - 1, 2**31 - 1
 ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "Europe/Berlin", "+05:30", "Etc/UTC")
@@ -302,6 +317,46 @@ def join_query(rng: random.Random, facts: list[Column], dims: list[Column]) -> s
     return f"{head} {', '.join(items)} FROM {{src}} f {kind} {{dim}} d{condition}{where}{group}"
 
 
+CHAINS = 0.25
+"""The share of chain batches by default (``MT_FUZZ_CHAINS``): batch 0, so the bounded run has one, then 4, 8, …"""
+CHAIN_TABLES = 2
+"""Level-2 tables of a chain batch (and half as many level-3 ones), twins aside."""
+TWINS = 0.25
+"""The share of a chain batch's tables, at every level, that get a twin pinned to Spark."""
+CHAIN_REJECTED = 0.5
+"""The share of the chain queries the gate refuses that are created all the same (their refreshes run on Spark,
+reading the upstream's commits as any downstream table does)."""
+CASCADE = 0.35
+"""The share of a chain batch's rounds refreshed by the manager's cascade from each level-1 table."""
+SQL_TYPES = {
+    "int": "INT", "long": "BIGINT", "string": "STRING", "boolean": "BOOLEAN", "date": "DATE",
+    "timestamptz": "TIMESTAMP", "timestamp": "TIMESTAMP_NTZ", "float": "FLOAT", "double": "DOUBLE",
+}  # fmt: skip
+DECIMAL_TEXTS = ("0", "1", "-2", "1.50", "-0.01", "12.25", "-3.25", "99999", "12655110134975178")
+
+
+def chain_batch(number: int, share: float) -> bool:
+    """Whether batch ``number`` builds tables on tables: batch 0, then evenly one batch in every ``1 / share``."""
+    return share > 0 and math.ceil(number * share) < math.ceil((number + 1) * share)
+
+
+def output_column(name: str, iceberg: str) -> Column | None:
+    """A materialized table's column as a source column of the tables over it: typed as Spark stores it, its values
+    borrowed from :data:`COLUMNS` by type (a decimal's: those that fit its precision, cast to it); ``None``: a type
+    the generators do not use."""
+    found = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", iceberg)
+    if found:
+        precision, scale = int(found[1]), int(found[2])
+        fitting = [t for t in DECIMAL_TEXTS if abs(Decimal(t)) < Decimal(10) ** (precision - scale)]
+        values = tuple(_dec(t, precision, scale) for t in fitting)
+        return Column(name, f"DECIMAL({precision},{scale})", iceberg, values)
+    sql_type = SQL_TYPES.get(iceberg)
+    like = next((c for c in COLUMNS if c.sql_type == sql_type), None)
+    if like is None:
+        return None
+    return Column(name, like.sql_type, iceberg, like.values, like.extremes, like.group_key)
+
+
 def row(rng: random.Random, columns: list[Column], extreme: float) -> str:
     cells = []
     for column in columns:
@@ -336,6 +391,27 @@ class Counts:
     spark_side: list[tuple[str, str]] = field(default_factory=list)
     order_dependent: int = 0
     """Cases where Spark's query overflowed a partial sum under ANSI and the table equals the exact sums."""
+    chain_batches: int = 0
+    chain_queries: int = 0
+    """Queries over a materialized table (levels 2 and 3)."""
+    chain_tables: int = 0
+    twins: int = 0
+    """Tables pinned to Spark with the same query as another (every level of a chain batch)."""
+    chain_refreshes: int = 0
+    chain_in_process: int = 0
+    """Refreshes of level-2 and level-3 tables that ran in process."""
+    cascaded: int = 0
+    """Refreshes run by the manager's cascade (their engine line is not checked)."""
+    cascade_failed: int = 0
+    """Cascades that failed (a refresh in them failed): their tables were then refreshed one by one."""
+    chain_compared: int = 0
+    depth2_compared: int = 0
+    depth3_compared: int = 0
+    merges: int = 0
+    deletes: int = 0
+    compactions: int = 0
+    changes_refused: int = 0
+    """Base-table changes Spark refused (a MERGE's value under ANSI)."""
     seconds: float = 0.0
     timing: dict[str, float] = field(default_factory=dict)
 
@@ -359,7 +435,12 @@ class Counts:
             f"data guard {self.guarded}), cases compared {self.compared}, both engines failed {self.both_failed}, "
             f"Spark's partial-sum overflow only {self.order_dependent}, "
             f"disagreements {len(self.disagreements)}, engine-line mismatches {len(self.engine_line_mismatches)}, "
-            f"Spark-side differences {len(self.spark_side)}, {self.seconds:.0f} s "
+            f"Spark-side differences {len(self.spark_side)}; chains: batches {self.chain_batches}, tables "
+            f"{self.chain_tables} (queries {self.chain_queries}, twins at every level {self.twins}), refreshes "
+            f"{self.chain_refreshes} (in process {self.chain_in_process}), cascaded refreshes {self.cascaded} "
+            f"(cascades failed {self.cascade_failed}), chain cases compared {self.chain_compared} (depth 2 "
+            f"{self.depth2_compared}, depth 3 {self.depth3_compared}), base changes: merges {self.merges}, deletes "
+            f"{self.deletes}, compactions {self.compactions}, refused {self.changes_refused}; {self.seconds:.0f} s "
             f"({', '.join(f'{k} {v:.0f} s' for k, v in self.timing.items())})"
         )
 
@@ -396,15 +477,33 @@ class Table:
     engine_line: str
     accepted: bool
     joins: bool = False
+    depth: int = 1
+    """1 over base tables; 2 over a level-1 table; 3 over a level-2 one."""
+    upstream: str = ""
+    """The materialized table it reads (depth 2 and 3)."""
+    summed: Mapping[str, str] = field(default_factory=lambda: SUMMED)
+    """The Spark type of each column a ``sum`` of its query may read, by name (for the order-free check)."""
 
 
 class Fuzzer:
     """Runs seeded batches against one service (``mt``) and its Spark session; see the module docstring."""
 
-    def __init__(self, mt, spark, seed: int, tables: int = 16, rounds: int = 5, rejected_sample: float = 0.05):
+    def __init__(
+        self,
+        mt,
+        spark,
+        seed: int,
+        tables: int = 16,
+        rounds: int = 5,
+        rejected_sample: float = 0.05,
+        chains: float = CHAINS,
+        chain_tables: int = CHAIN_TABLES,
+    ):
         self.mt, self.spark, self.seed = mt, spark, seed
         self.tables, self.rounds, self.rejected_sample = tables, rounds, rejected_sample
+        self.chains, self.chain_tables = chains, chain_tables
         self.counts = Counts()
+        self._by_name: dict[str, Table] = {}
 
     def run(
         self, cases: int, log: Callable[[str], None] = print, only: Sequence[int] = (), shard: tuple[int, int] = (0, 1)
@@ -427,6 +526,7 @@ class Fuzzer:
 
     def batch(self, number: int) -> None:
         rng = random.Random(f"{self.seed}:{number}")
+        chains = random.Random(f"{self.seed}:{number}:chains") if chain_batch(number, self.chains) else None
         columns = [c for c in COLUMNS if rng.random() < (0.7 if c.group_key else 0.25)] or [COLUMNS[0]]
         settings = {
             "spark.sql.session.timeZone": rng.choice(ZONES),
@@ -438,9 +538,10 @@ class Fuzzer:
         dim = qualified(self.mt, f"{prefix}_dim") if number % JOIN_EVERY == 0 else None
         dim_columns = [] if dim is None else [c for c in COLUMNS if rng.random() < (0.6 if c.group_key else 0.2)]
         dim_columns = dim_columns or [COLUMNS[0]]  # (a batch without a dimension draws as before joins: replays hold)
+        layout = f" {MOR}" if chains is not None and chains.random() < 0.3 else ""  # deletes as delete files
         with session_settings(self.spark, {**settings, **fast}):
             self.spark.sql(
-                f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg"
+                f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg{layout}"
             )
             self._append(rng, source, columns, rng.randint(10, 30))
             if dim is not None:
@@ -450,6 +551,10 @@ class Fuzzer:
                 self._append(rng, dim, dim_columns, rng.randint(3, 12))
             with self.counts.timed("create"):
                 tables = self._create(rng, prefix, source, columns, settings, (dim, dim_columns))
+                if chains is not None:
+                    plain = (dim, dim_columns) if dim is not None else (source, columns)
+                    tables += self._create_chains(chains, prefix, tables, plain)
+            self._by_name = {table.name: table for table in tables}
             for _ in range(self.rounds):
                 with self.counts.timed("append"):
                     for _ in range(rng.randint(1, 3)):
@@ -457,12 +562,19 @@ class Fuzzer:
                     dim_changed = dim is not None and rng.random() < 0.25
                     if dim_changed:  # the other table changed too: Spark's to refresh (appends to both)
                         self._append(rng, dim, dim_columns, rng.randint(1, 3))
+                    if chains is not None:
+                        self._change(chains, source, columns)
+                        if dim is not None and chains.random() < 0.3:
+                            self._change(chains, dim, dim_columns)
                 with self.counts.timed("refresh"):
-                    refreshed = [self._refresh(table, settings, not dim_changed) for table in tables]
+                    if chains is None:
+                        refreshed = [self._refresh(table, settings, not dim_changed) for table in tables]
+                    else:
+                        refreshed = self._refresh_chains(chains, tables, settings)
                 with self.counts.timed("compare"):
                     self._compare_all(refreshed)
         with self.counts.timed("drop"):
-            for table in tables:
+            for table in sorted(tables, key=lambda t: -t.depth):  # downstream first
                 run(self.mt, f"DROP MATERIALIZED TABLE {table.name}")
             self.spark.sql(f"DROP TABLE {source}")
             if dim is not None:
@@ -476,8 +588,6 @@ class Fuzzer:
     def _create(self, rng, prefix: str, source: str, columns: list[Column], settings, joined) -> list[Table]:
         """Tables over the source (and, in a join batch, over the source joined with ``joined``: (the dimension's
         name, its columns); ``(None, …)`` otherwise)."""
-        from mt_magic.runtime.refresh.incremental.explain import explain
-
         dim, dim_columns = joined
         known = {source: [(c.name, c.iceberg) for c in columns]}
         if dim is not None:
@@ -498,39 +608,246 @@ class Fuzzer:
                 self.counts.rejected += 1
                 if rng.random() >= self.rejected_sample:
                     continue
-            name = f"{prefix}_t{len(made)}"
-            try:
-                run(
-                    self.mt,
-                    f"CREATE MATERIALIZED TABLE {name} WITH ('incremental' = 'always') "
-                    f"FRESHNESS = INTERVAL '1' MINUTE AS {text}",
-                )
-            except Exception:  # Spark rejects the query (e.g. a comparison across types under ANSI)
-                self.counts.spark_invalid += 1
-                if self.spark.catalog.tableExists(qualified(self.mt, name)):
-                    run(self.mt, f"DROP MATERIALIZED TABLE {name}")
-                continue
-            line = explain(self.mt.workspace, qualified(self.mt, name)).engine
-            made.append(Table(name, text, line, accepted, joins))
-            self.counts.tables += 1
+            table = self._make(Table(f"{prefix}_t{len(made)}", text, "", accepted, joins))
+            if table is not None:
+                made.append(table)
         return made
+
+    def _make(self, table: Table, pinned: bool = False) -> Table | None:
+        """CREATE ``table`` (``pinned``: to Spark, ``'incremental.engine' = 'spark'``) and note its engine line;
+        ``None`` where Spark rejects the query (e.g. a comparison across types under ANSI)."""
+        from dataclasses import replace
+
+        from mt_magic.runtime.refresh.incremental.explain import explain
+
+        engine = ", 'incremental.engine' = 'spark'" if pinned else ""
+        try:
+            run(
+                self.mt,
+                f"CREATE MATERIALIZED TABLE {table.name} WITH ('incremental' = 'always'{engine}) "
+                f"FRESHNESS = INTERVAL '1' MINUTE AS {table.query}",
+            )
+        except Exception:
+            self.counts.spark_invalid += 1
+            if self.spark.catalog.tableExists(qualified(self.mt, table.name)):
+                run(self.mt, f"DROP MATERIALIZED TABLE {table.name}")
+            return None
+        self.counts.tables += 1
+        self.counts.twins += pinned
+        self.counts.chain_tables += table.depth > 1
+        return replace(table, engine_line=explain(self.mt.workspace, qualified(self.mt, table.name)).engine)
+
+    # --- chain batches: tables on tables ----------------------------------------------------------------------
+
+    def _create_chains(self, rng: random.Random, prefix: str, level_one: list[Table], plain) -> list[Table]:
+        """Twins of some level-1 tables, then level 2 over level 1 (twins included) and level 3 over level 2;
+        ``plain``: (the plain table a chain query may join, its columns)."""
+        from dataclasses import replace
+
+        self.counts.chain_batches += 1
+        made = []
+        for index, table in enumerate(rng.sample(level_one, min(len(level_one), rng.randint(1, 2)))):
+            twin = self._make(replace(table, name=f"{prefix}_w{index}"), pinned=True)
+            made += [twin] if twin is not None else []
+        below = level_one + made
+        for depth, count in ((2, self.chain_tables), (3, max(1, self.chain_tables // 2))):
+            below = self._create_level(rng, f"{prefix}_c{depth}", depth, below, count, plain)
+            made += below
+        return made
+
+    def _create_level(self, rng: random.Random, prefix: str, depth: int, below: list[Table], count: int, plain):
+        """``count`` tables over tables of ``below`` (each with a twin pinned to Spark, now and then)."""
+        from dataclasses import replace
+
+        made: list[Table] = []
+        attempts = 0
+        while below and len(made) < count and attempts < count * 6:
+            attempts += 1
+            upstream = rng.choice(below)
+            columns, known = self._columns_of(upstream)
+            if not columns:
+                continue
+            name, plain_columns = plain
+            roll = rng.random()
+            over = qualified(self.mt, upstream.name)
+            if roll < 0.6:
+                text, joins = query(rng, columns).replace("FROM src", f"FROM {over}"), False
+            elif roll < 0.85:
+                text, joins = join_query(rng, columns, plain_columns).format(src=over, dim=name), True
+            else:
+                text, joins = join_query(rng, plain_columns, columns).format(src=name, dim=over), True
+            if joins:
+                known = {**known, name: [(c.name, c.iceberg) for c in plain_columns]}
+            self.counts.queries += 1
+            self.counts.chain_queries += 1
+            self.counts.joins += joins
+            accepted = unsupported(text, known) is None
+            if not accepted:
+                self.counts.rejected += 1
+                if rng.random() >= CHAIN_REJECTED:
+                    continue
+            summed = {**SUMMED, **{c.name: c.sql_type for c in columns if c.sql_type.startswith(NUMERIC)}}
+            table = Table(f"{prefix}_{len(made)}", text, "", accepted, joins, depth, upstream.name, summed)
+            created = self._make(table)
+            if created is None:
+                continue
+            made.append(created)
+            if rng.random() < TWINS:
+                twin = self._make(replace(table, name=f"{table.name}w"), pinned=True)
+                made += [twin] if twin is not None else []
+        return made
+
+    def _columns_of(self, table: Table) -> tuple[list[Column], dict[str, list[tuple[str, str]]]]:
+        """The table's output columns as source columns (hidden keys left out), and its columns as the gate
+        reads them: {its name: [(column, Iceberg type)]}."""
+        info = self.mt.workspace.catalog.load(qualified(self.mt, table.name))
+        typed = [(name, kind) for name, kind, _ in info.columns]
+        columns = [output_column(n, k) for n, k in typed if not n.lower().startswith(HIDDEN_COLUMN_PREFIX)]
+        return [c for c in columns if c is not None], {info.name: typed}
+
+    def _change(self, rng: random.Random, name: str, columns: list[Column]) -> None:
+        """Beyond the appends, now and then: a ``MERGE INTO`` update (sometimes inserting too), a ``DELETE`` or a
+        compaction of a base table."""
+        roll = rng.random()
+        key, target = rng.choice(columns), rng.choice(columns)
+        if roll < 0.2:
+            new = "NULL" if rng.random() < 0.15 else rng.choice(target.values + target.extremes)
+            using, insert = f"SELECT {rng.choice(key.values)} AS key", ""
+            if rng.random() < 0.3:  # a whole row: matched rows take its value, else it is inserted
+                names = ", ".join(c.name for c in columns)
+                using, new, insert = (
+                    f"SELECT * FROM VALUES {row(rng, columns, 0.0)} AS s({names})",
+                    f"s.{target.name}",
+                    " WHEN NOT MATCHED THEN INSERT *",
+                )
+            statement = (
+                f"MERGE INTO {name} t USING ({using}) s ON t.{key.name} = s.{'key' if not insert else key.name} "
+                f"WHEN MATCHED THEN UPDATE SET t.{target.name} = {new}{insert}"
+            )
+            self.counts.merges += 1
+        elif roll < 0.35:
+            statement = f"DELETE FROM {name} WHERE {predicate(rng, columns, strict=True)}"
+            self.counts.deletes += 1
+        elif roll < 0.5:
+            catalog, table = name.split(".", 1)
+            options = "map('min-input-files', '2', 'delete-file-threshold', '1')"
+            statement = f"CALL {catalog}.system.rewrite_data_files(table => '{table}', options => {options})"
+            self.counts.compactions += 1
+        else:
+            return
+        try:
+            self.spark.sql(statement)
+        except Exception:  # e.g. a value of another type under ANSI
+            self.counts.changes_refused += 1
+
+    def _refresh_chains(self, rng: random.Random, tables: list[Table], settings) -> list:
+        """Every table refreshed upstream first: one by one, or (now and then) each level-1 table with downstream
+        tables through the manager's cascade."""
+        ordered = sorted(tables, key=lambda t: t.depth)
+        if rng.random() >= CASCADE:
+            return [self._refresh(table, settings, self._appends_only(table)) for table in ordered]
+        below = {t.name: [d for d in ordered if d.upstream == t.name] for t in ordered}
+        refreshed = []
+        for root in (t for t in ordered if t.depth == 1):
+            tree, index = [root], 0
+            while index < len(tree):
+                tree += below[tree[index].name]
+                index += 1
+            if len(tree) == 1:
+                refreshed.append(self._refresh(root, settings, self._appends_only(root)))
+            else:
+                refreshed += self._cascade(tree, settings)
+        return refreshed
+
+    def _cascade(self, tree: list[Table], settings) -> list:
+        """``ALTER MATERIALIZED TABLE <tree[0]> REFRESH`` with the manager's cascade (the future completes with the
+        whole cascade); which engine committed each table's refresh, from its new snapshots. Where the cascade
+        fails, the tree is refreshed one by one (to find which refresh fails)."""
+        from mt_magic.sql import parse_cell
+
+        catalog = self.mt.workspace.catalog
+        before = {t.name: {s.snapshot_id for s in catalog.load(qualified(self.mt, t.name)).snapshots} for t in tree}
+        try:
+            (statement,) = parse_cell(f"ALTER MATERIALIZED TABLE {tree[0].name} REFRESH")
+            self.mt.execute(statement, cascade=True).refresh.result(timeout=600)
+        except Exception:
+            self.counts.cascade_failed += 1
+            return [self._refresh(table, settings, False) for table in tree]
+        refreshed = []
+        for table in tree:
+            label = f"seed {self.seed} {settings} {self._describe(table)} (cascaded)"
+            new = [
+                s
+                for s in catalog.load(qualified(self.mt, table.name)).snapshots
+                if s.snapshot_id not in before[table.name]
+            ]
+            ran = any(s.refresh_state.engine is RefreshEngine.IN_PROCESS for s in new if s.refresh_state)
+            self._count_refresh(table, ran)
+            self.counts.cascaded += 1
+            says_in_process = table.engine_line.startswith("appends") and " in process (" in table.engine_line
+            if ran and not says_in_process:
+                self.counts.engine_line_mismatches.append((label, f"ran in process; explain said {table.engine_line}"))
+            refreshed.append((table, label, ran, None))
+        return refreshed
+
+    def _appends_only(self, table: Table) -> bool:
+        """Whether exactly one of the table's sources changed since its last refresh, by appends alone (a
+        compaction is no change): where explain's engine line says "appends … in process", it must run in process."""
+        catalog = self.mt.workspace.catalog
+        last = catalog.load(qualified(self.mt, table.name)).last_refresh()
+        if last is None:
+            return False
+        appended = 0
+        for state in last[1].source_states:
+            if state.snapshot_id is None:
+                return False
+            after = catalog.load(state.qualified_name).snapshots_after(state.snapshot_id)
+            logical = [s for s in after or () if s.changes_data]
+            if after is None or any(s.operation != "append" for s in logical):
+                return False
+            appended += bool(logical)
+        return appended == 1
+
+    def _describe(self, table: Table) -> str:
+        """A table for a log line: its name and query, and for a chain table its depth and what it reads."""
+        text = f"{table.name}: {table.query}"
+        upstream = self._by_name.get(table.upstream)
+        while upstream is not None:
+            text += f" [depth {table.depth}, over {upstream.name}: {upstream.query}]"
+            table, upstream = upstream, self._by_name.get(upstream.upstream)
+        return text
+
+    def _count_refresh(self, table: Table, ran_in_process: bool) -> None:
+        self.counts.refreshes += 1
+        self.counts.in_process += ran_in_process
+        self.counts.joins_in_process += ran_in_process and table.joins
+        if table.depth > 1:
+            self.counts.chain_refreshes += 1
+            self.counts.chain_in_process += ran_in_process
+
+    def _reads_in_process_commits(self, table: Table) -> bool:
+        """Whether any table ``table`` reads (directly or further up) ever committed in process."""
+        upstream = self._by_name.get(table.upstream)
+        while upstream is not None:
+            if self._last_ran_in_process(upstream):
+                return True
+            upstream = self._by_name.get(upstream.upstream)
+        return False
 
     def _refresh(
         self, table: Table, settings: dict[str, str], expected: bool = True
     ) -> tuple[Table, str, bool, Exception | None]:
         """One real refresh; checks the engine that ran against explain's engine line (``expected``: only the
         source appended, so a table the line says runs appends in process must run in process)."""
-        label = f"seed {self.seed} {settings} {table.name}: {table.query}"
-        with guard_log() as guards:
+        label = f"seed {self.seed} {settings} {self._describe(table)}"
+        with guard_log() as guards, self.counts.timed(f"refresh depth {table.depth}"):
             try:
                 outcome = refresh(self.mt, table.name)
                 failed = None
             except Exception as exc:
                 outcome, failed = None, exc
-        self.counts.refreshes += 1
         ran_in_process = outcome is not None and outcome.engine is RefreshEngine.IN_PROCESS
-        self.counts.in_process += ran_in_process
-        self.counts.joins_in_process += ran_in_process and table.joins
+        self._count_refresh(table, ran_in_process)
         self.counts.guarded += bool(guards.messages)
         says_in_process = table.engine_line.startswith("appends") and " in process (" in table.engine_line
         incremental = outcome is not None and outcome.strategy.startswith("incremental")
@@ -600,6 +917,10 @@ class Fuzzer:
                 self.counts.spark_side.append((label, f"refresh failed: {failed}"))
             return
         self.counts.compared += 1
+        if table.depth > 1:
+            self.counts.chain_compared += 1
+            self.counts.depth2_compared += table.depth == 2
+            self.counts.depth3_compared += table.depth == 3
         if expected is None:
             return
         if expected == ORDER_DEPENDENT:
@@ -609,7 +930,8 @@ class Fuzzer:
             target = self.counts.disagreements if ran_in_process else self.counts.spark_side
             target.append((label, "the refresh succeeded where Spark's query fails"))
             return
-        if ran_in_process or (table.accepted and self._last_ran_in_process(table)):
+        committed_in_process = table.accepted and self._last_ran_in_process(table)
+        if ran_in_process or committed_in_process or self._reads_in_process_commits(table):
             self.counts.disagreements.append((label, f"{expected}; refreshes: {self._refreshes(table)}"))
         else:
             self.counts.spark_side.append((label, expected))
@@ -637,7 +959,7 @@ class Fuzzer:
         Raises:
             _TotalOverflows: under ANSI a total does not fit its type — Spark's query fails in every order.
         """
-        listed, sums = _sums_as_lists(self._pinned_query(table))
+        listed, sums = _sums_as_lists(self._pinned_query(table), table.summed)
         if not sums:
             return None
         ansi = self.spark.conf.get("spark.sql.ansi.enabled").lower() == "true"
@@ -725,9 +1047,10 @@ def _difference(expected, actual) -> str | None:
     return None if not found[0] and not found[1] else f"missing {found[0]}, extra {found[1]}"
 
 
-def _sums_as_lists(text: str) -> tuple[str, dict[str, str]]:
+def _sums_as_lists(text: str, summed: Mapping[str, str] = SUMMED) -> tuple[str, dict[str, str]]:
     """``text`` with each ``sum(column) AS alias`` of its select list collecting the values instead
-    (``collect_list``; ``collect_set`` for DISTINCT), and {alias: the summed column's Spark type}."""
+    (``collect_list``; ``collect_set`` for DISTINCT), and {alias: the summed column's Spark type} (``summed``: the
+    type of each column a sum may read)."""
     import sqlglot
     from sqlglot import exp
 
@@ -739,8 +1062,8 @@ def _sums_as_lists(text: str) -> tuple[str, dict[str, str]]:
         argument = item.this.this
         distinct = isinstance(argument, exp.Distinct)
         inner = argument.expressions[0] if distinct else argument
-        if isinstance(inner, exp.Column) and inner.name in SUMMED:
-            sums[item.alias] = SUMMED[inner.name]
+        if isinstance(inner, exp.Column) and inner.name in summed:
+            sums[item.alias] = summed[inner.name]
             collect = "collect_set" if distinct else "collect_list"
             item.set("this", exp.Anonymous(this=collect, expressions=[inner.copy()]))
     return tree.sql(dialect="spark"), sums
