@@ -255,6 +255,9 @@ class MaterializedMagics(Magics):
                 raise UsageError(str(exc)) from None
             self._configure_workflows(self._connection)
             self._start_completion()
+            notice = self._connection.service.engine.session_cache.notice
+            if notice:  # a catalog defined before mt_magic, with Iceberg's caching
+                print(notice)
         return self._connection
 
     def _start_completion(self) -> None:

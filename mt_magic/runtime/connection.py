@@ -21,6 +21,7 @@ from mt_magic.runtime.refresh.engine import Engine
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session, spark_jobs, spark_target
+from mt_magic.runtime.spark.session_cache import session_cache, settings_before
 from mt_magic.runtime.workspace import Workspace, utc_now
 
 if TYPE_CHECKING:
@@ -112,7 +113,9 @@ def connect(
     settings = settings or ConnectionSettings()
     catalog_config = resolve_catalog(settings.catalog_name)
     catalog_conf = spark_catalog_conf(catalog_config)
+    before = settings_before(catalog_conf)
     spark = get_or_create_session(settings.spark, catalog_conf)
+    cache = session_cache(spark, catalog_config.name, catalog_conf, before)
     pyiceberg_catalog = open_catalog(catalog_config)
     pyiceberg_catalog.create_namespace_if_not_exists(settings.namespace)
     if settings.use_namespace:
@@ -124,7 +127,7 @@ def connect(
         rules=settings.rules or FreshnessRules(),
         clock=clock,
     )
-    engine = Engine(workspace, spark_jobs(spark, catalog_conf))
+    engine = Engine(workspace, spark_jobs(spark, catalog_conf), cache)
     retry = RetryPolicy(suspend_after=settings.failures_before_suspend)
     if not settings.start_manager:
         service = MaterializedTables.inline(engine, retry)

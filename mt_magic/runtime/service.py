@@ -97,8 +97,18 @@ class MaterializedTables(Inspection):
         """Apply one statement. ``cascade`` extends REFRESH and DROP to downstream materialized tables.
 
         One handler per statement type; each resolves nothing itself but the names it is given, and reads the
-        table it changes once, first (an unknown name fails there, before anything changes).
+        table it changes once, first (an unknown name fails there, before anything changes). After a statement
+        that may have committed, the kernel's session forgets the tables it names (:mod:`.spark.session_cache`).
         """
+        result = self._execute(stmt, cascade)
+        if not isinstance(stmt, (ShowMaterializedTables, ShowCreateMaterializedTable, DescribeMaterializedTable)):
+            names = [self.workspace.qualify(stmt.name)]
+            if isinstance(stmt, AlterRename):
+                names.append(self.workspace.qualify(stmt.new_name, TableName.from_parts(names[0].split(".")).namespace))
+            self.engine.session_cache.forget(*names)
+        return result
+
+    def _execute(self, stmt: AnyStatement, cascade: bool) -> StatementResult:
         match stmt:
             case CreateMaterializedTable():
                 return self.create(stmt)

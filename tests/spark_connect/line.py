@@ -6,7 +6,8 @@ no fixtures) and :func:`stop` at the end. The server is the installed PySpark's 
 ``spark-connect_2.13-*.jar``), with the Iceberg runtime on its classpath and both of the run's catalogs configured
 *on the server*: ``mt``, the run's embedded catalog the notebooks' kernels use, and ``mtit``, the one
 ``tests/conftest.py`` serves to the integration tests (a second embedded server, so the two never share
-namespaces). ``MT_MAGIC_SPARK_REMOTE`` points every kernel and runner the tests start at it.
+namespaces), also as ``mtcached`` with Iceberg's default caching. ``MT_MAGIC_SPARK_REMOTE`` points every kernel
+and runner the tests start at it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ def enabled() -> bool:
     return os.environ.get(ENV, "") == "1"
 
 
+CACHING_CATALOG = "mtcached"
+"""The integration tests' catalog once more, as a team's server would define it: with Iceberg's default caching
+(``tests/spark_connect/test_session_cache.py``)."""
+
+
+def caching_catalog_conf(catalog_conf: dict[str, str]) -> dict[str, str]:
+    """``catalog_conf`` without mt_magic's ``cache-enabled=false``: Iceberg's default, a caching catalog."""
+    return {key: value for key, value in catalog_conf.items() if not key.endswith(".cache-enabled")}
+
+
 def test_catalog_home(home: Path) -> Path:
     """Where the integration tests' catalog (``mtit``) of this run lives."""
     return home / TEST_CATALOG_HOME
@@ -39,9 +50,11 @@ def start(home: Path) -> str:
     from mt_magic.catalog.client import resolve_catalog, spark_catalog_conf
     from mt_magic.runtime.spark.connect_server import ConnectServer, ConnectServerSettings
 
+    test_catalog = resolve_catalog(CATALOG, test_catalog_home(home))
     catalog_conf = {
         **spark_catalog_conf(resolve_catalog("mt", home)),
-        **spark_catalog_conf(resolve_catalog(CATALOG, test_catalog_home(home))),
+        **spark_catalog_conf(test_catalog),
+        **caching_catalog_conf(spark_catalog_conf(test_catalog, CACHING_CATALOG)),
     }
     settings = ConnectServerSettings(port=free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
     server = ConnectServer(settings)

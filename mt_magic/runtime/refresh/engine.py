@@ -15,6 +15,7 @@ from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError, fi
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
+from mt_magic.runtime.spark.session_cache import SessionCache
 from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.scheduling.workflow import scheduler_of
@@ -62,9 +63,11 @@ def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
 class Engine:
     """Runs refreshes on Spark and answers the manager's questions from the catalog."""
 
-    def __init__(self, workspace: Workspace, jobs: SparkJobs) -> None:
+    def __init__(self, workspace: Workspace, jobs: SparkJobs, session_cache: SessionCache | None = None) -> None:
         self.workspace = workspace
         self.jobs = jobs
+        self.session_cache = session_cache or SessionCache()
+        """The kernel's session forgets each table a refresh commits (a catalog that caches tables)."""
         self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
 
     def discover(self) -> Sequence[ManagedTable]:
@@ -83,6 +86,7 @@ class Engine:
                 raise RefreshConflictError(f"refresh of {request.table} lost a commit race: {first_line(exc)}") from exc
             raise RefreshError(f"refresh of {request.table} failed: {first_line(exc)}") from exc
         if outcome.kind is not RefreshKind.NOOP:
+            self.session_cache.forget(request.table)
             self._expire_old_snapshots(request)
         return outcome
 

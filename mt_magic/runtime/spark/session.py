@@ -218,10 +218,14 @@ def get_or_create_session(
 def spark_jobs(spark: SparkSession, catalog_conf: Mapping[str, str]) -> SparkJobs:
     """The refreshes' child sessions, cancellation and progress on ``spark``, for the line it belongs to.
 
-    ``catalog_conf`` is what each child session sets; over Connect, catalogs the server defines are left to it.
+    ``catalog_conf`` is what each child session sets; over Connect, catalogs the server defines are left to it,
+    but for ``cache-enabled=false``: a child session is mt_magic's own, and a refresh must read each source's
+    current metadata (a server catalog with Iceberg's caching kept a reused child session's tables as first loaded:
+    its pinned reads failed with "Cannot find snapshot"; :mod:`.session_cache`).
     """
     if connect.is_connect(spark):
-        return connect.ConnectJobs(spark, connect.client_catalog_conf(spark, catalog_conf))
+        uncached = {key: value for key, value in catalog_conf.items() if key.endswith(".cache-enabled")}
+        return connect.ConnectJobs(spark, {**connect.client_catalog_conf(spark, catalog_conf), **uncached})
     return SparkJobs(spark, catalog_conf)
 
 
