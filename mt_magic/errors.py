@@ -30,6 +30,10 @@ class DefinitionError(MtMagicError):
     """A statement is valid SQL but cannot be applied (bad cast, unknown column, forbidden evolution, …)."""
 
 
+class CellNotAppliedError(MtMagicError):
+    """A statement of a cell failed after others were applied; those were undone (the message says what was kept)."""
+
+
 class DependencyError(MtMagicError):
     """A DROP or change would break materialized tables that depend on this one."""
 

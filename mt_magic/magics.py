@@ -325,12 +325,13 @@ class MaterializedMagics(Magics):
         Several statements may share a cell. The cell shows a live card per table (state, freshness,
         last/next refresh, preview, controls).
         """
+        from mt_magic.runtime.cell import execute_cell
         from mt_magic.sql import parse_cell
 
         args = parse_argstring(self.materialized, line)
         service = self.connection.service
         try:
-            results = [service.execute(statement, cascade=args.cascade) for statement in parse_cell(cell, self.rules)]
+            results = execute_cell(service, parse_cell(cell, self.rules), cascade=args.cascade)
             if self._completion is not None:
                 self._completion.names.invalidate()  # tables came or went: Tab offers the new names
             if args.wait:
