@@ -277,8 +277,11 @@ class MaterializedCatalog:
                 return False
             return True
 
-    def list_materialized(self, namespace: str | None = None) -> list[TableInfo]:
+    def list_materialized(self, namespace: str | None = None, *, reuse_unchanged: bool = False) -> list[TableInfo]:
         """Every materialized table in the catalog (all namespaces), or in ``namespace`` only (not nested ones).
+
+        ``reuse_unchanged``: for the manager's discovery, which repeats every 30 s — each table whose metadata
+        has not changed since the last listing is not fetched or parsed again (see :meth:`load`).
 
         Raises:
             CatalogUnavailableError: the catalog cannot be reached (never a shorter list instead).
@@ -296,7 +299,8 @@ class MaterializedCatalog:
                 for ident in idents:
                     name = ".".join((self.spark_name, *ident))
                     try:
-                        info = table_info(name, self.catalog.load_table(ident))
+                        info = self._revalidated.get(name, ident) if reuse_unchanged else None
+                        info = info or table_info(name, self.catalog.load_table(ident))
                     except NoSuchTableError:  # dropped between list and load
                         continue
                     if info.definition is not None:

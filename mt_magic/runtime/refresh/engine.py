@@ -71,7 +71,8 @@ class Engine:
         self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
 
     def discover(self) -> Sequence[ManagedTable]:
-        infos = self.workspace.catalog.list_materialized()  # raises CatalogUnavailableError, never a short list
+        # raises CatalogUnavailableError, never a short list; an unchanged table is not fetched or parsed again
+        infos = self.workspace.catalog.list_materialized(reuse_unchanged=True)
         names = {i.name for i in infos}
         return [managed_table(i, names) for i in infos]
 
