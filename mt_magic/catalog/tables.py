@@ -248,6 +248,18 @@ class MaterializedCatalog:
             raise NoSuchMaterializedTableError(f"{name} is a plain Iceberg table, not a materialized table.")
         return info, definition
 
+    def names_near(self, name: str) -> tuple[str, ...]:
+        """The tables of ``name``'s namespace (``catalog.namespace.table``), for a "did you mean" when ``name`` is
+        not one of them; empty when the namespace cannot be listed."""
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
+        namespace = self.identifier(name)[:-1]
+        try:
+            with reaching(name):
+                return tuple(".".join((self.spark_name, *ident)) for ident in self.catalog.list_tables(namespace))
+        except NoSuchNamespaceError:
+            return ()
+
     def exists(self, name: str) -> bool:
         with reaching(name):
             return self.catalog.table_exists(self.identifier(name))

@@ -100,13 +100,37 @@ class MaterializedTables(Inspection):
         table it changes once, first (an unknown name fails there, before anything changes). After a statement
         that may have committed, the kernel's session forgets the tables it names (:mod:`.spark.session_cache`).
         """
-        result = self._execute(stmt, cascade)
+        try:
+            result = self._execute(stmt, cascade)
+        except NoSuchMaterializedTableError as exc:
+            raise self._named_table_missing(stmt) or exc from None
         if not isinstance(stmt, (ShowMaterializedTables, ShowCreateMaterializedTable, DescribeMaterializedTable)):
             names = [self.workspace.qualify(stmt.name)]
             if isinstance(stmt, AlterRename):
                 names.append(self.workspace.qualify(stmt.new_name, TableName.from_parts(names[0].split(".")).namespace))
             self.engine.session_cache.forget(*names)
         return result
+
+    def _named_table_missing(self, stmt: AnyStatement) -> NoSuchMaterializedTableError | None:
+        """The error of a statement naming a table that does not exist, with the statement, a "did you mean" and a
+        Fix; ``None`` when the named table exists (the error was about another table)."""
+        from mt_magic.runtime.statements.definition import missing_fix
+
+        if isinstance(stmt, ShowMaterializedTables):
+            return None
+        name = self.workspace.qualify(stmt.name)
+        if self.workspace.catalog.exists(name):
+            return None
+        verb = {
+            DropMaterializedTable: "DROP",
+            ShowCreateMaterializedTable: "SHOW CREATE",
+            DescribeMaterializedTable: "DESCRIBE",
+            CreateMaterializedTable: "CREATE OR ALTER",
+        }.get(type(stmt), "ALTER")
+        skip = " (DROP MATERIALIZED TABLE IF EXISTS skips a missing table.)" if verb == "DROP" else ""
+        return NoSuchMaterializedTableError(
+            f"{verb} MATERIALIZED TABLE {stmt.name}: {name} does not exist. {missing_fix(self.workspace, name)}{skip}"
+        )
 
     def _execute(self, stmt: AnyStatement, cascade: bool) -> StatementResult:
         match stmt:

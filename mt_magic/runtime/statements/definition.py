@@ -69,8 +69,21 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
         raise DefinitionError(f"{statement}: {exc}") from exc
     for name in upstream:
         if not ws.catalog.exists(name):
-            raise DefinitionError(f"{statement}: source table {name} does not exist in the catalog.")
+            raise DefinitionError(
+                f"{statement}: source table {name} does not exist in the catalog. {missing_fix(ws, name)}"
+            )
     return expanded, upstream
+
+
+def missing_fix(ws: Workspace, name: str) -> str:
+    """The Fix of a table name that is not in the catalog: the closest name of its namespace, or how to list them."""
+    from mt_magic.sql.names import closest_name
+
+    namespace = name.rsplit(".", 1)[0]
+    near = closest_name(name.rsplit(".", 1)[1], [n.rsplit(".", 1)[1] for n in ws.catalog.names_near(name)])
+    if near is not None:
+        return f"Fix: did you mean {namespace}.{near}?"
+    return f"Fix: check the name; SHOW TABLES IN {namespace} lists the tables there (unqualified names are in it)."
 
 
 def infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
