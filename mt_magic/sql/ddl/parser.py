@@ -53,7 +53,7 @@ from mt_magic.sql.ddl.statements import (
     StartMode,
 )
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedOptionError, UnsupportedStatementError
-from mt_magic.sql.names import Position, TableName
+from mt_magic.sql.names import Position, TableName, closest_name
 
 ALTER_ACTIONS = [
     "SUSPEND",
@@ -199,6 +199,8 @@ def _require_materialized(cur: Cursor, first: Tok, skip: tuple[str, ...] = ()) -
     if tok is not None and tok.is_word():
         words.append(tok.upper)
     what = " ".join(words)
+    if tok is not None and tok.is_word() and closest_name(tok.upper, ["MATERIALIZED"]) is not None:  # MATERIALISED
+        raise cur.error(SqlSyntaxError, f"{tok.text} is not a keyword", tok, "did you mean MATERIALIZED?")
     raise cur.error(
         UnsupportedStatementError,
         f"{what} is not a materialized-table statement",
