@@ -21,6 +21,7 @@ VENV_OTHER ?= .venv-pyspark-$(PYSPARK_OTHER)
 OTHER_LINE_TESTS ?= tests/incremental tests/interop tests/integration/test_session_settings.py \
 	tests/integration/test_lifecycle.py tests/integration/test_recommendations.py tests/integration/test_start_mode.py \
 	tests/integration/test_format_v3_tables.py tests/integration/test_materialized_view_spec.py
+OTHER_LINE_ARGS ?= $(OTHER_LINE_TESTS)
 # The second line runs the differential tests with 2 rounds (the first runs their defaults) to keep the suite short.
 OTHER_LINE_ENV ?= MT_DIFFERENTIAL_ROUNDS=2
 # The Spark Connect line needs PySpark 4 (its wheel ships the server): whichever of the two lines is 4.x.
@@ -29,6 +30,7 @@ CONNECT_LINE_TESTS ?= tests/spark_connect tests/integration/test_lifecycle.py te
 	tests/incremental/test_exactly_once.py tests/incremental/test_sum_overflow.py tests/incremental/test_unlistable_slices.py \
 	"tests/incremental/test_replace_rows.py::test_touched_slices_are_replaced_in_place_with_the_state_in_the_same_snapshot[merge-on-read]" \
 	examples/01_quickstart.ipynb examples/03_incremental.ipynb
+CONNECT_LINE_ARGS ?= $(CONNECT_LINE_TESTS)
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 28
@@ -50,35 +52,51 @@ demo: setup  ## runs examples/01_quickstart.ipynb headless on the embedded defau
 # (an open defect, reproduced by `pytest tests/incremental/test_merge_on_read.py -k "not equality"
 # tests/spark_connect/test_jobs_contract.py`; alone, or after any other module, it passes).
 ISOLATED_TESTS ?= tests/spark_connect/test_jobs_contract.py
-test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs this)
-	.venv/bin/python -m pytest $(addprefix --ignore=,$(ISOLATED_TESTS))
-	.venv/bin/python -m pytest $(ISOLATED_TESTS)
-	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
-	MT_TEST_CATALOG=reference .venv/bin/python -m pytest tests/reference_line -q
-	MT_TEST_SPARK_CONNECT=1 $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_TESTS)
+# Each pytest run is a line of the timing table `make test` ends with (scripts/test_line.py records its tests,
+# passed, wall time, CPU, JVMs and kernels started, and its junit xml with every test's time, in TIMES;
+# scripts/test_times.py prints the table and where each line's time went). Every line runs even when one fails;
+# the table is printed, then `make test` fails if any line did.
+TIMES ?= .test-times
+RUN_LINE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_line.py
+TIMING_TABLE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_times.py
+test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs this); ends with the timing table
+	rm -rf $(TIMES); status=0; \
+	$(RUN_LINE) main -- .venv/bin/python -m pytest $(addprefix --ignore=,$(ISOLATED_TESTS)) || status=1; \
+	$(RUN_LINE) isolated -- .venv/bin/python -m pytest $(ISOLATED_TESTS) || status=1; \
+	$(OTHER_LINE_ENV) $(RUN_LINE) other -- $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_ARGS) || status=1; \
+	MT_TEST_CATALOG=reference $(RUN_LINE) reference -- .venv/bin/python -m pytest tests/reference_line -q || status=1; \
+	MT_TEST_SPARK_CONNECT=1 $(RUN_LINE) connect -- $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_ARGS) || status=1; \
+	$(TIMING_TABLE); exit $$status
 
 test-connect: setup-other  ## the Spark Connect line's share of `make test` (a real Connect server on loopback)
-	MT_TEST_SPARK_CONNECT=1 $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_TESTS)
+	MT_TEST_SPARK_CONNECT=1 $(RUN_LINE) connect -- $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_ARGS) \
+	; status=$$?; $(TIMING_TABLE) connect; exit $$status
 
 test-other: setup-other  ## the second line's share of `make test`
-	$(OTHER_LINE_ENV) $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_TESTS)
+	$(OTHER_LINE_ENV) $(RUN_LINE) other -- $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_ARGS) \
+	; status=$$?; $(TIMING_TABLE) other; exit $$status
 
 # The second catalog line: the integration tests on Iceberg's reference REST server (tests/reference_line).
 test-reference: setup-test  ## materialized tables on Iceberg's reference REST catalog server; in `make test`
-	MT_TEST_CATALOG=reference .venv/bin/python -m pytest tests/reference_line -q
+	MT_TEST_CATALOG=reference $(RUN_LINE) reference -- .venv/bin/python -m pytest tests/reference_line -q \
+	; status=$$?; $(TIMING_TABLE) reference; exit $$status
 
 # No JVM: the grammar, query analysis, the manager on a fake clock, the widgets, the catalog server.
 test-quick: setup-test  ## no JVM, under 2 minutes
-	.venv/bin/python -m pytest tests -q -m "not spark and not browser and not slow and not kernel and not cluster"
+	$(RUN_LINE) quick -- .venv/bin/python -m pytest tests -q -m "not spark and not browser and not slow and not kernel and not cluster" \
+	; status=$$?; $(TIMING_TABLE) quick; exit $$status
 
 # The default line with a real Spark, without kernels, the cluster, the browser, Airflow, slow kits; 2 differential
 # rounds.
 test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser/Airflow, short differential rounds
-	MT_DIFFERENTIAL_ROUNDS=2 .venv/bin/python -m pytest tests -q -m "not browser and not slow and not kernel and not cluster and not airflow"
+	MT_DIFFERENTIAL_ROUNDS=2 $(RUN_LINE) spark -- .venv/bin/python -m pytest tests -q \
+	-m "not browser and not slow and not kernel and not cluster and not airflow" \
+	; status=$$?; $(TIMING_TABLE) spark; exit $$status
 
 # A real Airflow 3 (its own virtualenv, started by the tests on loopback) running the tables' refreshes; in `make test`.
 test-airflow: setup-test  ## the refresh workflows on a real Airflow (tests/airflow)
-	.venv/bin/python -m pytest tests/airflow tests/scheduling -q
+	$(RUN_LINE) airflow -- .venv/bin/python -m pytest tests/airflow tests/scheduling -q \
+	; status=$$?; $(TIMING_TABLE) airflow; exit $$status
 
 # The streaming comparison end to end at a tiny size (four Spark JVMs; not in `make test`).
 bench-smoke: setup-test  ## benchmarks/bench_streaming.py at a tiny size, every contender equal to Spark
