@@ -1,6 +1,6 @@
 # The two commands a newcomer needs are `make demo` and `make test`; both set up what they need first.
 # Two PySpark lines are supported: PYSPARK (the default line, in .venv) and PYSPARK_OTHER (in its own venv);
-# `make test` runs the whole suite on the first and OTHER_LINE_TESTS on the second. Swap them with
+# `make test` runs the whole suite on the first and OTHER_LINE_TESTS' Spark tests on the second. Swap them with
 # `make test PYSPARK=4.1.4 PYSPARK_OTHER=3.5.9`.
 # `make test` also runs CONNECT_LINE_TESTS on a Spark Connect server (MT_TEST_SPARK_CONNECT=1: no JVM in the tests or
 # the kernels; the server runs from VENV_CONNECT's PySpark 4, with Iceberg and the catalogs on it).
@@ -21,7 +21,9 @@ VENV_OTHER ?= .venv-pyspark-$(PYSPARK_OTHER)
 OTHER_LINE_TESTS ?= tests/incremental tests/interop tests/integration/test_session_settings.py \
 	tests/integration/test_lifecycle.py tests/integration/test_recommendations.py tests/integration/test_start_mode.py \
 	tests/integration/test_format_v3_tables.py tests/integration/test_materialized_view_spec.py
-OTHER_LINE_ARGS ?= $(OTHER_LINE_TESTS)
+# Of those, only the tests that start Spark (marker `spark`): the others (query analysis, plans, the in-process gate's
+# decisions, the fuzzer's oracle) run no Spark, so the first line's run of them is the same run.
+OTHER_LINE_ARGS ?= -m spark $(OTHER_LINE_TESTS)
 # The second line runs the differential tests with 2 rounds (the first runs their defaults) to keep the suite short.
 OTHER_LINE_ENV ?= MT_DIFFERENTIAL_ROUNDS=2
 # The Spark Connect line needs PySpark 4 (its wheel ships the server): whichever of the two lines is 4.x.
@@ -30,7 +32,8 @@ CONNECT_LINE_TESTS ?= tests/spark_connect tests/integration/test_lifecycle.py te
 	tests/incremental/test_exactly_once.py tests/incremental/test_sum_overflow.py tests/incremental/test_unlistable_slices.py \
 	"tests/incremental/test_replace_rows.py::test_touched_slices_are_replaced_in_place_with_the_state_in_the_same_snapshot[merge-on-read]" \
 	examples/01_quickstart.ipynb examples/03_incremental.ipynb
-CONNECT_LINE_ARGS ?= $(CONNECT_LINE_TESTS)
+# Only what runs on Spark (a test without Spark has no Connect mode to differ in; the first line runs it).
+CONNECT_LINE_ARGS ?= -m spark $(CONNECT_LINE_TESTS)
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 28
