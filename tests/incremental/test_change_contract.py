@@ -16,6 +16,7 @@ snapshot (``catalog/rows.py``): the changelog read its inserts alone.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
@@ -27,7 +28,7 @@ from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.vocabulary import RefreshEngine
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
 LAYOUTS = {
     "unpartitioned-v2-cow": ("", "'format-version' = '2', " + COW[len("TBLPROPERTIES (") : -1]),
@@ -42,6 +43,8 @@ WRITERS = {
     "slices": ("", "SELECT k, max(v) AS top FROM src GROUP BY k"),  # deletes: the touched groups recomputed
 }
 ENGINES = {"auto": "", "spark": "'incremental.engine' = 'spark', "}
+ROUNDS = int(os.environ.get("MT_DIFFERENTIAL_ROUNDS", "4"))
+"""How many of :data:`CHANGES` run before the compaction (the second PySpark line runs 2: an append, a MERGE)."""
 CHANGES = (
     "INSERT INTO src VALUES ('a', 5), ('b', 1), ('c', 3), ('d', 4)",
     "MERGE INTO src t USING (SELECT 'b' AS k) s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = t.v + 10",
@@ -132,7 +135,7 @@ def test_every_writers_commit_reads_back_as_exactly_its_change(spark, mt, ansi_o
         f"CALL {tables[0].split('.')[0]}.system.rewrite_data_files(table => '{mt.workspace.default_namespace}.src', "
         "options => map('rewrite-all', 'true'))"
     )
-    for change in (*CHANGES, compact):
+    for change in (*CHANGES[:ROUNDS], compact):
         spark.sql(change)
         for table in tables:
             before = mt.workspace.catalog.load(table).current_snapshot_id
