@@ -46,7 +46,7 @@ def freshness(value: FreshnessArg) -> Freshness:
     if isinstance(value, Freshness):
         return value
     if isinstance(value, str):
-        return parse_interval(value)
+        return _interval_text(value)
     seconds = value.total_seconds()
     if seconds <= 0 or seconds != int(seconds):
         raise FreshnessError(
@@ -57,6 +57,27 @@ def freshness(value: FreshnessArg) -> Freshness:
     whole = int(seconds)
     unit = next(u for u in reversed(FreshnessUnit) if whole % u.seconds == 0)
     return Freshness(whole // unit.seconds, unit)
+
+
+def _interval_text(value: str) -> Freshness:
+    """``"INTERVAL '5' MINUTE"`` as the grammar reads it (with the cell's errors), or the plain ``"5 minutes"`` /
+    ``"1 hour"`` a Python caller writes; other text is refused with the argument as written, not with a position
+    inside text the caller never typed."""
+    words = value.split()
+    if words and words[0].upper() == "INTERVAL":
+        return parse_interval(value)
+    if len(words) == 2 and words[0].isdigit() and int(words[0]) > 0:
+        unit = FreshnessUnit.__members__.get(words[1].upper().removesuffix("S"))
+        if unit is not None:
+            return Freshness(int(words[0]), unit)
+    raise FreshnessError(
+        f"freshness={value!r} is not an interval",
+        statement=MATERIALIZE,
+        fix=FRESHNESS_FIX,
+    )
+
+
+FRESHNESS_FIX = 'pass "INTERVAL \'5\' MINUTE", "5 minutes" or timedelta(minutes=5) (SECOND, MINUTE, HOUR or DAY)'
 
 
 def refresh_mode(value: RefreshMode | str) -> RefreshMode:

@@ -53,6 +53,9 @@ def test_the_statement_is_the_cells_create_or_alter() -> None:
         (timedelta(minutes=30), Freshness(30, FreshnessUnit.MINUTE)),
         (timedelta(days=1), Freshness(1, FreshnessUnit.DAY)),
         ("INTERVAL '5' MINUTE", Freshness(5, FreshnessUnit.MINUTE)),
+        ("5 minutes", Freshness(5, FreshnessUnit.MINUTE)),
+        ("1 HOUR", Freshness(1, FreshnessUnit.HOUR)),
+        (" 30  seconds ", Freshness(30, FreshnessUnit.SECOND)),
     ],
 )
 def test_freshness_from_a_duration_or_the_clauses_text(value: object, expected: Freshness) -> None:
@@ -69,6 +72,17 @@ def test_bad_freshness_is_the_cells_error() -> None:
         build.freshness(timedelta(seconds=1.5))
     with pytest.raises(FreshnessError, match="not allowed in FULL mode"):
         build.create_or_alter("x", QUERY, RULES, fresh=build.freshness("INTERVAL '7' MINUTE"), mode=RefreshMode.FULL)
+
+
+@pytest.mark.parametrize("value", ["5 mins", "five minutes", "0 minutes", "5", "5 minutes ago"])
+def test_freshness_text_that_is_no_interval_names_the_argument_not_a_position(value: str) -> None:
+    """Issue 38: ``freshness='5 minutes'`` was answered with a line and column inside a statement the API built."""
+    with pytest.raises(FreshnessError) as caught:
+        build.freshness(value)
+    assert str(caught.value) == (
+        f"mt_magic.materialize: freshness={value!r} is not an interval. Fix: pass \"INTERVAL '5' MINUTE\", "
+        '"5 minutes" or timedelta(minutes=5) (SECOND, MINUTE, HOUR or DAY).'
+    )
 
 
 def test_bad_refresh_mode_names_the_modes() -> None:
