@@ -62,13 +62,29 @@ ISOLATED_TESTS ?= tests/spark_connect/test_jobs_contract.py
 TIMES ?= .test-times
 RUN_LINE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_line.py
 TIMING_TABLE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_times.py
+# `make test` runs two processes side by side, each a chain of lines: the first line's tests that mostly wait (the
+# kernels and notebooks, the browser, Airflow, the standalone cluster: JVMs and servers starting, freshness
+# intervals, schedulers), then the Connect line, the reference-catalog line and the isolated tests, beside the first
+# line's other tests, then the second PySpark line. Every pytest process has its own MT_MAGIC_HOME (conftest.py),
+# catalog servers, Spark session or Connect server and free ports. The waiting chain's output is printed as each of
+# its lines ends. `make test SIDE_BY_SIDE=0` runs the lines one after another.
+SIDE_BY_SIDE ?= 1
+WAITING_TIERS ?= kernel or browser or airflow or cluster
+MAIN_LINE_ARGS ?= $(addprefix --ignore=,$(ISOLATED_TESTS))
 test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs this); ends with the timing table
-	rm -rf $(TIMES); status=0; \
-	$(RUN_LINE) main -- .venv/bin/python -m pytest $(addprefix --ignore=,$(ISOLATED_TESTS)) || status=1; \
-	$(RUN_LINE) isolated -- .venv/bin/python -m pytest $(ISOLATED_TESTS) || status=1; \
+	rm -rf $(TIMES); status=0; side=; \
+	waiting() { \
+	  s=0; \
+	  $(RUN_LINE) main-waiting --log -- .venv/bin/python -m pytest -m "$(WAITING_TIERS)" $(MAIN_LINE_ARGS) || s=1; \
+	  MT_TEST_SPARK_CONNECT=1 $(RUN_LINE) connect --log -- $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_ARGS) || s=1; \
+	  MT_TEST_CATALOG=reference $(RUN_LINE) reference --log -- .venv/bin/python -m pytest tests/reference_line -q || s=1; \
+	  $(RUN_LINE) isolated --log -- .venv/bin/python -m pytest $(ISOLATED_TESTS) || s=1; \
+	  return $$s; \
+	}; \
+	if [ "$(SIDE_BY_SIDE)" = 1 ]; then waiting & side=$$!; else waiting || status=1; fi; \
+	$(RUN_LINE) main -- .venv/bin/python -m pytest -m "not ($(WAITING_TIERS))" $(MAIN_LINE_ARGS) || status=1; \
 	$(OTHER_LINE_ENV) $(RUN_LINE) other -- $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_ARGS) || status=1; \
-	MT_TEST_CATALOG=reference $(RUN_LINE) reference -- .venv/bin/python -m pytest tests/reference_line -q || status=1; \
-	MT_TEST_SPARK_CONNECT=1 $(RUN_LINE) connect -- $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_ARGS) || status=1; \
+	if [ -n "$$side" ]; then wait $$side || status=1; fi; \
 	$(TIMING_TABLE); exit $$status
 
 test-connect: setup-other  ## the Spark Connect line's share of `make test` (a real Connect server on loopback)
