@@ -3,6 +3,9 @@ runs batches k, k + SHARDS, … — each with its own Spark and catalog, then th
 
 A refresh of the fuzzer waits on Spark, the catalog and DuckDB in turn, so one process keeps about one core busy;
 shards run the same cases a single process would, sooner. Logs: ``.fuzz-soak/seed<S>-shard<k>.log``.
+Each shard gets this environment, so a chain soak (tables on tables in every batch) is e.g.
+``MT_FUZZ_CHAINS=1 MT_FUZZ_TABLES=8 MT_FUZZ_CHAIN_TABLES=12 python scripts/fuzz_soak.py --seed 35 …``; its replay
+needs the same variables.
 """
 
 from __future__ import annotations
