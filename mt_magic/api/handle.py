@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
 from mt_magic.api import session
 from mt_magic.api import statements as build
 from mt_magic.errors import MtMagicError
+from mt_magic.vocabulary import StatementAction
 
 if TYPE_CHECKING:
     import pandas
@@ -252,4 +254,9 @@ def _waited(result: StatementResult, wait: bool) -> StatementResult:
         error = result.refresh.exception()
         if error is not None:
             raise error if isinstance(error, MtMagicError) else MtMagicError(str(error))
+        if result.action is StatementAction.REFRESHING:  # not "Refreshing …" once it is done
+            outcome = result.refresh.result()
+            done = f"{outcome.strategy or outcome.kind.value}, {outcome.rows_written} row(s) written"
+            what = result.message.removeprefix("Refreshing ").rstrip(".")
+            return replace(result, message=f"Refreshed {what}: {done}.")
     return result

@@ -73,6 +73,7 @@ def test_refresh_history_lineage_and_controls(shell, spark) -> None:
     spark.sql("INSERT INTO mt.default.api_clicks VALUES ('home', 3, 'd1')")
     result = run(shell, f"mt_magic.table('{NAME}').refresh(partition={{'ds': 'd1'}}, wait=True)")
     assert "partition {'ds': 'd1'}" in result.message
+    assert result.message.startswith("Refreshed ") and "row(s) written" in result.message, result.message  # issue 38
     history = run(shell, f"mt_magic.table('{NAME}').history()")
     assert list(history.columns)[:4] == ["started_at", "kind", "trigger", "duration_s"]
     assert history["trigger"].iloc[0] == "manual" and len(history) >= 2
