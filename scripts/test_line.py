@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -180,7 +181,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(log_path.read_text(errors="replace"))
     record = {
         "name": args.name,
-        "command": " ".join(command),
+        "command": shlex.join(command),
         "exit": status,
         "started": started_at,
         "ended": started_at + wall,
