@@ -131,11 +131,10 @@ def _reads_any(ws, statement: CreateMaterializedTable, names: set[str]) -> bool:
     """Whether the CREATE's query reads one of ``names`` (lower case: tables the cell creates before it)."""
     if not names:
         return False
-    from mt_magic.sql.query.rewrite import qualify_sources
+    from mt_magic.runtime.statements.definition import qualified_sources
 
-    known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
     try:
-        _, upstream = qualify_sources(statement.query, ws.catalog.spark_name, ws.default_namespace, known)
+        _, upstream = qualified_sources(ws, "", statement.query)
     except MtMagicError:
         return False  # refused when it is validated, with its position
     return any(source.lower() in names for source in upstream)

@@ -62,17 +62,27 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
                 f"{statement}: source {source.name} is a temporary view; materialized tables may only read "
                 "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
             )
-    known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
-    try:
-        expanded, upstream = qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
-    except QueryRewriteError as exc:
-        raise DefinitionError(f"{statement}: {exc}") from exc
+    expanded, upstream = qualified_sources(ws, statement, query)
     for name in upstream:
         if not ws.catalog.exists(name):
             raise DefinitionError(
                 f"{statement}: source table {name} does not exist in the catalog. {missing_fix(ws, name)}"
             )
     return expanded, upstream
+
+
+def qualified_sources(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
+    """(the query with every source fully qualified, the sources), resolved as statements resolve names; whether
+    the sources exist is not checked here.
+
+    Raises:
+        DefinitionError: a source name cannot be qualified.
+    """
+    known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
+    try:
+        return qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
+    except QueryRewriteError as exc:
+        raise DefinitionError(f"{statement}: {exc}") from exc
 
 
 def missing_fix(ws: Workspace, name: str) -> str:
