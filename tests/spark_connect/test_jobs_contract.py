@@ -106,3 +106,33 @@ def test_cancel_stops_the_groups_running_query_reports_progress_and_spares_the_o
     session = jobs.child_session()
     with jobs.job_group("mt-refresh:db.u:1", "test u"):
         assert session.sql("SELECT count(*) AS n FROM range(10)").collect()[0]["n"] == 10
+
+
+def test_a_job_the_group_submits_after_the_cancel_is_stopped_too(spark, jobs) -> None:
+    """Spark stops only the jobs running when it is asked; a cancelled run's next job (its next statement, the main
+    job after a quick broadcast) must not run to its end. Here the cancel comes while the group runs nothing."""
+    group = "mt-refresh:db.later:1"
+    inside, go = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            session = jobs.child_session()
+            with jobs.job_group(group, "test later"):
+                inside.set()
+                go.wait(timeout=300)
+                session.sql(SLOW_QUERY).collect()
+            outcome[group] = "finished"
+        except RefreshCancelledError as exc:
+            outcome[group] = exc
+        except Exception as exc:  # a wrong outcome, shown by the assertion
+            outcome[group] = repr(exc)
+
+    victim = threading.Thread(target=run)
+    victim.start()
+    assert inside.wait(timeout=300)
+    jobs.cancel(group)  # nothing of the group runs at this moment
+    go.set()
+    victim.join(timeout=300)  # a bound for a hung run, not a timing claim
+    assert not victim.is_alive(), "the cancelled group's later query kept running"
+    assert isinstance(outcome[group], RefreshCancelledError), outcome

@@ -30,6 +30,9 @@ REFRESH_SESSION_CONF = {
     "spark.sql.iceberg.check-nullability": "false",
 }
 
+# How often a cancelled group's jobs are interrupted again while its run has not ended (see SparkJobs.cancel).
+INTERRUPT_AGAIN_SECONDS = 1.0
+
 
 def job_group_prefix(table: str) -> str:
     """Every Spark job group of ``table``'s refreshes starts with this; a run appends its number."""
@@ -127,10 +130,23 @@ class SparkJobs:
             raise RefreshCancelledError(f"refresh {group} was cancelled before it committed; nothing was written.")
 
     def cancel(self, group: str) -> None:
-        """Mark the group cancelled and stop its running Spark jobs."""
+        """Mark the group cancelled and stop its running Spark jobs, asking again until the run has ended.
+
+        Spark stops only what runs when it is asked: a job the run submits a moment later (its next statement,
+        the main job after a broadcast, an operation the Connect server had not yet registered) would run to its
+        end, so a watcher repeats the request every ``INTERRUPT_AGAIN_SECONDS`` while the group is active.
+        """
         with self._lock:
             self._cancelled.add(group)
         self._interrupt(group)
+        threading.Thread(target=self._interrupt_until_ended, args=(group,), name=f"cancel {group}", daemon=True).start()
+
+    def _interrupt_until_ended(self, group: str) -> None:
+        while True:
+            with self._finished:
+                if self._finished.wait_for(lambda: group not in self._active, timeout=INTERRUPT_AGAIN_SECONDS):
+                    return
+            self._interrupt(group)  # outside the lock: the Connect line takes it to find the group's sessions
 
     def close(self) -> None:
         """Release what the child sessions hold outside this process (classic: nothing, they share the context)."""
