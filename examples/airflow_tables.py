@@ -5,7 +5,7 @@ settings it prints::
 
     python -m mt_magic.scheduling.local_airflow            # leave it running; it prints the three settings
     MT_MAGIC_AIRFLOW_URL=http://127.0.0.1:8080 MT_MAGIC_AIRFLOW_USERNAME=mt_admin \\
-        MT_MAGIC_AIRFLOW_PASSWORD=… python examples/airflow_tables.py
+        MT_MAGIC_AIRFLOW_PASSWORD_FILE=~/.mt_magic/airflow/passwords.json python examples/airflow_tables.py
 
 It creates ``orders`` (a plain Iceberg table with sample rows), ``daily_revenue`` reading it and ``revenue_by_day``
 reading ``daily_revenue``, both ``WITH ('scheduler' = 'airflow')``: Airflow runs ``daily_revenue``'s DAG at once,

@@ -116,6 +116,12 @@ class MaterializedMagics(Magics):
     )
     airflow_username = Unicode("", config=True, help="Airflow user (default $MT_MAGIC_AIRFLOW_USERNAME).")
     airflow_password = Unicode("", config=True, help="Its password (default $MT_MAGIC_AIRFLOW_PASSWORD).")
+    airflow_password_file = Unicode(
+        "",
+        config=True,
+        help="A file holding the password instead, keeping it out of the notebook: Airflow's passwords JSON (the one "
+        "local_airflow prints) or the password alone (default $MT_MAGIC_AIRFLOW_PASSWORD_FILE).",
+    )
     airflow_token = Unicode("", config=True, help="An Airflow JWT instead of a user (default $MT_MAGIC_AIRFLOW_TOKEN).")
 
     def __init__(self, shell=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -195,7 +201,9 @@ class MaterializedMagics(Magics):
         except MtMagicError as exc:
             raise TraitError(str(exc)) from None
 
-    @observe("scheduler", "airflow_url", "airflow_username", "airflow_password", "airflow_token")
+    @observe(
+        "scheduler", "airflow_url", "airflow_username", "airflow_password", "airflow_password_file", "airflow_token"
+    )
     def _workflows_changed(self, change) -> None:  # type: ignore[no-untyped-def]
         if self._connection is not None:
             self._configure_workflows(self._connection)
@@ -204,23 +212,22 @@ class MaterializedMagics(Magics):
         """The default scheduler and Airflow's settings (traitlets first, then ``MT_MAGIC_AIRFLOW_*``)."""
         import os
 
-        from mt_magic.scheduling.airflow_api import ENV_PREFIX, AirflowSettings
+        from mt_magic.scheduling.airflow_api import ENV_PREFIX, AirflowSettings, password_from_file
         from mt_magic.vocabulary import WorkflowSchedulerKind
 
         def setting(trait: str, key: str) -> str:
             return str(getattr(self, trait)) or os.environ.get(ENV_PREFIX + key, "")
 
-        url = setting("airflow_url", "URL")
+        url, username = setting("airflow_url", "URL"), setting("airflow_username", "USERNAME")
         try:
+            password, password_file = (
+                setting("airflow_password", "PASSWORD"),
+                setting("airflow_password_file", "PASSWORD_FILE"),
+            )
+            if url and password_file and not password:
+                password = password_from_file(password_file, username, "MaterializedMagics.airflow_password_file")
             airflow = (
-                AirflowSettings(
-                    url.rstrip("/"),
-                    setting("airflow_username", "USERNAME"),
-                    setting("airflow_password", "PASSWORD"),
-                    setting("airflow_token", "TOKEN"),
-                )
-                if url
-                else None
+                AirflowSettings(url.rstrip("/"), username, password, setting("airflow_token", "TOKEN")) if url else None
             )
         except MtMagicError as exc:
             raise UsageError(str(exc)) from None

@@ -194,7 +194,7 @@ class MaterializedTables(Inspection):
         name, definition = create.create_table(self.workspace, stmt)
         if elsewhere is not None:
             self.manager.upsert(self._managed(name))  # shown on cards and in %mt; refreshed by its scheduler
-            return self.workflows.created(elsewhere, name, definition)
+            return self.workflows.created(elsewhere, name, definition, self.workspace)
         try:
             future = self.manager.add(self._managed(name), initial=True)
         except BaseException:

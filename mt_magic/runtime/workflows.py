@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import WorkflowSchedulerError
+from mt_magic.errors import MtMagicError, WorkflowSchedulerError
 from mt_magic.runtime.results import StatementResult
 from mt_magic.scheduling.airflow import PARSE_FOLLOW_UPS, AirflowWorkflows
 from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
@@ -277,17 +277,50 @@ class Workflows:
         return stmt, scheduler
 
     def created(
-        self, scheduler: WorkflowScheduler, name: str, definition: MaterializedTableDefinition
+        self, scheduler: WorkflowScheduler, name: str, definition: MaterializedTableDefinition, workspace: Workspace
     ) -> StatementResult:
-        """CREATE of a table on another scheduler: it populates the table (no refresh here)."""
+        """CREATE of a table on another scheduler: it populates the table (no refresh here); the message says when
+        its first run comes."""
         scheduler.create(name)  # asks Airflow to parse the DAG file now: the DAG appears and runs
         mode = f"{definition.refresh_mode.value}, {definition.freshness}"
+        upstream = [u for u in definition.upstream if self._on_airflow(workspace, u)]
+        if not upstream or not isinstance(scheduler, AirflowWorkflows):
+            first = "the first run as soon as Airflow's DAG processor has parsed it (asked for now)."
+        else:
+            first = (
+                f"it runs when {' or '.join(upstream)} on Airflow commits a refresh (its Asset), so its first run "
+                f"follows {self._next_runs(scheduler, upstream)}, and the table is empty until then. To fill it now: "
+                f"ALTER MATERIALIZED TABLE {name} REFRESH."
+            )
         return StatementResult(
             StatementAction.CREATED,
             (name,),
-            f"Created {name} ({mode}) on Airflow: DAG {dag_id(name)} refreshes it, the first run as soon as "
-            "Airflow's DAG processor has parsed it (asked for now).",
+            f"Created {name} ({mode}) on Airflow: DAG {dag_id(name)} refreshes it, {first}",
         )
+
+    @staticmethod
+    def _on_airflow(workspace: Workspace, table: str) -> bool:
+        try:
+            _, definition = workspace.catalog.load_materialized(table)
+        except MtMagicError:  # a plain source
+            return False
+        return scheduler_of(definition.options) is WorkflowSchedulerKind.AIRFLOW
+
+    @staticmethod
+    def _next_runs(airflow: AirflowWorkflows, upstream: Sequence[str]) -> str:
+        """When Airflow next runs each upstream's DAG, as Airflow says (or why it cannot say yet)."""
+        said = []
+        for table in upstream:
+            try:
+                when = airflow.client.dag(dag_id(table)).next_run_after
+            except WorkflowSchedulerError:
+                when = None
+            said.append(
+                f"the next run of {table}'s DAG (at {when}, per Airflow)"
+                if when
+                else f"the next refresh of {table} (Airflow names no time for it yet)"
+            )
+        return " or ".join(said)
 
 
 MOVE_WAIT_SECONDS = 60.0

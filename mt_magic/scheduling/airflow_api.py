@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -53,9 +54,9 @@ class AirflowSettings:
             )
         if not self.token and not (self.username and self.password):
             raise WorkflowSchedulerError(
-                f"no credentials for Airflow at {self.url}: set MT_MAGIC_AIRFLOW_USERNAME and "
-                "MT_MAGIC_AIRFLOW_PASSWORD (or MT_MAGIC_AIRFLOW_TOKEN), or the matching %config "
-                "MaterializedMagics.airflow_* settings"
+                f"no credentials for Airflow at {self.url}. Fix: set MT_MAGIC_AIRFLOW_USERNAME and "
+                "MT_MAGIC_AIRFLOW_PASSWORD_FILE (or _PASSWORD, or MT_MAGIC_AIRFLOW_TOKEN), or the matching %config "
+                "MaterializedMagics.airflow_* settings, before airflow_url"
             )
 
     @classmethod
@@ -65,12 +66,39 @@ class AirflowSettings:
         url = env.get(ENV_PREFIX + "URL", "")
         if not url:
             return None
-        return cls(
-            url.rstrip("/"),
-            env.get(ENV_PREFIX + "USERNAME", ""),
-            env.get(ENV_PREFIX + "PASSWORD", ""),
-            env.get(ENV_PREFIX + "TOKEN", ""),
+        username = env.get(ENV_PREFIX + "USERNAME", "")
+        password = env.get(ENV_PREFIX + "PASSWORD", "")
+        if not password and env.get(ENV_PREFIX + "PASSWORD_FILE"):
+            password = password_from_file(env[ENV_PREFIX + "PASSWORD_FILE"], username, "MT_MAGIC_AIRFLOW_PASSWORD_FILE")
+        return cls(url.rstrip("/"), username, password, env.get(ENV_PREFIX + "TOKEN", ""))
+
+
+def password_from_file(path: str, username: str, where: str) -> str:
+    """The password of ``username`` in a file: Airflow's simple auth manager's ``{user: password}`` JSON (what
+    ``python -m mt_magic.scheduling.local_airflow`` keeps), or the password alone on its first line.
+
+    Raises:
+        WorkflowSchedulerError: the file cannot be read, or its JSON has no entry for ``username``.
+    """
+    import json
+
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise WorkflowSchedulerError(
+            f"{where} = {path!r}: cannot read it ({exc.strerror}). Fix: name the password file that "
+            "python -m mt_magic.scheduling.local_airflow printed, or set the password itself"
+        ) from None
+    try:
+        users = json.loads(text)
+    except ValueError:
+        return text.strip()
+    if not isinstance(users, dict) or not isinstance(users.get(username), str):
+        raise WorkflowSchedulerError(
+            f"{where} = {path!r} holds no password of user {username!r}. Fix: set the Airflow user the file "
+            f"names ({', '.join(map(repr, users)) if isinstance(users, dict) else 'none'}) as airflow_username"
         )
+    return str(users[username])
 
 
 @dataclass(frozen=True)
@@ -274,6 +302,8 @@ def _detail(response: Any) -> str:
 
 def _unreachable(where: str, exc: Exception) -> str:
     return (
-        f"{where} cannot be reached ({type(exc).__name__}): start it (e.g. `airflow standalone`) or point "
-        "MT_MAGIC_AIRFLOW_URL / %config MaterializedMagics.airflow_url at its API server; nothing was changed"
+        f"{where} cannot be reached ({type(exc).__name__}); nothing was changed. Fix: start it the README's way, "
+        "`.venv/bin/python -m mt_magic.scheduling.local_airflow` (its DAG file reads this catalog; a plain "
+        "`airflow standalone` has neither), or point MT_MAGIC_AIRFLOW_URL / %config MaterializedMagics.airflow_url "
+        "at your Airflow's API server"
     )

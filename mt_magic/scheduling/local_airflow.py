@@ -15,14 +15,17 @@ import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from mt_magic.loopback import free_port
+from mt_magic.loopback import HOST, free_port
+from mt_magic.scheduling.stop_signals import StopRequested, StopSignals
 
 REPO = Path(__file__).resolve().parents[2]
 USER = "mt_admin"
@@ -47,30 +50,34 @@ class LocalAirflow:
     password: str
     env: dict[str, str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    """The three servers by command."""
+    _groups: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    """Every process started (``db migrate`` too), each the leader of its own process group."""
     _logs: list[IO[str]] = field(default_factory=list)
 
     @property
     def user(self) -> str:
         return USER
 
-    def start(self, timeout: float = 300) -> None:
+    def start(self, timeout: float = 300, signals: StopSignals | None = None) -> None:
         """``airflow db migrate``, then the processes; returns once the API server answers.
 
+        Every process is started in a session of its own and recorded before a signal can interrupt (``signals``:
+        the launcher's handlers, which hold a signal while a child is being started), so :meth:`stop` in the
+        caller's ``finally`` stops all of them, whenever the caller is interrupted.
+
         Raises:
-            RuntimeError: a process exited or the API server did not answer in time (with its log's tail).
+            RuntimeError: the port is taken, a process exited, or the API server did not answer in time (with its
+                log's tail).
         """
         import requests
 
-        airflow = str(airflow_venv() / "bin" / "airflow")
-        migrate = subprocess.run([airflow, "db", "migrate"], env=self.env, capture_output=True, text=True)
-        if migrate.returncode != 0:
-            raise RuntimeError(f"airflow db migrate failed:\n{migrate.stdout[-3000:]}\n{migrate.stderr[-3000:]}")
+        port_is_free(self.url)
+        migrate = self._spawn("db-migrate", signals, "db", "migrate")
+        if migrate.wait() != 0:
+            raise RuntimeError(f"airflow db migrate failed:\n{self.log_tail('db-migrate')}")
         for command in COMMANDS:
-            log = open(self.home / f"{command}.log", "w")  # noqa: SIM115 - closed in stop()
-            self._logs.append(log)
-            self.processes[command] = subprocess.Popen(
-                [airflow, command], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            self.processes[command] = self._spawn(command, signals)
         deadline = time.monotonic() + timeout
         while True:
             for command, process in self.processes.items():
@@ -85,6 +92,16 @@ class LocalAirflow:
                 raise RuntimeError(f"Airflow did not answer in {timeout:.0f} s:\n{self.log_tail('api-server')}")
             time.sleep(1)
 
+    def _spawn(self, name: str, signals: StopSignals | None, *args: str) -> subprocess.Popen[bytes]:
+        """``airflow <args or name>`` in a session (process group) of its own, logging to ``<name>.log``."""
+        argv = [str(airflow_venv() / "bin" / "airflow"), *(args or (name,))]
+        with signals.deferred() if signals is not None else nullcontext():
+            log = open(self.home / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
+            self._logs.append(log)
+            process = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self._groups.append(process)
+        return process
+
     def log_tail(self, command: str, chars: int = 4000) -> str:
         path = self.home / f"{command}.log"
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
@@ -97,19 +114,48 @@ class LocalAirflow:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def stop(self, timeout: float = 30) -> None:
-        """SIGTERM each process group this object started, SIGKILL what is left after ``timeout``."""
-        for process in self.processes.values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+        """SIGTERM each process group this object started, SIGKILL what is left after ``timeout`` (and any member
+        of a group whose leader already exited); idempotent."""
+        for process in self._groups:
+            _signal_group(process, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        for process in self.processes.values():
+        for process in self._groups:
             try:
                 process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                pass
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
         for log in self._logs:
             log.close()
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):  # the group is gone (PermissionError: macOS, a zombie leader)
+        pass
+
+
+def port_is_free(url: str) -> None:
+    """Refuse a port something already listens on: Airflow's API server would fail to bind, and the health check
+    would get its answer from the other server.
+
+    Raises:
+        RuntimeError: the port is taken (what and the Fix).
+    """
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT is no owner
+        try:
+            sock.bind((HOST, port))
+        except OSError as exc:
+            raise RuntimeError(
+                f"cannot start Airflow on {url}: port {port} on {HOST} is taken ({exc.strerror}), perhaps by an "
+                "Airflow started earlier that is still running. "
+                f"Fix: stop what listens there (`ss -ltnp 'sport = :{port}'` names it), or start on another port: "
+                f"python -m mt_magic.scheduling.local_airflow --port {port + 1}"
+            ) from None
 
 
 def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = None, port: int = 0) -> LocalAirflow:
@@ -125,9 +171,7 @@ def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = N
     dags = home / "dags"
     dags.mkdir(parents=True, exist_ok=True)
     (dags / "materialized_tables.py").write_text(DAG_FILE)
-    passwords = home / "passwords.json"
-    if not passwords.exists():
-        passwords.write_text(json.dumps({USER: secrets.token_urlsafe(12)}))
+    passwords = password_file(home)
     password = json.loads(passwords.read_text())[USER]
     port_text = url.rsplit(":", 1)[1]
     settings = {
@@ -162,36 +206,80 @@ def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = N
     return LocalAirflow(home, url, password, env)
 
 
+def password_file(home: Path) -> Path:
+    """Airflow's password file under ``home`` (``{user: password}``, the simple auth manager's), readable by its
+    owner only (0600): made with a generated password on the first start, its mode corrected on the next."""
+    path = home / "passwords.json"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        os.chmod(path, 0o600)
+    else:
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps({USER: secrets.token_urlsafe(12)}))
+    return path
+
+
+def settings_lines(server: LocalAirflow) -> str:
+    """What to paste into a notebook and a shell: the password stays in its file, out of the notebook.
+
+    The URL comes last: the kernel checks Airflow's settings as each one is set, and a URL without credentials
+    is refused.
+    """
+    passwords = server.home / "passwords.json"
+    return (
+        f"  %config MaterializedMagics.airflow_username = '{server.user}'\n"
+        f"  %config MaterializedMagics.airflow_password_file = '{passwords}'\n"
+        f"  %config MaterializedMagics.airflow_url = '{server.url}'\n"
+        "then CREATE MATERIALIZED TABLE … WITH ('scheduler' = 'airflow') …. For a script\n"
+        "(examples/airflow_tables.py):\n"
+        f"  export MT_MAGIC_AIRFLOW_USERNAME={server.user} MT_MAGIC_AIRFLOW_PASSWORD_FILE={passwords} "
+        f"MT_MAGIC_AIRFLOW_URL={server.url}\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mt_magic.scheduling.local_airflow", description=__doc__)
-    parser.add_argument("--catalog", default=os.environ.get("MT_MAGIC_CATALOG", "mt"))
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--catalog", default=os.environ.get("MT_MAGIC_CATALOG", "mt"), help="the catalog's name")
+    parser.add_argument("--port", type=int, default=8080, help="the API server's port on 127.0.0.1 (8080)")
     args = parser.parse_args(argv)
     from mt_magic.catalog.embedded import mt_home
 
-    server = local_airflow(mt_home() / "airflow", args.catalog, port=args.port)
+    with StopSignals() as signals:
+        try:
+            server = local_airflow(mt_home() / "airflow", args.catalog, port=args.port)
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        except StopRequested as stop:
+            return 128 + stop.signum
+        try:
+            return _run(server, signals)
+        except StopRequested as stop:
+            print(f"{stop}: stopping Airflow …", flush=True)
+            return 128 + stop.signum
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        finally:
+            signals.stopping()
+            server.stop()
+
+
+def _run(server: LocalAirflow, signals: StopSignals) -> int:
+    """Start Airflow, print its settings and wait until a signal (raised) or one of its processes exits (1)."""
     print(f"starting Airflow in {server.home} (logs there) …", flush=True)
-    server.start()
+    server.start(signals=signals)
     print(
-        f"Airflow is up at {server.url} (user {server.user}, password {server.password}). In a notebook:\n"
-        f"  %config MaterializedMagics.airflow_url = '{server.url}'\n"
-        f"  %config MaterializedMagics.airflow_username = '{server.user}'\n"
-        f"  %config MaterializedMagics.airflow_password = '{server.password}'\n"
-        "then CREATE MATERIALIZED TABLE … WITH ('scheduler' = 'airflow') …. For a script\n"
-        "(examples/airflow_tables.py):\n"
-        f"  export MT_MAGIC_AIRFLOW_URL={server.url} MT_MAGIC_AIRFLOW_USERNAME={server.user} "
-        f"MT_MAGIC_AIRFLOW_PASSWORD={server.password}\n"
-        "Ctrl-C stops Airflow.",
+        f"Airflow is up at {server.url} (user {server.user}; its password is in {server.home / 'passwords.json'}, "
+        "readable by you only). In a notebook:\n" + settings_lines(server) + "Ctrl-C stops Airflow.",
         flush=True,
     )
-    try:
-        while all(p.poll() is None for p in server.processes.values()):
-            time.sleep(1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return 0
+    while all(p.poll() is None for p in server.processes.values()):
+        time.sleep(1)
+    exited = ", ".join(c for c, p in server.processes.items() if p.poll() is not None)
+    print(f"airflow {exited} exited (its log is in {server.home}): stopping the others", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

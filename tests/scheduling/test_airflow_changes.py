@@ -249,3 +249,26 @@ def _wait(predicate, timeout: float = 30.0):  # type: ignore[no-untyped-def]
     finally:
         timer.cancel()
     raise AssertionError(f"nothing after {timeout} s")
+
+
+def test_create_on_an_upstream_s_asset_says_its_first_run_follows_the_upstream_s_next_run(mt, spark) -> None:
+    """A table scheduled by another table's Asset does not run when its DAG is parsed: it stays empty until the
+    upstream's next refresh on Airflow, and its CREATE says so (with Airflow's time of that run)."""
+    fake = FakeAirflowClient()
+    mt.workflows.configure(WorkflowSchedulerKind.KERNEL, SETTINGS, fake, parse_follow_ups=())
+    namespace = mt.workspace.default_namespace
+    spark.sql(f"CREATE TABLE mtit.{namespace}.src (k INT) USING iceberg")
+    up, down = f"mtit.{namespace}.up", f"mtit.{namespace}.down"
+    first = run(mt, "CREATE MATERIALIZED TABLE up WITH ('scheduler' = 'airflow') AS SELECT k FROM src")
+    assert first.message == (
+        f"Created {up} (CONTINUOUS, INTERVAL '3' MINUTE) on Airflow: DAG {dag_id(up)} refreshes it, the first run as "
+        "soon as Airflow's DAG processor has parsed it (asked for now)."
+    )
+    fake.add_dag(dag_id(up), next_run_after="2026-01-02T10:03:00Z")
+    result = run(mt, "CREATE MATERIALIZED TABLE down WITH ('scheduler' = 'airflow') AS SELECT count(*) AS n FROM up")
+    assert result.message == (
+        f"Created {down} (CONTINUOUS, INTERVAL '3' MINUTE) on Airflow: DAG {dag_id(down)} refreshes it, it runs when "
+        f"{up} on Airflow commits a refresh (its Asset), so its first run follows the next run of {up}'s DAG (at "
+        "2026-01-02T10:03:00Z, per Airflow), and the table is empty until then. To fill it now: ALTER MATERIALIZED "
+        f"TABLE {down} REFRESH."
+    )
