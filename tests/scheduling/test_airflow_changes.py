@@ -272,3 +272,22 @@ def test_create_on_an_upstream_s_asset_says_its_first_run_follows_the_upstream_s
         "2026-01-02T10:03:00Z, per Airflow), and the table is empty until then. To fill it now: ALTER MATERIALIZED "
         f"TABLE {down} REFRESH."
     )
+
+
+def test_an_unreachable_airflow_names_the_readme_s_launcher() -> None:
+    """A real client against a loopback port nothing listens on: the Fix is the command that starts an Airflow with
+    the DAG file and the catalog, not a bare ``airflow standalone`` (which has neither)."""
+    from mt_magic.loopback import free_port
+    from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings
+
+    url = f"http://127.0.0.1:{free_port()}"
+    client = AirflowClient(AirflowSettings(url, token="t", timeout=5))
+    with pytest.raises(WorkflowSchedulerError) as raised:
+        client.version()
+    client.close()
+    assert str(raised.value) == (
+        f"Airflow at {url} cannot be reached (ConnectionError); nothing was changed. Fix: start it the README's way, "
+        "`.venv/bin/python -m mt_magic.scheduling.local_airflow` (its DAG file reads this catalog; a plain `airflow "
+        "standalone` has neither), or point MT_MAGIC_AIRFLOW_URL / %config MaterializedMagics.airflow_url at your "
+        "Airflow's API server"
+    )
