@@ -290,6 +290,8 @@ class MaterializedMagics(Magics):
             self._live = LiveViews(
                 connection.service, ServiceActions(connection.service), preview_rows=lambda: self.preview_rows
             )
+            if self.shell is not None:
+                self.shell.events.register("post_run_cell", self._live.finish_cell)
         return self._live
 
     def close(self) -> None:
@@ -298,6 +300,8 @@ class MaterializedMagics(Magics):
             self._completion.close()
             self._completion = None
         if self._live is not None:
+            if self.shell is not None:
+                self.shell.events.unregister("post_run_cell", self._live.finish_cell)
             self._live.close()
             self._live = None
         if self._connection is not None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import ipywidgets as widgets
 
 from mt_magic.runtime.status import RefreshEvent, TableStatus
+from mt_magic.widgets.saved_output import SavedOutput
 
 if TYPE_CHECKING:
     from mt_magic.widgets.actions import TableActions
@@ -39,6 +40,8 @@ class ViewHost(Protocol):
 
     def submit(self, task: Callable[[], None]) -> None: ...
 
+    def shown(self, view: FallbackBundle) -> None: ...
+
     def forget(self, view: LiveView) -> None: ...
 
 
@@ -57,8 +60,27 @@ class FallbackBundle:
     """Adds readable ``text/plain`` and ``text/html`` to a widget's mime bundle.
 
     JupyterLab with the widget manager renders the live widget (its mime type ranks first); terminal
-    IPython, nbconvert and front ends without the manager pick the HTML or the text.
+    IPython, nbconvert and front ends without the manager pick the HTML or the text. Displayed with a display
+    id, so the saved fallbacks follow the view (:mod:`~mt_magic.widgets.saved_output`).
     """
+
+    _saved: SavedOutput | None = None
+
+    def view_host(self) -> ViewHost | None:
+        """The registry told of each display (it updates the display at the cell's end); ``None``: none."""
+        return None
+
+    def _ipython_display_(self) -> None:
+        if self._saved is None:
+            self._saved = SavedOutput(self._repr_mimebundle_)
+        self._saved.show()
+        host = self.view_host()
+        if host is not None:
+            host.shown(self)
+
+    def republish(self) -> bool:
+        """Send the current fallbacks to the view's displays if they changed; whether it sent."""
+        return self._saved is not None and self._saved.update()
 
     def fallback_html(self) -> str:
         raise NotImplementedError
@@ -92,6 +114,12 @@ class LiveView(FallbackBundle, widgets.VBox):
         self._on_close: list[Callable[[LiveView], None]] = []
         self.closed = False
         self._unsubscribe = live.feed.subscribe(self._event)
+
+    def view_host(self) -> ViewHost | None:
+        return self.live
+
+    def settle(self) -> None:
+        """Called on the kernel's main thread at a cell's end: finish what the saved output should show."""
 
     def _event(self, event: RefreshEvent) -> None:
         if not self.closed:

@@ -20,6 +20,7 @@ from mt_magic.sql.ddl.parser import parse_partition
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.vocabulary import JobState, RefreshKind
 from mt_magic.widgets.airflow_run import airflow_html, airflow_rows, airflow_text
+from mt_magic.widgets.badges import freshness_badge
 from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
 
@@ -44,10 +45,15 @@ def _button(description: str, icon: str, css: str, on_click: Callable[[], None])
 class TableCard(LiveView):
     """The card of table ``name`` (fully qualified). Build it with :meth:`LiveViews.card`."""
 
+    removed = False
+    """Whether the table is gone (dropped, or unknown to the manager): the card shows why, its buttons off."""
+
     def __init__(self, live: ViewHost, name: str) -> None:
         self.name = name
         self.status: TableStatus = live.feed.status(name)
         self.preview: Preview | None = None
+        self._shown_state: tuple[object, ...] = ()
+        self._on_change: list[Callable[[TableCard], object]] = []
         self.title = widgets.HTML()
         self.details = widgets.HTML()
         self.airflow = widgets.HTML()  # Airflow's last run, log link, next run (tables on Airflow)
@@ -131,6 +137,45 @@ class TableCard(LiveView):
             return
         self.apply(status)
 
+    def when_changed(self, callback: Callable[[TableCard], object]) -> None:
+        """Call ``callback`` (any thread) when what the saved card shows changes (state, badge, rows)."""
+        self._on_change.append(callback)
+
+    def saved_state(self) -> tuple[object, ...]:
+        """What the saved card's fallbacks must follow; relative times alone do not count (they move by ticks)."""
+        status, preview, last = self.status, self.preview, self.status.last_refresh
+        return (
+            status.state,
+            freshness_badge(status).level,
+            None if last is None else (last.started_at, last.snapshot_id),
+            status.last_error,
+            status.stall is None,
+            status.paused,
+            None if preview is None else preview.snapshot_id,
+            self.details.value if self.removed else None,
+        )
+
+    def _changed(self) -> None:
+        state = self.saved_state()
+        with self.lock:
+            if state == self._shown_state:
+                return
+            self._shown_state = state
+        self.republish()
+        for callback in self._on_change:
+            callback(self)
+
+    def settle(self) -> None:
+        """At the cell's end: the preview of the current snapshot loaded now, if the card shows another."""
+        last = self.status.last_refresh
+        if self.closed or self.removed:
+            return
+        if self.preview is None or (
+            last is not None and last.snapshot_id is not None and self.preview.snapshot_id != last.snapshot_id
+        ):
+            self.load_preview()
+        self._changed()
+
     def apply(self, status: TableStatus) -> None:
         """Show ``status``: title with badges, details, progress bar, the Suspend/Resume label."""
         with self.lock:
@@ -150,6 +195,7 @@ class TableCard(LiveView):
             suspended = status.state is JobState.SUSPENDED
             self.suspend_button.description = "Resume" if suspended else "Suspend"
             self.suspend_button.icon = "play" if suspended else "pause"
+        self._changed()
 
     def show_removed(self, reason: str) -> None:
         with self.lock:
@@ -158,6 +204,7 @@ class TableCard(LiveView):
             self.details.value = (
                 f'<div class="mt-removed" style="color:#dc2626">{html.escape(self.name)}: {html.escape(reason)}</div>'
             )
+            self.removed = True
             for button in (
                 self.refresh_button,
                 self.cancel_button,
@@ -166,6 +213,7 @@ class TableCard(LiveView):
                 self.backfill_button,
             ):
                 button.disabled = True
+        self._changed()
 
     def request_preview(self) -> None:
         """Load the preview on the updater thread (never on the manager's)."""
@@ -181,9 +229,11 @@ class TableCard(LiveView):
             self.preview_area.value = f'<div class="mt-preview" style="color:#dc2626">{html.escape(text)}</div>'
             return
         with self.lock:
-            if not self.closed:
-                self.preview = preview
-                self.preview_area.value = preview_html(preview)
+            if self.closed:
+                return
+            self.preview = preview
+            self.preview_area.value = preview_html(preview)
+        self._changed()
 
     # -- controls (kernel main thread) ----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import ipywidgets as widgets
 
 from mt_magic.runtime.results import StatementResult
-from mt_magic.widgets.base import FallbackBundle, LiveView, close_tree
+from mt_magic.widgets.base import FallbackBundle, LiveView, ViewHost, close_tree
 from mt_magic.widgets.card import TableCard
 from mt_magic.widgets.render import results_html, results_text
 
@@ -15,7 +15,10 @@ from mt_magic.widgets.render import results_html, results_text
 class StatementOutput(FallbackBundle, widgets.VBox):
     """The statements' messages and their tables' cards; a card replaced elsewhere drops out of it."""
 
-    def __init__(self, results: Sequence[StatementResult], cards: Sequence[TableCard]) -> None:
+    def __init__(
+        self, results: Sequence[StatementResult], cards: Sequence[TableCard], host: ViewHost | None = None
+    ) -> None:
+        self.host = host
         self.results = tuple(results)
         self.messages = widgets.HTML(results_html(self.results))
         self.cards = list(cards)
@@ -23,6 +26,10 @@ class StatementOutput(FallbackBundle, widgets.VBox):
         self.add_class("mt-statement-output")
         for card in self.cards:
             card.when_closed(self._drop)
+            card.when_changed(lambda _: self.republish())
+
+    def view_host(self) -> ViewHost | None:
+        return self.host
 
     def lines(self) -> list[str]:
         return [r.message for r in self.results]

@@ -21,7 +21,7 @@ from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.workspace import utc_now
 from mt_magic.vocabulary import StatementAction
 from mt_magic.widgets.actions import TableActions
-from mt_magic.widgets.base import LiveView, StatusFeed
+from mt_magic.widgets.base import FallbackBundle, LiveView, StatusFeed
 from mt_magic.widgets.card import TableCard
 from mt_magic.widgets.cell_output import StatementOutput
 from mt_magic.widgets.dashboard import DASHBOARD_KEY, Dashboard
@@ -64,6 +64,8 @@ class LiveViews:
         self.preview_rows = preview_rows
         self.tick_every = tick_every
         self._views: dict[str, LiveView] = {}
+        self._shown: list[FallbackBundle] = []
+        """Views displayed since the last cell's end (:meth:`finish_cell` updates their saved output)."""
         self._tasks: deque[Callable[[], None]] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -98,13 +100,32 @@ class LiveViews:
                 cards.append(self.card(name))
             except NoSuchMaterializedTableError:
                 continue
-        return StatementOutput(results, cards)
+        return StatementOutput(results, cards, self)
 
     def query(self, runner: QueryRunner, first: QueryResult, **options: Any) -> LiveQuery:
         """A new live query view of ``runner`` showing ``first`` (one per call: each cell has its own)."""
         from mt_magic.widgets.live_query import LiveQuery
 
         return self._register(LiveQuery(self, runner, first, **options))
+
+    def shown(self, view: FallbackBundle) -> None:
+        """Called when ``view`` is displayed (its ``_ipython_display_``)."""
+        with self._lock:
+            self._shown.append(view)
+
+    def finish_cell(self, *_: object) -> None:
+        """At a cell's end (IPython's ``post_run_cell``, on the kernel's main thread, inside the cell's
+        execution): each card's preview of its current snapshot loaded, then the saved output of the views
+        displayed in the cell updated to what they show now, so nbconvert and a saved notebook carry it."""
+        for view in self.views:
+            try:
+                view.settle()
+            except Exception:
+                log.exception("settling %s failed", view.key)
+        with self._lock:
+            shown, self._shown = self._shown, []
+        for displayed in shown:
+            displayed.republish()
 
     @property
     def views(self) -> tuple[LiveView, ...]:
