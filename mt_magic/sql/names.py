@@ -18,6 +18,12 @@ class Position:
     def __str__(self) -> str:
         return f"line {self.line}, column {self.column}"
 
+    def inside(self, origin: Position | None) -> Position:
+        """This position, counted in a text that starts at ``origin`` of the cell, as a position in the cell."""
+        if origin is None:
+            return self
+        return Position(origin.line + self.line - 1, self.column + origin.column - 1 if self.line == 1 else self.column)
+
 
 @dataclass(frozen=True)
 class TableName:

@@ -59,7 +59,8 @@ def alter_query(
     settings = semantics.captured_settings(ws.spark, pinned)
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
         expanded, upstream = resolve_query(ws, label, query, query_position)
-        expanded = schema_rules.apply_column_list(label, expanded, columns, infer_schema(ws, label, expanded))
+        inferred = infer_schema(ws, label, expanded, query, query_position)
+        expanded = schema_rules.apply_column_list(label, expanded, columns, inferred)
         stored_schema = ws.spark.table(qualified(name)).schema
         expanded, new_schema = with_row_identity(ws, label, expanded, schema_rules.hidden_count(stored_schema))
         schema_rules.check_typed(label, new_schema)

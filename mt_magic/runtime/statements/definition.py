@@ -9,10 +9,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import (
-    DefinitionError,
-    first_line,
-)
+from mt_magic.errors import DefinitionError
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import (
     ENGINE_OPTION,
@@ -96,11 +93,44 @@ def missing_fix(ws: Workspace, name: str) -> str:
     return f"Fix: check the name; SHOW TABLES IN {namespace} lists the tables there (unqualified names are in it)."
 
 
-def infer_schema(ws: Workspace, statement: str, query: str) -> StructType:
+def infer_schema(
+    ws: Workspace, statement: str, query: str, written: str | None = None, origin: Position | None = None
+) -> StructType:
+    """The schema Spark infers for ``query``. ``written``: the query as the user wrote it, starting at ``origin`` of
+    the cell (``query`` is its rewrite), so a refusal says where in the cell the problem is."""
     try:
         return ws.spark.sql(query).schema
-    except Exception as exc:  # AnalysisException and friends: keep Spark's first line, it names the problem
-        raise DefinitionError(f"{statement}: Spark cannot analyse the query: {first_line(exc)}") from exc
+    except Exception as exc:  # AnalysisException and friends
+        raise analysis_error(ws, statement, exc, query, written, origin) from exc
+
+
+def analysis_error(
+    ws: Workspace, statement: str, exc: BaseException, query: str, written: str | None, origin: Position | None
+) -> DefinitionError:
+    """Spark's refusal of ``query`` as the statement's error: the cell's line and column of the token Spark points
+    at (found again in ``written``), Spark's problem without its plan, and a Fix."""
+    from mt_magic.runtime.spark.analysis_errors import offset_in, read_problem
+    from mt_magic.sql.ddl.lexing import Source
+
+    problem = read_problem(exc, query, lambda kind: function_names(ws))
+    where, words = statement, problem.problem
+    offset = offset_in(written, problem.token, problem.occurrence) if written is not None else None
+    if written is not None and offset is not None and problem.token is not None:
+        where = f"{statement}, {Source(written).position(offset).inside(origin)}"
+        as_written = written[offset : offset + len(problem.token)]  # the rewrite may have changed its letter case
+        words = words.replace(f"`{problem.token.strip('`')}`", f"`{as_written.strip('`')}`")
+    fix = f" Fix: {problem.fix}" if problem.fix else ""
+    if fix and not fix.endswith((".", "?", "!")):
+        fix += "."
+    return DefinitionError(f"{where}: Spark cannot analyse the query: {words}.{fix}")
+
+
+def function_names(ws: Workspace) -> list[str]:
+    """Every function the session knows (for the "did you mean" of an unknown one; only on that error path)."""
+    try:
+        return [row[0] for row in ws.spark.sql("SHOW FUNCTIONS").collect()]
+    except Exception:  # a suggestion is a courtesy; the error is said without it
+        return []
 
 
 def with_row_identity(
@@ -173,7 +203,8 @@ def build_definition(
     settings = semantics.captured_settings(ws.spark, pinned)
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
         expanded, upstream = resolve_query(ws, label, stmt.query, stmt.query_position)
-        expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, infer_schema(ws, label, expanded))
+        inferred = infer_schema(ws, label, expanded, stmt.query, stmt.query_position)
+        expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, inferred)
         expanded, schema = with_row_identity(ws, label, expanded, hide=table is None)
         schema_rules.check_typed(label, schema)
         start = resolve_start(ws, label, stmt.start_mode, upstream, table)

@@ -158,9 +158,7 @@ def _cell_position(detail: dict, origin: Position | None) -> Position | None:
     if not isinstance(line, int) or not isinstance(col, int):
         return origin
     col = max(1, col - len(detail.get("highlight") or "x") + 1)
-    if origin is None:
-        return Position(line, col)
-    return Position(origin.line + line - 1, col + origin.column - 1 if line == 1 else col)
+    return Position(line, col).inside(origin)
 
 
 def _start(node: exp.Expr) -> int:

@@ -1,0 +1,147 @@
+"""Spark's analysis errors read for a person: the problem without the plan, where in the text it is, and a Fix.
+
+Spark says where a problem is as ``line L pos P`` of the text it analysed (PySpark 4 also as a query context with the
+fragment), appends the logical plan, and puts its advice in the middle of the message. mt_magic analyses a rewritten
+query (every source qualified), so the position is in text the user never wrote: :func:`read_problem` returns the
+offending token and which occurrence of it Spark meant, and :func:`offset_in` finds the same occurrence in the
+query as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from mt_magic.errors import first_line
+
+_POSITION = re.compile(r";?\s*line (\d+) pos (\d+);?")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?")
+_TOKEN = re.compile(r"`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*")
+_CLASS = re.compile(r"^\[([A-Z_.]+)\]\s*")
+_SUGGESTIONS = re.compile(r"\s*Did you mean one of the following\? \[(.*?)\]\.?")
+_NAME = re.compile(r"with name ((?:`(?:[^`]|``)+`\.?)+)")
+_EXPRESSION = re.compile(r'non-aggregating expression "(.+?)"')
+_ROUTINE = re.compile(r"Cannot resolve (?:function|routine) (`(?:[^`]|``)+`)")
+
+
+@dataclass(frozen=True)
+class SparkProblem:
+    """What Spark refused: ``problem`` (its words, without position, SQLSTATE or plan), ``token`` and
+    ``occurrence`` (the identifier Spark points at and how many times it appears before that point in the analysed
+    text), ``fix`` (Spark's advice or a suggestion; ``None`` when there is none)."""
+
+    error_class: str | None
+    problem: str
+    token: str | None
+    occurrence: int
+    fix: str | None
+
+
+def read_problem(
+    exc: BaseException, analysed: str, names: Callable[[str], Iterable[str]] | None = None
+) -> SparkProblem:
+    """Read ``exc`` (raised analysing ``analysed``). ``names(kind)``: candidate names for a "did you mean" of an
+    unresolved ``"function"`` (called only then; may be slow)."""
+    message = str(exc).strip()
+    head = message.split(";\n", 1)[0]  # the plan follows the first ';\n'
+    offset = _offset(exc, head, analysed)
+    head = _SQLSTATE.sub("", _POSITION.sub("", head)).strip()
+    found = _CLASS.match(head)
+    error_class = found.group(1) if found else None
+    words = head[found.end() :] if found else first_line(exc)
+    problem, fix = _advice(error_class, words, names)
+    token, occurrence = _token_at(analysed, offset)
+    expression = _EXPRESSION.search(words)
+    if token is None and expression is not None:  # e.g. MISSING_AGGREGATION names the expression, not a position
+        first = _TOKEN.search(expression.group(1))
+        token = first.group(0) if first else None
+    return SparkProblem(error_class, problem, token, occurrence, fix)
+
+
+def offset_in(written: str, token: str | None, occurrence: int) -> int | None:
+    """Where the ``occurrence``-th (0-based) ``token`` is in ``written``; ``None`` when it is not there that often."""
+    if token is None:
+        return None
+    seen = 0
+    for match in _TOKEN.finditer(written):
+        if _same(match.group(0), token):
+            if seen == occurrence:
+                return match.start()
+            seen += 1
+    return None
+
+
+def _offset(exc: BaseException, head: str, analysed: str) -> int | None:
+    contexts = getattr(exc, "getQueryContext", None)
+    if contexts is not None:
+        try:
+            for context in contexts():
+                start = context.startIndex()
+                if 0 <= start < len(analysed):
+                    return int(start)
+        except Exception:  # a context of another kind (a DataFrame call site) has no index
+            pass
+    found = _POSITION.search(head)
+    if found is None:
+        return None
+    line, pos = int(found.group(1)), int(found.group(2))
+    lines = analysed.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    return sum(len(text) + 1 for text in lines[: line - 1]) + pos
+
+
+def _token_at(text: str, offset: int | None) -> tuple[str | None, int]:
+    if offset is None:
+        return None, 0
+    token = next((m for m in _TOKEN.finditer(text) if m.start() >= offset), None)
+    if token is None:
+        return None, 0
+    before = sum(1 for m in _TOKEN.finditer(text[: token.start()]) if _same(m.group(0), token.group(0)))
+    return token.group(0), before
+
+
+def _same(a: str, b: str) -> bool:
+    return a.strip("`").lower() == b.strip("`").lower()
+
+
+def _advice(
+    error_class: str | None, words: str, names: Callable[[str], Iterable[str]] | None
+) -> tuple[str, str | None]:
+    """(the problem, the Fix) from Spark's words: its suggestions and advice become the Fix."""
+    kind = (error_class or "").split(".")[0]
+    if kind == "UNRESOLVED_COLUMN":
+        suggestions = _SUGGESTIONS.search(words)
+        problem = _SUGGESTIONS.sub("", words).rstrip(". ")
+        written = _NAME.search(words)
+        if suggestions:
+            columns = [c.strip() for c in suggestions.group(1).split(",") if c.strip()]
+            near = _closest(written.group(1) if written else "", columns)
+            if near is not None:
+                return problem, f"did you mean {near}? (Spark sees {', '.join(columns)})"
+            return problem, f"use one of the columns Spark sees: {', '.join(columns)}"
+        return problem, "check the column's name and table (DESCRIBE the source lists its columns)"
+    if kind == "UNRESOLVED_ROUTINE":
+        routine = _ROUTINE.search(words)
+        problem = re.sub(r" on search path \[.*?\]", "", words).rstrip(". ")
+        if routine and names is not None:
+            near = _closest(routine.group(1), names("function"))
+            if near is not None:
+                return problem, f"did you mean {near}?"
+        return problem, "check the function's name; SHOW FUNCTIONS lists them"
+    if kind == "MISSING_AGGREGATION" and "\n" in words:
+        problem, advice = words.split("\n", 1)
+        advice = advice.strip().rstrip(".")
+        return problem.rstrip(". "), advice[:1].lower() + advice[1:]
+    if kind == "DATATYPE_MISMATCH":
+        return words.rstrip(". "), "make the types agree, e.g. CAST one side to the other's type"
+    return words.rstrip(". "), "correct the query there (run it alone with %%mtsql to try a change on Spark)"
+
+
+def _closest(written: str, names: Iterable[str]) -> str | None:
+    from mt_magic.sql.names import closest_name
+
+    plain = {name.strip("`").split(".")[-1].strip("`"): name for name in names}
+    near = closest_name(written.strip("`").split(".")[-1].strip("`"), plain)
+    return plain[near] if near is not None else None
