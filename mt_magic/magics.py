@@ -115,7 +115,7 @@ class MaterializedMagics(Magics):
         "", config=True, help="Airflow's API server, e.g. http://127.0.0.1:8080 (default $MT_MAGIC_AIRFLOW_URL)."
     )
     airflow_username = Unicode("", config=True, help="Airflow user (default $MT_MAGIC_AIRFLOW_USERNAME).")
-    airflow_password = Unicode("", config=True, help="Its password (default $MT_MAGIC_AIRFLOW_PASSWORD).")
+    airflow_password = Unicode("", config=True, help="Airflow user's password (default $MT_MAGIC_AIRFLOW_PASSWORD).")
     airflow_password_file = Unicode(
         "",
         config=True,

@@ -1,0 +1,61 @@
+"""The README's table of settings, generated from the settings themselves (``MaterializedMagics``' traitlets: name,
+default and ``help``), so the README lists every setting ``%mt config`` shows and says what the code says.
+
+    .venv/bin/python scripts/readme_settings.py          # rewrite the table in README.md
+    .venv/bin/python scripts/readme_settings.py --check  # exit 1 if README.md's table differs (tests/magics runs it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BEGIN = "<!-- settings: generated from MaterializedMagics' traitlets by scripts/readme_settings.py -->"
+END = "<!-- /settings -->"
+
+
+def settings_table() -> str:
+    """One row per ``config=True`` trait of ``MaterializedMagics``, in name order."""
+    from mt_magic.magics import MaterializedMagics
+
+    rows = ["| setting | default | what it does |", "| --- | --- | --- |"]
+    for name, trait in sorted(MaterializedMagics.class_own_traits(config=True).items()):
+        default = trait.default_value
+        shown = f"`{default!r}`" if isinstance(default, str) else f"`{default}`"
+        text = " ".join(str(trait.help).split()).replace("|", "\\|")
+        rows.append(f"| `{name}` | {shown} | {text} |")
+    return "\n".join(rows)
+
+
+def readme_with_table(readme: str) -> str:
+    """``readme`` with the text between the markers replaced by :func:`settings_table`.
+
+    Raises:
+        ValueError: the markers are missing.
+    """
+    head, begin, rest = readme.partition(BEGIN)
+    _, end, tail = rest.partition(END)
+    if not begin or not end:
+        raise ValueError(f"README.md has no {BEGIN!r} … {END!r} block. Fix: put the two markers where the table goes")
+    return f"{head}{BEGIN}\n{settings_table()}\n{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="only say whether README.md's table is current")
+    args = parser.parse_args(argv)
+    current = README.read_text()
+    wanted = readme_with_table(current)
+    if args.check:
+        if wanted != current:
+            print("README.md's settings table is stale. Fix: .venv/bin/python scripts/readme_settings.py")
+            return 1
+        return 0
+    README.write_text(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
