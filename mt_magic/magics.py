@@ -21,6 +21,7 @@ from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.names import Position, TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
@@ -469,12 +470,22 @@ class MaterializedMagics(Magics):
 
     def _explain(self, text: str) -> object:
         from mt_magic.sql import parse_cell
+        from mt_magic.sql.query.analysis import analyze_query
         from mt_magic.widgets.static_views import ExplainView
 
         if not text:
             raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
         service = self.connection.service
-        if text.split()[0].upper() not in ("CREATE", "ALTER", "DROP"):  # a name, perhaps backquoted with spaces
+        first = text.split()[0].upper()
+        if first in ("SELECT", "WITH", "(", "VALUES") or first.startswith("("):  # a query: as a table defined by it
+            query = text.strip().rstrip(";").rstrip()
+            analyze_query(query, origin=Position(1, 1))  # a query sqlglot cannot read is refused where it is
+            stmt = CreateMaterializedTable(
+                text, Position(1, 1), name=TableName("this_query"), query=query, query_position=Position(1, 1)
+            )
+            explained = str(service.explain(stmt))
+            return ExplainView(explained.replace(str(service.workspace.qualify(stmt.name)), "this query", 1))
+        if first not in ("CREATE", "ALTER", "DROP"):  # a name, perhaps backquoted with spaces
             return ExplainView(str(service.explain(self._qualify(text.strip()))))
         statements = parse_cell(text, self.rules)
         if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):

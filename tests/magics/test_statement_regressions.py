@@ -138,3 +138,13 @@ def test_refused_statements_leave_the_manager_and_the_cards_as_they_were(shell) 
     assert [e for e in events if e.table == keep and e.kind.value != "refresh-progress"] == []
     assert len(before) == 1 and statuses() == before
     shell.run_cell_magic("materialized", "", "DROP MATERIALIZED TABLE reg_keep")
+
+
+def test_explain_of_a_select_says_how_a_table_defined_by_it_would_refresh(shell) -> None:
+    """Regression (issue 38): ``%mt explain SELECT …`` — its help says "a table name or a statement" — failed with
+    "unexpected 'day' after the table name"."""
+    text = str(shell.run_line_magic("mt", "explain SELECT day, sum(amount) AS total FROM reg_orders GROUP BY day"))
+    assert text.startswith("this query: CONTINUOUS"), text
+    assert "mt.default.reg_orders" in text and "this_query" not in text, text
+    with pytest.raises(UsageError, match=r"line 1, column"):
+        shell.run_line_magic("mt", "explain SELECT day FROM reg_orders WHERE (")

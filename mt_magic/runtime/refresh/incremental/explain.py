@@ -176,6 +176,8 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
 
     if isinstance(target, CreateMaterializedTable):
         name = ws.qualify(target.name)
+        label = f"CREATE MATERIALIZED TABLE {target.name}"
+        analyze_query(target.query, statement=label, origin=target.query_position)  # refused where it is
         known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
         query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
         if CONVERT_OPTION not in {k.lower() for k in target.options_dict}:
