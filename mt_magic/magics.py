@@ -344,8 +344,6 @@ class MaterializedMagics(Magics):
         service = self.connection.service
         try:
             results = execute_cell(service, parse_cell(cell, self.rules), cascade=args.cascade)
-            if self._completion is not None:
-                self._completion.names.invalidate()  # tables came or went: Tab offers the new names
             if args.wait:
                 _wait_for_refreshes(results)
         except MtMagicError as exc:

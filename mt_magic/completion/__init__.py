@@ -2,9 +2,10 @@
 
 - ``grammar``: :func:`complete` / :func:`fragment`, pure: what may come next at a cursor (keywords in Flink's
   grammar order, table and column names, WITH keys and values, FRESHNESS units)
+- ``reads``: what the query being typed reads (tables and aliases, CTEs, subqueries), from sqlglot
 - ``options``: the WITH option keys and values, gathered from where each option is defined
 - ``names``: the catalog's names and columns, cached and reloaded in the background
-- ``ipython``: :class:`SqlCompleter`, the matcher on IPython's completer (JupyterLab's Tab)
+- ``ipython``: :class:`SqlCompleter`, IPython's completer in SQL cells (JupyterLab's Tab), IPython's own elsewhere
 """
 
 from __future__ import annotations

@@ -10,9 +10,11 @@ catalog's names come in as a :class:`~mt_magic.completion.names.NameSnapshot`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from mt_magic.completion.names import NameSnapshot
+from mt_magic.completion.names import NameSnapshot, shown_part
+from mt_magic.completion.reads import Relation, relations
 from mt_magic.sql.ddl.create import CLAUSE_ORDER
 from mt_magic.sql.ddl.lexing import Tok, TokKind, tokenize
 from mt_magic.sql.ddl.parser import ALTER_ACTIONS
@@ -34,13 +36,16 @@ START_MODES = tuple(start.value for start in StartFrom) + tuple(f"RESUME_OR_{s.v
 ACTIONS = tuple(dict.fromkeys(re.split(r" = | \(", action)[0] for action in ALTER_ACTIONS))
 """The parser's ALTER actions as typed (``SET FRESHNESS``, not its hint ``SET FRESHNESS = INTERVAL …``)."""
 READS = frozenset({"FROM", "JOIN"})
+_NAME_KINDS = (TokKind.WORD, TokKind.QUOTED)
 _FRAGMENT = re.compile(r"[\w.`'\-]*$")
 
 
 def fragment(text: str, cursor: int) -> str:
-    """The part of the word at the cursor that a completion replaces (a name may hold '.', a key quotes)."""
+    """The part of the word at the cursor that a completion replaces: a WITH key whole (quoted, it may hold
+    '.'), else the name part after the last '.' (``ord`` in ``s.ord``, ``tab`` in ``mt.ns.tab``)."""
     match = _FRAGMENT.search(text[:cursor])
-    return match.group(0) if match else ""
+    word = match.group(0) if match else ""
+    return word if word.startswith("'") else word.rsplit(".", 1)[-1]
 
 
 def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query: bool = False) -> list[str]:
@@ -57,8 +62,31 @@ def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query
     start = cursor - len(word)
     statement = _current_statement(tokenize(text), start)
     before = [t for t in statement if t.end <= start and t.significant]
-    candidates = _query(before, statement, names) if query else _statement(before, statement, names)
+    at = _Cursor(text, start, cursor, statement)
+    if query:
+        qualifier, before = _qualifier(before)
+        candidates = _query(before, at, names, qualifier)
+    else:
+        candidates = _statement(before, at, names)
     return _matching(candidates, word)
+
+
+@dataclass(frozen=True)
+class _Cursor:
+    """The cell's text, the word being typed (``text[start:end]``) and the tokens of its statement."""
+
+    text: str
+    start: int
+    end: int
+    statement: list[Tok]
+
+    def query_after(self, tok: Tok | None) -> tuple[str, int, int]:
+        """The statement's text after ``tok`` (the query body after AS; all of it without ``tok``), and the
+        word being typed as offsets in that text."""
+        begin = tok.end if tok is not None else (self.statement[0].start if self.statement else self.start)
+        begin = min(begin, self.start)
+        finish = max(self.statement[-1].end if self.statement else self.end, self.end)
+        return self.text[begin:finish], self.start - begin, self.end - begin
 
 
 def _current_statement(toks: list[Tok], offset: int) -> list[Tok]:
@@ -74,13 +102,17 @@ def _current_statement(toks: list[Tok], offset: int) -> list[Tok]:
     return toks[begin:end]
 
 
-def _statement(before: list[Tok], statement: list[Tok], names: NameSnapshot) -> list[str]:
+def _statement(before: list[Tok], at: _Cursor, names: NameSnapshot) -> list[str]:
+    qualifier, before = _qualifier(before)
     words = [t.upper if t.kind is TokKind.WORD else t.text for t in before]
     if not words:
         return list(STATEMENT_STARTS)
     body = _query_start(words)
     if body is not None:
-        return _query(before[body:], statement, names)
+        return _query(before[body:], at, names, qualifier, before[body - 1])
+    if qualifier:  # an existing table's name typed part by part (ALTER, DROP, SHOW CREATE, DESCRIBE, OR ALTER)
+        names_one = words[-1] in ("TABLE", "EXISTS") and (words[0] != "CREATE" or "OR" in words)
+        return _next_parts(names.materialized_paths, qualifier) if names_one else []
     last = words[-1]
     if words[0] == "CREATE":
         return _create(words, before, names)
@@ -125,9 +157,13 @@ def _create(words: list[str], before: list[Tok], names: NameSnapshot) -> list[st
     clause = _value_of_clause(words, before)
     if clause is not None:
         return clause
+    named = words.index("TABLE") + 1 if "TABLE" in words else len(words)
+    if "(" in words[named:] and ")" not in words[named:]:
+        return []  # inside the column list: new names
     seen = [c for c in CLAUSE_ORDER if c.split()[0] in words]
     after = CLAUSE_ORDER.index(seen[-1]) + 1 if seen else 0
-    return [*CLAUSE_ORDER[after:], "AS"]
+    column_list = ["("] if all(t.kind in _NAME_KINDS or t.is_punct(".") for t in before[named:]) else []
+    return [*column_list, *CLAUSE_ORDER[after:], "AS"]
 
 
 def _alter(words: list[str], names: NameSnapshot) -> list[str]:
@@ -187,37 +223,59 @@ def _open_with(words: list[str], before: list[Tok]) -> list[str] | None:
     return []
 
 
-def _query(before: Sequence[Tok], statement: list[Tok], names: NameSnapshot) -> list[str]:
-    """In a query: table names after FROM / JOIN, else the columns of the tables it reads (then table names)."""
+def _query(
+    before: Sequence[Tok],
+    at: _Cursor,
+    names: NameSnapshot,
+    qualifier: tuple[str, ...] = (),
+    after: Tok | None = None,
+) -> list[str]:
+    """In a query: table names after FROM / JOIN (part by part after ``mt.`` or ``mt.ns.``); elsewhere the
+    columns of every relation the query reads, then how the query names those relations (``s.`` → ``s``'s)."""
+    if not qualifier and before and before[-1].is_punct("."):
+        return []  # after a '.' that follows no name
     if before and before[-1].is_word(*READS):
+        if qualifier:
+            return _next_parts((*names.materialized_paths, *names.plain_paths), qualifier)
         return [*names.materialized, *names.plain]
-    if before and before[-1].is_punct("."):
-        return []
-    columns: list[str] = []
-    for parts in _read_tables(statement):
-        columns.extend(c for c in names.columns_of(parts) if c not in columns)
-    return columns
+    read = relations(*at.query_after(after))
+    if qualifier:
+        return _unique(c for r in read if r.known_as(qualifier) for c in _columns(r, names))
+    return _unique([*(c for r in read for c in _columns(r, names)), *(r.reference for r in read)])
 
 
-def _read_tables(statement: list[Tok]) -> list[tuple[str, ...]]:
-    """The names after FROM and JOIN anywhere in the statement (before and after the cursor), as name parts."""
-    sig = [t for t in statement if t.significant]
-    found: list[tuple[str, ...]] = []
-    for i, tok in enumerate(sig):
-        if not tok.is_word(*READS):
-            continue
-        parts: list[str] = []
-        j = i + 1
-        while j < len(sig) and sig[j].kind in (TokKind.WORD, TokKind.QUOTED):
-            text = sig[j].text
-            parts.append(text[1:-1].replace("``", "`") if sig[j].kind is TokKind.QUOTED else text)
-            if j + 1 < len(sig) and sig[j + 1].is_punct("."):
-                j += 2
-                continue
-            break
-        if parts:
-            found.append(tuple(parts))
-    return found
+def _columns(relation: Relation, names: NameSnapshot) -> tuple[str, ...]:
+    if relation.derived is not None:
+        return relation.derived
+    return names.columns_of(relation.parts)
+
+
+def _qualifier(before: list[Tok]) -> tuple[tuple[str, ...], list[Tok]]:
+    """The name parts typed before the word at the cursor (``mt.ns`` in ``mt.ns.ta``, ``s`` in ``s.or``) and the
+    tokens before them."""
+    end = len(before)
+    parts: list[str] = []
+    while end >= 2 and before[end - 1].is_punct(".") and before[end - 2].kind in _NAME_KINDS:
+        tok = before[end - 2]
+        parts.insert(0, tok.text[1:-1].replace("``", "`") if tok.kind is TokKind.QUOTED else tok.text)
+        end -= 2
+    return tuple(parts), before[:end]
+
+
+def _next_parts(paths: Sequence[tuple[str, ...]], qualifier: tuple[str, ...]) -> list[str]:
+    """The name parts that follow ``qualifier`` in full names (from the catalog: ``mt.`` → namespaces) or in
+    names from their namespace (``sales.`` → the tables of namespace ``sales``)."""
+    typed = tuple(part.lower() for part in qualifier)
+    found = []
+    for path in paths:
+        for tail in (path, path[1:]):
+            if len(tail) > len(typed) and tuple(p.lower() for p in tail[: len(typed)]) == typed:
+                found.append(shown_part(tail[len(typed)]))
+    return _unique(found)
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
 
 
 def _matching(candidates: Sequence[str], word: str) -> list[str]:

@@ -1,21 +1,27 @@
-"""Completion in IPython (so JupyterLab's Tab gets it): a matcher of IPython's v2 API on the shell's completer.
+"""Completion in IPython (so JupyterLab's Tab gets it): mt_magic answers alone inside its cells.
 
 In a ``%%materialized`` cell it completes the statements, in a ``%%mtsql`` cell the query, and on a ``%mt`` line
-the command and then the table name. Elsewhere it stays out of the way (IPython's own matchers answer). Names come
-from a :class:`~mt_magic.completion.names.CatalogNames` cache, so a keypress never waits on the catalog.
+the command and then the table name. Inside those SQL cells it is the only answer, also when it has nothing to
+offer: IPython's matchers (Python names, magics, files) never answer there. IPython's matcher API cannot say "this
+is mine, and there is nothing" (a matcher suppresses the others only when it has completions), so
+:class:`SqlCompleter` wraps the shell completer's :meth:`completions` — what ipykernel's ``complete_request``
+(JupyterLab's Tab) and the terminal call — and hands every other cell to IPython. Names come from a
+:class:`~mt_magic.completion.names.CatalogNames` cache, loaded in the background at ``%load_ext`` and again after
+each cell runs (IPython's ``post_run_cell`` event), so a keypress never waits on the catalog, the first included,
+and a table a cell made (a statement, ``spark.sql``, pyiceberg) is offered at the next Tab once that load is done.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.completion.grammar import complete, fragment
 from mt_magic.completion.names import CatalogNames, catalog_snapshot
 
 if TYPE_CHECKING:
-    from IPython.core.completer import CompletionContext
+    from IPython.core.completer import Completion
 
     from mt_magic.runtime.service import MaterializedTables
 
@@ -27,7 +33,7 @@ _MT_LINE = re.compile(r"^\s*%mt\s+(?:(?P<command>\w+)\s+)?(?P<word>\S*)$")
 
 
 class SqlCompleter:
-    """Owns the names cache and the matcher it puts on ``shell.Completer`` (removed again by :meth:`close`).
+    """Owns the names cache and the wrapper it puts on ``shell.Completer.completions`` (removed by :meth:`close`).
 
     Args:
         shell: the IPython shell.
@@ -39,20 +45,28 @@ class SqlCompleter:
         self.shell = shell
         self.names = CatalogNames(lambda: catalog_snapshot(service()))
         self.mt_commands = tuple(mt_commands)
-        self._matcher = self._make_matcher()
-        shell.Completer.custom_matchers.append(self._matcher)
-        self.names.reload()  # the first Tab finds names already loaded
+        self._ipython_completions = shell.Completer.completions
+        shell.Completer.completions = self._completions
+        shell.events.register("post_run_cell", self._after_cell)
+        self.names.reload()  # warm: the first Tab finds the names loaded (and never waits for them)
 
     def close(self) -> None:
-        matchers = self.shell.Completer.custom_matchers
-        if self._matcher in matchers:
-            matchers.remove(self._matcher)
+        if vars(self.shell.Completer).get("completions") == self._completions:
+            del self.shell.Completer.completions
+        if self._after_cell in self.shell.events.callbacks["post_run_cell"]:
+            self.shell.events.unregister("post_run_cell", self._after_cell)
+
+    def _after_cell(self, result: object) -> None:
+        """Any cell may have made or dropped a table (a statement, ``spark.sql``): reload in the background."""
+        self.names.invalidate()
 
     def completions(self, full_text: str, line: int, column: int) -> tuple[str, list[str]] | None:
         """``(fragment, completions)`` for the cursor at ``line``/``column`` of a cell; ``None``: not ours."""
         lines = full_text.split("\n")
         first = lines[0].strip()
-        if first.startswith(STATEMENT_CELLS + QUERY_CELLS) and line > 0:
+        if first.startswith(STATEMENT_CELLS + QUERY_CELLS):
+            if line == 0:  # on the magic's own line: its options are IPython's business, Python names are not
+                return "", []
             body = "\n".join(lines[1:])
             cursor = sum(len(text) + 1 for text in lines[1:line]) + column
             query = first.startswith(QUERY_CELLS)
@@ -62,26 +76,22 @@ class SqlCompleter:
             return None
         command, word = match.group("command"), match.group("word")
         if command is None:
-            return word, [c for c in self.mt_commands if c.startswith(word.lower()) and c != word]
-        if command.lower() not in NAMED_COMMANDS:
-            return None
-        return word, [n for n in self.names.current().materialized if n.lower().startswith(word.lower())]
+            found = [c for c in self.mt_commands if c.startswith(word.lower()) and c != word]
+        elif command.lower() in NAMED_COMMANDS:
+            found = [n for n in self.names.current().materialized if n.lower().startswith(word.lower())]
+        else:
+            found = []
+        return (word, found) if found else None
 
-    def _make_matcher(self) -> Callable[[CompletionContext], dict[str, Any]]:
-        from IPython.core.completer import SimpleCompletion, context_matcher
+    def _completions(self, text: str, offset: int) -> Iterator[Completion]:
+        """``IPCompleter.completions``: mt_magic's answer alone where it has one, else IPython's."""
+        from IPython.core.completer import Completion, position_to_cursor
 
-        @context_matcher()
-        def mt_magic_sql(context: CompletionContext) -> dict[str, Any]:
-            """A ``SimpleMatcherResult`` (IPython's v2 matcher API)."""
-            found = self.completions(context.full_text, context.cursor_line, context.cursor_position)
-            if found is None:
-                return {"completions": [], "suppress": False}
-            word, texts = found
-            return {
-                "completions": [SimpleCompletion(text, type="mt_magic") for text in texts],
-                "matched_fragment": word,
-                "suppress": bool(texts),
-                "ordered": True,
-            }
-
-        return mt_magic_sql
+        line, column = position_to_cursor(text, offset)
+        found = self.completions(text, line, column)
+        if found is None:
+            yield from self._ipython_completions(text, offset)
+            return
+        word, texts = found
+        for completion in texts:
+            yield Completion(offset - len(word), offset, completion, type="mt_magic", _origin="mt_magic")

@@ -1,8 +1,8 @@
 """The catalog's names and columns for completion, cached: a keypress reads the cache and never the catalog.
 
 :class:`CatalogNames` answers at once with what it last loaded and, when that is older than ``max_age`` or was
-invalidated (a statement ran, a table appeared), reloads it on a thread of its own — one reload at a time, started
-on demand, never at import. A failed load keeps the previous names.
+invalidated (a cell ran), reloads it on a thread of its own — one load at a time (an invalidation during a load
+runs one more after it), started on demand, never at import. A failed load keeps the previous names.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from mt_magic.runtime.spark.quoting import identifier
 
 if TYPE_CHECKING:
     from mt_magic.runtime.service import MaterializedTables
@@ -31,9 +33,17 @@ class NameSnapshot:
     plain: tuple[str, ...] = ()
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Lower-cased ``name``, ``namespace.name`` and ``catalog.namespace.name`` → the table's columns in order."""
+    materialized_paths: tuple[tuple[str, ...], ...] = ()
+    """Each materialized table's full name as parts (catalog, namespace…, table), for ``mt.`` and ``mt.ns.``."""
+    plain_paths: tuple[tuple[str, ...], ...] = ()
 
     def columns_of(self, parts: tuple[str, ...]) -> tuple[str, ...]:
         return self.columns.get(".".join(parts).lower(), ())
+
+
+def shown_part(part: str) -> str:
+    """One name part as a user types it: bare when it is an identifier, else in backquotes."""
+    return part if part.isidentifier() else identifier(part)
 
 
 class CatalogNames:
@@ -51,6 +61,7 @@ class CatalogNames:
         self._snapshot = NameSnapshot()
         self._loaded_at: float | None = None
         self._thread: threading.Thread | None = None
+        self._again = False
         self.loads = 0
         """How many loads finished (tests wait on it)."""
 
@@ -64,27 +75,39 @@ class CatalogNames:
         return snapshot
 
     def invalidate(self) -> None:
-        """The names changed (a statement ran): reload now, in the background."""
+        """The names may have changed (a cell ran): load them again in the background, once more after a load
+        that is running now (it may have listed the catalog before the change)."""
         with self._lock:
             self._loaded_at = None
+            self._again = self._thread is not None
         self.reload()
 
     def reload(self) -> None:
         """Start one background load unless one is running."""
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._thread is not None:
                 return
             self._thread = threading.Thread(target=self._run, name="mt-completion-names", daemon=True)
             self._thread.start()
 
     def wait(self, timeout: float) -> bool:
-        """Wait for a running load to end (tests); True when none runs any more."""
-        thread = self._thread
+        """Wait for the running loads to end (tests); True when none runs any more."""
+        with self._lock:
+            thread = self._thread
         if thread is not None:
             thread.join(timeout)
         return thread is None or not thread.is_alive()
 
     def _run(self) -> None:
+        while True:
+            self._load_once()
+            with self._lock:
+                if not self._again:
+                    self._thread = None
+                    return
+                self._again = False
+
+    def _load_once(self) -> None:
         try:
             snapshot = self._load()
         except Exception:  # the catalog away or a table dropped mid-listing: keep what we had, try again later
@@ -100,12 +123,12 @@ class CatalogNames:
 def catalog_snapshot(service: MaterializedTables) -> NameSnapshot:
     """Every table of the service's catalog (all namespaces), materialized and plain, with its columns."""
     from mt_magic.catalog.leases import LEASE_NAMESPACE, LEASE_TABLE
-    from mt_magic.runtime.spark.quoting import identifier
 
     workspace = service.workspace
     catalog = workspace.catalog
     materialized: list[str] = []
     plain: list[str] = []
+    paths: dict[bool, list[tuple[str, ...]]] = {True: [], False: []}
     columns: dict[str, tuple[str, ...]] = {}
     for namespace in _namespaces(catalog.catalog.list_namespaces):
         for ident in catalog.catalog.list_tables(namespace):
@@ -118,12 +141,19 @@ def catalog_snapshot(service: MaterializedTables) -> NameSnapshot:
                 continue
             parts = tuple(ident)
             shown = parts[-1:] if ".".join(parts[:-1]) == workspace.default_namespace else parts
-            text = ".".join(p if p.isidentifier() else identifier(p) for p in shown)
-            (materialized if info.definition is not None else plain).append(text)
+            is_materialized = info.definition is not None
+            (materialized if is_materialized else plain).append(".".join(shown_part(p) for p in shown))
+            paths[is_materialized].append((catalog.spark_name, *parts))
             cols = tuple(c for c, _, _ in info.columns)
             for key in (parts[-1:], (".".join(parts[:-1]), parts[-1]), (catalog.spark_name, *parts)):
                 columns.setdefault(".".join(key).lower(), cols)
-    return NameSnapshot(tuple(sorted(materialized)), tuple(sorted(plain)), columns)
+    return NameSnapshot(
+        tuple(sorted(materialized)),
+        tuple(sorted(plain)),
+        columns,
+        tuple(sorted(paths[True])),
+        tuple(sorted(paths[False])),
+    )
 
 
 def _namespaces(list_namespaces: Callable[..., list[tuple[str, ...]]], parent: tuple[str, ...] = ()) -> list:

@@ -1,9 +1,11 @@
 """Completion in ``%%materialized`` cells, query cells and ``%mt`` lines.
 
-The grammar's contexts are checked without a JVM (``complete`` over a fixed name snapshot); then the matcher on a
-real InteractiveShell with the extension loaded, through IPython's completer API (what ipykernel, and so
-JupyterLab's Tab, calls): table names of the catalog, the columns of the tables a query reads, and names that
-appear after a statement; and the cache answers while a catalog load is still blocked.
+The grammar's contexts are checked without a JVM (``complete`` over a fixed name snapshot): keywords, table names
+(also part by part after ``mt.`` and ``mt.ns.``), the columns of every relation a query reads wherever the cursor is
+in it, aliases, CTEs and subqueries, ``(`` for CREATE's column list. Then the completer on a real InteractiveShell
+with the extension loaded, through IPython's completer API (what ipykernel, and so JupyterLab's Tab, calls): table
+names of the catalog, the columns of the tables a query reads, names that appear after any cell (a ``spark.sql``
+too), no Python names anywhere in a SQL cell, and a Tab that answers while the catalog load is blocked.
 """
 
 from __future__ import annotations
@@ -18,12 +20,27 @@ from mt_magic.sql.ddl.create import CLAUSE_ORDER
 NAMES = NameSnapshot(
     materialized=("daily", "sales.`top 10`"),
     plain=("orders", "sales.events"),
-    columns={"orders": ("id", "amount", "ds"), "sales.events": ("page", "at"), "daily": ("ds", "n")},
+    columns={
+        "orders": ("id", "amount", "ds"),
+        "default.orders": ("id", "amount", "ds"),
+        "mt.default.orders": ("id", "amount", "ds"),
+        "sales.events": ("page", "at"),
+        "mt.sales.events": ("page", "at"),
+        "daily": ("ds", "n"),
+    },
+    materialized_paths=(("mt", "default", "daily"), ("mt", "sales", "top 10")),
+    plain_paths=(("mt", "default", "orders"), ("mt", "sales", "events")),
 )
 
 
 def at_end(text: str) -> list[str]:
     return complete(text, len(text), NAMES)
+
+
+def at_bar(text: str, *, query: bool = False) -> list[str]:
+    """What is offered at the ``|`` in ``text`` (the cursor, with text after it)."""
+    cursor = text.index("|")
+    return complete(text.replace("|", "", 1), cursor, NAMES, query=query)
 
 
 def test_statement_keywords_in_flinks_order() -> None:
@@ -37,7 +54,7 @@ def test_statement_keywords_in_flinks_order() -> None:
         "DESCRIBE MATERIALIZED TABLE",
     ]
     assert at_end("cr") == ["CREATE MATERIALIZED TABLE", "CREATE OR ALTER MATERIALIZED TABLE"]
-    assert at_end("CREATE MATERIALIZED TABLE t ") == [*CLAUSE_ORDER, "AS"]
+    assert at_end("CREATE MATERIALIZED TABLE t ") == ["(", *CLAUSE_ORDER, "AS"]
     assert at_end("CREATE MATERIALIZED TABLE t PARTITIONED BY (ds) WITH ('a' = 'b') ") == [
         "FRESHNESS",
         "REFRESH_MODE",
@@ -73,9 +90,61 @@ def test_columns_of_the_tables_the_statement_reads() -> None:
     assert fragment(text, cursor) == "am"
     assert complete(text, cursor, NAMES) == ["amount"]
     empty = text.replace(" am ", "  ")
-    assert complete(empty, empty.index("  FROM") + 1, NAMES) == ["id", "amount", "ds", "page", "at"]
+    assert complete(empty, empty.index("  FROM") + 1, NAMES) == [
+        *("id", "amount", "ds", "page", "at"),
+        *("orders", "sales.events"),  # then how the query names what it reads
+    ]
     query = "SELECT  FROM daily"
-    assert complete(query, len("SELECT "), NAMES, query=True) == ["ds", "n"]
+    assert complete(query, len("SELECT "), NAMES, query=True) == ["ds", "n", "daily"]
+
+
+def test_columns_wherever_the_cursor_is_in_the_select() -> None:
+    create = "CREATE MATERIALIZED TABLE t AS "
+    every = ["id", "amount", "ds", "page", "at"]
+    assert at_bar(create + "SELECT | FROM orders o JOIN sales.events e ON o.id = e.page") == [*every, "o", "e"]
+    assert at_bar(create + "SELECT a| FROM orders o JOIN sales.events e ON true") == ["amount", "at"]
+    assert at_bar(create + "SELECT count(*) FROM orders o JOIN sales.events e ON |") == [*every, "o", "e"]
+    assert at_bar(create + "SELECT count(*) FROM orders WHERE amount > 1 GROUP BY |") == [
+        "id",
+        "amount",
+        "ds",
+        "orders",
+    ]
+    assert at_bar(create + "SELECT count(| FROM orders") == ["id", "amount", "ds", "orders"]
+    assert at_bar(create + "SELECT * FROM orders WHERE |") == ["id", "amount", "ds", "orders"]
+    assert at_bar("SELECT | FROM mt.default.orders", query=True) == ["id", "amount", "ds", "mt.default.orders"]
+
+
+def test_aliases_ctes_and_subqueries() -> None:
+    create = "CREATE MATERIALIZED TABLE t AS "
+    assert at_bar(create + "SELECT s.| FROM orders s") == ["id", "amount", "ds"]
+    assert at_bar(create + "SELECT s.am| FROM orders AS s") == ["amount"]
+    assert at_bar(create + "SELECT * FROM orders s JOIN sales.events e ON s.id = e.|") == ["page", "at"]
+    assert at_bar(create + "SELECT events.| FROM mt.sales.events") == ["page", "at"]
+    assert at_bar(create + "SELECT x.| FROM orders s") == []  # no relation of that name
+    cte = create + "WITH big AS (SELECT id AS order_id, amount FROM orders) SELECT big.| FROM big"
+    assert at_bar(cte) == ["order_id", "amount"]
+    assert at_bar(create + "SELECT sub.| FROM (SELECT ds, count(*) AS n FROM orders GROUP BY ds) sub") == ["ds", "n"]
+
+
+def test_catalog_qualified_names_part_by_part() -> None:
+    select = "CREATE MATERIALIZED TABLE t AS SELECT * FROM "
+    assert at_end(select + "mt.") == ["default", "sales"]
+    assert at_end(select + "mt.default.") == ["daily", "orders"]
+    assert at_end(select + "mt.default.or") == ["orders"]
+    assert at_end(select + "sales.") == ["`top 10`", "events"]
+    assert at_end(select + "mt.sales.e") == ["events"]
+    assert at_end("ALTER MATERIALIZED TABLE mt.default.d") == ["daily"]
+    assert at_end("DROP MATERIALIZED TABLE IF EXISTS mt.") == ["default", "sales"]
+    assert at_end("CREATE MATERIALIZED TABLE mt.default.") == []  # a new name: nothing to offer
+    assert fragment(select + "mt.default.or", len(select + "mt.default.or")) == "or"
+
+
+def test_a_column_list_after_creates_table_name() -> None:
+    assert at_end("CREATE MATERIALIZED TABLE mt.sales.t ")[:2] == ["(", "COMMENT"]
+    assert at_end("CREATE MATERIALIZED TABLE t (") == []  # new column names: nothing to offer
+    assert at_end("CREATE MATERIALIZED TABLE t (ds, n) ") == [*CLAUSE_ORDER, "AS"]
+    assert at_end("CREATE MATERIALIZED TABLE t COMMENT 'x' ")[0] == "DISTRIBUTED BY"
 
 
 def test_with_option_keys_and_values() -> None:
@@ -149,11 +218,84 @@ def test_tab_in_a_real_shell(shell) -> None:
     ]
 
     loads = names.loads
-    shell.run_cell_magic(
-        "materialized", "--wait", "CREATE MATERIALIZED TABLE tab_totals AS SELECT sum(amount) AS total FROM tab_orders"
-    )
-    assert names.wait(120) and names.loads > loads  # the statement reloaded the names in the background
+    cell = "%%materialized --wait\nCREATE MATERIALIZED TABLE tab_totals AS SELECT sum(amount) AS total FROM tab_orders"
+    assert shell.run_cell(cell).success
+    assert names.wait(120) and names.loads > loads  # the cell reloaded the names in the background
     assert tab(shell, "%%materialized\nALTER MATERIALIZED TABLE tab_t") == ["tab_totals"]
     assert tab(shell, "%mt sta") == ["status"]
     assert tab(shell, "%mt status tab_") == ["tab_totals"]
     assert "tab_totals" not in tab(shell, "tab_")  # outside our cells IPython's own matchers answer
+
+
+@pytest.mark.spark
+def test_no_python_names_anywhere_in_a_sql_cell(shell) -> None:
+    assert shell._mt_magic_magics._completion.names.wait(120)
+    assert "import" in tab(shell, "imp")  # a Python cell: IPython's own matchers answer
+    for cell in (
+        "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT ",  # nothing read yet: nothing to offer
+        "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT im",
+        "%%materialized\nCREATE MATERIALIZED TABLE tab_none (",
+        "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT * FROM tab_orders WHERE amount > 'x",
+        "%%materialized ",
+        "%%mtsql\nSELECT ",
+        "%%mtsql\nSELECT 1 AS n, ",
+    ):
+        assert tab(shell, cell) == [], cell
+    select = "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT  FROM tab_orders"
+    assert tab(shell, select, select.index(" FROM")) == ["order_id", "amount", "tab_orders"]
+
+
+@pytest.mark.spark
+def test_aliases_and_catalog_qualified_names_in_a_real_shell(shell) -> None:
+    names = shell._mt_magic_magics._completion.names
+    names.invalidate()
+    assert names.wait(120)
+    create = "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT "
+    assert tab(shell, create + "* FROM mt.") == ["default"]
+    assert tab(shell, create + "* FROM mt.default.tab_o") == ["tab_orders"]
+    cell = create + "s.am FROM tab_orders s"
+    assert tab(shell, cell, cell.index(" FROM")) == ["amount"]
+    cell = create + "s. FROM mt.default.tab_orders AS s"
+    assert tab(shell, cell, cell.index(" FROM")) == ["order_id", "amount"]
+    assert tab(shell, "%%materialized\nCREATE MATERIALIZED TABLE tab_none ")[0] == "("
+
+
+@pytest.mark.spark
+def test_a_table_made_by_spark_sql_is_offered_at_the_next_tab(shell) -> None:
+    names = shell._mt_magic_magics._completion.names
+    assert names.wait(120)
+    made = "sql('CREATE TABLE mt.default.tab_by_spark (tab_key INT, tab_customer STRING) USING iceberg')"
+    try:
+        assert shell.run_cell(f"from pyspark.sql import SparkSession as _S\n_S.getActiveSession().{made}").success
+        assert names.wait(120)  # the load after the cell, in the background
+        create = "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT "
+        assert tab(shell, create + "* FROM tab_by") == ["tab_by_spark"]
+        cell = create + "tab_c FROM tab_by_spark"
+        assert tab(shell, cell, cell.index(" FROM")) == ["tab_customer"]
+    finally:
+        shell.run_cell("_S.getActiveSession().sql('DROP TABLE IF EXISTS mt.default.tab_by_spark PURGE')")
+
+
+@pytest.mark.spark
+def test_a_tab_never_waits_for_the_catalog(shell) -> None:
+    """A load blocked on an event: the Tab still answers (from what the cache had); if it waited, this test
+    would hang until the load was released, which only happens after the Tab returned."""
+    names = shell._mt_magic_magics._completion.names
+    assert names.wait(120)
+    loaded, blocked, release = names.current(), threading.Event(), threading.Event()
+
+    def blocked_load() -> NameSnapshot:
+        blocked.set()
+        release.wait(300)
+        return loaded
+
+    real_load, names._load = names._load, blocked_load
+    try:
+        shell.run_cell("1 + 1")  # a cell ran: a reload starts (and blocks)
+        assert blocked.wait(120)
+        assert tab(shell, "%%materialized\nALTER MATERIALIZED TABLE tab_") == ["tab_totals"]
+        assert not release.is_set()
+    finally:
+        release.set()
+        assert names.wait(120)
+        names._load = real_load
