@@ -91,7 +91,9 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         rows.append(("refreshed by", refreshed_by_text(status)))
     if status.paused:
         rows.append(("paused", status.paused))
-    if status.last_error:
+    if status.missing_source is not None:
+        rows.insert(0, ("source missing", status.missing_source.message))
+    if status.last_error and (status.missing_source is None or status.missing_source.message not in status.last_error):
         failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
         rows.append(("error", status.last_error + failures))
     if status.state is JobState.FAILED:
@@ -183,7 +185,7 @@ def _status_cells(s: TableStatus, now: datetime | None) -> tuple[str, ...]:
         freshness_badge(s).label,
         last_refresh_text(s, now),
         next_refresh_text(s, now),
-        s.last_error or (f"paused: {s.paused}" if s.paused else ""),
+        (s.missing_source.message if s.missing_source else s.last_error) or (f"paused: {s.paused}" if s.paused else ""),
     )
 
 
@@ -267,14 +269,25 @@ def listing_html(listing: Listing) -> str:
 
 
 def listing_text(listing: Listing) -> str:
+    """The listing as aligned text. An empty row ends a block (DESCRIBE's columns, then its facts), and each block
+    is aligned to its own cells: a fact's sentence does not pad the type column of the columns above it."""
     lines = [listing.text] if listing.text else []
     if listing.columns:
-        table = [listing.columns, *listing.rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(listing.columns))]
-        lines += [
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in table
-        ]
+        block: list[tuple[str, ...]] = []
+        for row in [listing.columns, *listing.rows, ()]:
+            if any(row):
+                block.append(row)
+                continue
+            lines += _aligned(block)
+            block = []
+            if row:
+                lines.append("")
     return "\n".join(lines)
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def messages_html(lines: Sequence[str]) -> str:
