@@ -54,6 +54,8 @@ class RefreshEngine(enum.Enum):
     """A Spark job (every full and partition refresh, and incremental ones the in-process path does not take)."""
     IN_PROCESS = "in process (DuckDB)"
     """The in-process path: pyiceberg reads, DuckDB runs the same SQL, pyiceberg commits; no Spark job."""
+    NONE = "nothing ran"
+    """No source changed: nothing was computed or committed (a no-op refresh)."""
 
 
 class JobState(enum.Enum):

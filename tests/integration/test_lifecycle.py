@@ -10,7 +10,7 @@ from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, DependencyError, MaterializedTableExistsError, MtMagicError
 from mt_magic.runtime.status import RefreshRequest
-from mt_magic.vocabulary import RefreshKind, RefreshTrigger
+from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshTrigger
 
 pytestmark = pytest.mark.spark
 
@@ -126,7 +126,13 @@ def test_unchanged_sources_make_a_scheduled_refresh_a_noop(mt, spark) -> None:
     outcome = mt.engine.refresh(RefreshRequest(name, RefreshTrigger.SCHEDULED, utc(2026, 1, 1)))
 
     assert outcome.kind is RefreshKind.NOOP
+    assert outcome.engine is RefreshEngine.NONE  # was: Spark, though no Spark job ran (issue 38)
     assert mt.workspace.catalog.load(name).current_snapshot_id == snapshots
+    # the first refresh's staleness is counted from the oldest source change it reflected, as the status counted it
+    # while the table waited for it (was: None, issue 38)
+    first = mt.history(name).records[-1]
+    source_commit = mt.workspace.catalog.load(f"{CATALOG}.{mt.workspace.default_namespace}.src").snapshots[-1]
+    assert first.staleness_before == first.started_at - source_commit.committed_at
 
 
 def test_suspend_and_resume_are_persisted(mt, spark) -> None:

@@ -2,7 +2,8 @@
 
 Staleness before a refresh is, as everywhere, the refresh's start minus the commit time of the oldest source
 change it was the first to reflect: the source snapshots after those the previous refresh consumed, up to
-those this one consumed. The first refresh of a table has no "before" and gets ``None``.
+those this one consumed. A table's first refresh reflects every source change up to what it consumed, so its staleness
+before is counted from the oldest of them, as the status counts it while the table waits for that refresh.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshR
             continue
     states = [(s.snapshot_id, s.refresh_state) for s in info.snapshots if s.refresh_state is not None]
     before: dict[int, timedelta | None] = {}
-    for (_, previous), (snapshot_id, state) in zip(states, states[1:], strict=False):
+    previous_states = [None, *(state for _, state in states)]
+    for previous, (snapshot_id, state) in zip(previous_states, states, strict=False):
         before[snapshot_id] = _staleness_before(sources, previous, state)
     return [
         replace(r, staleness_before=before[r.snapshot_id]) if r.snapshot_id in before else r
@@ -46,12 +48,13 @@ def refresh_history(engine: Engine, name: str, limit: int = 50) -> list[RefreshR
 
 def _staleness_before(
     sources: dict[str, TableInfo],
-    previous: RefreshState,
+    previous: RefreshState | None,
     current: RefreshState,
 ) -> timedelta | None:
     oldest = None
     for name, source in sources.items():
-        dated = source.data_changes(previous.snapshot_of(name), upto=current.snapshot_of(name))
+        consumed = previous.snapshot_of(name) if previous is not None else None  # the first: every change is new
+        dated = source.data_changes(consumed, upto=current.snapshot_of(name))
         if dated is None:
             return None
         if current.snapshot_of(name) is None:

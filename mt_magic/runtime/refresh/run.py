@@ -37,7 +37,7 @@ from mt_magic.runtime.refresh.start import kept_rows, window_views
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.sql.query.rewrite import pin_sources
-from mt_magic.vocabulary import RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -175,11 +175,13 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     started = ctx.clock()
     with phase("metadata"):
         info, definition = ctx.catalog.load_materialized(request.table)
-        sources = load_sources(ctx.catalog, definition.upstream)
+        sources = load_sources(ctx.catalog, request.table, definition.upstream)
     states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
     partition = target_partition(request, definition)
     if is_noop(info, definition, request, states, partition):
-        return RefreshOutcome(RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh")
+        return RefreshOutcome(
+            RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh", engine=RefreshEngine.NONE
+        )
     never = incremental_policy(definition.options) is IncrementalPolicy.NEVER
     if force_full or never or not tries_incremental(request, info, definition, partition):
         strategy = "full: 'incremental' = 'never'" if never and not partition else None
