@@ -22,6 +22,19 @@ class NoSuchMaterializedTableError(MtMagicError):
     """The named materialized table does not exist in the catalog."""
 
 
+class NoSuchSourceTableError(MtMagicError):
+    """A source table a materialized table reads is gone (dropped, renamed) or cannot be read; the materialized
+    table keeps its stored rows and cannot be refreshed until the source is back or the query no longer reads it."""
+
+    def __init__(self, table: str, source: str, problem: str = "does not exist in the catalog (dropped or renamed)"):
+        self.table, self.source = table, source
+        super().__init__(
+            f"{table} reads the source table {source}, which {problem}: {table} keeps its stored rows but cannot "
+            f"be refreshed. Fix: re-create {source}, or ALTER MATERIALIZED TABLE {table} AS a query that does "
+            f"not read it, or DROP MATERIALIZED TABLE {table}."
+        )
+
+
 class MaterializedTableExistsError(MtMagicError):
     """A CREATE named a table that already exists."""
 

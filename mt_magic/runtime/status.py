@@ -121,6 +121,16 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class MissingSource:
+    """A source table the catalog does not have any more (dropped, renamed) or cannot load, as the last staleness
+    poll or refresh found it; the table keeps its stored rows but is neither fresh nor refreshable."""
+
+    source: str
+    message: str
+    """The error's text: both tables, what happened to the source, and the Fix."""
+
+
+@dataclass(frozen=True)
 class TableStatus:
     """An immutable snapshot of one table's state, safe to hand to any thread."""
 
@@ -150,6 +160,8 @@ class TableStatus:
     recent: tuple[RefreshRecord, ...] = ()
     """The table's latest refreshes this process knows, newest first (durations for the watchdog, strategy
     lines for recommendations)."""
+    missing_source: MissingSource | None = None
+    """A source it reads is gone or unreadable (its staleness is then unknown); ``None`` otherwise."""
 
     @property
     def within_freshness(self) -> bool | None:

@@ -27,6 +27,8 @@ class FreshnessLevel(enum.Enum):
     """More than twice the target."""
     UNKNOWN = "unknown"
     """Not measured yet (no staleness poll since the table appeared)."""
+    SOURCE_MISSING = "source missing"
+    """A source table is gone or unreadable: the stored rows are as of the last refresh, and no refresh can run."""
 
     @property
     def colour(self) -> str:
@@ -38,6 +40,7 @@ LEVEL_COLOURS = {
     FreshnessLevel.LATE: "#d97706",
     FreshnessLevel.STALE: "#dc2626",
     FreshnessLevel.UNKNOWN: "#6b7280",
+    FreshnessLevel.SOURCE_MISSING: "#dc2626",
 }
 
 STATE_COLOURS = {
@@ -71,9 +74,18 @@ def freshness_level(staleness: timedelta | None, target: timedelta) -> Freshness
     return FreshnessLevel.LATE if staleness <= 2 * target else FreshnessLevel.STALE
 
 
+def status_level(status: TableStatus) -> FreshnessLevel:
+    """The level of a status: SOURCE_MISSING over the measured staleness's."""
+    if status.missing_source is not None:
+        return FreshnessLevel.SOURCE_MISSING
+    return freshness_level(status.staleness, status.freshness)
+
+
 def freshness_badge(status: TableStatus) -> FreshnessBadge:
     """``fresh · 3s behind / target 10s``-style badge of a status."""
-    level = freshness_level(status.staleness, status.freshness)
+    level = status_level(status)
+    if status.missing_source is not None:
+        return FreshnessBadge(level, f"source missing · {status.missing_source.source}")
     if status.staleness is None:
         return FreshnessBadge(level, f"staleness unknown · target {human_duration(status.freshness)}")
     behind = "up to date" if not status.staleness else f"{human_duration(status.staleness)} behind"

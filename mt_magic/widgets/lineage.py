@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.status import TableStatus
-from mt_magic.widgets.badges import freshness_badge, freshness_level, human_duration
+from mt_magic.widgets.badges import freshness_badge, human_duration, status_level
 
 NODE_W, NODE_H, COL_GAP, ROW_GAP, MARGIN = 220, 48, 70, 18, 14
 
@@ -63,17 +63,21 @@ def _short(name: str, graph: Lineage) -> str:
     return name.rsplit(".", 1)[-1] if len(prefixes) == 1 else name.split(".", 1)[-1]
 
 
-def _node(p: Placed, graph: Lineage, status: TableStatus | None, focus: str | None) -> str:
+def _node(p: Placed, graph: Lineage, status: TableStatus | None, focus: str | None, missing: set[str]) -> str:
     materialized = graph.is_materialized(p.name)
-    if not materialized:
+    if not materialized and p.name in missing:
+        fill, ink, level, detail = "#ffffff", "#dc2626", "missing", "missing from the catalog"
+    elif not materialized:
         fill, ink, level, detail = "#ffffff", "#111827", "source", "plain Iceberg table"
     elif status is None:
         fill, ink, level, detail = "#6b7280", "#ffffff", "unknown", "materialized (no status)"
     else:
-        level_ = freshness_level(status.staleness, status.freshness)
+        level_ = status_level(status)
         fill, ink, level = level_.colour, "#ffffff", level_.value
         behind, target = human_duration(status.staleness), human_duration(status.freshness)
         detail = f"{status.state.value} · {level} · {behind} / {target}"
+        if status.missing_source is not None:
+            detail = f"{status.state.value} · source missing: {_short(status.missing_source.source, graph)}"
     stroke, width = ("#111827", 3) if p.name == focus else ("#6b7280", 1)
     label, tip = _short(p.name, graph), f"{p.name}: {detail}"
     return (
@@ -98,6 +102,10 @@ def _edge(src: Placed, dst: Placed) -> str:
     )
 
 
+def _missing_sources(statuses: Mapping[str, TableStatus]) -> set[str]:
+    return {s.missing_source.source for s in statuses.values() if s.missing_source is not None}
+
+
 def lineage_svg(graph: Lineage, statuses: Mapping[str, TableStatus], focus: str | None = None) -> str:
     """The graph as SVG; ``focus`` (if given) is outlined. Empty string for an empty graph."""
     if not graph.nodes:
@@ -106,7 +114,8 @@ def lineage_svg(graph: Lineage, statuses: Mapping[str, TableStatus], focus: str 
     width = MARGIN * 2 + (max(p.column for p in placed.values()) + 1) * (NODE_W + COL_GAP) - COL_GAP
     height = MARGIN * 2 + (max(p.row for p in placed.values()) + 1) * (NODE_H + ROW_GAP) - ROW_GAP
     edges = [_edge(placed[s], placed[m]) for m, sources in graph.upstream.items() for s in sources if s in placed]
-    nodes = [_node(placed[n], graph, statuses.get(n), focus) for n in graph.nodes]
+    missing = _missing_sources(statuses)
+    nodes = [_node(placed[n], graph, statuses.get(n), focus, missing) for n in graph.nodes]
     arrow = (
         '<defs><marker id="mt-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#9ca3af"/></marker></defs>'
@@ -124,7 +133,8 @@ def lineage_text(graph: Lineage, statuses: Mapping[str, TableStatus]) -> str:
         status = statuses.get(name)
         badge = f" [{freshness_badge(status).label}]" if status is not None else ""
         lines.append(f"{name}{badge} ← {', '.join(graph.upstream[name]) or '(no sources)'}")
-    plain = [n for n in graph.nodes if not graph.is_materialized(n)]
+    missing = _missing_sources(statuses)
+    plain = [n + (" (missing)" if n in missing else "") for n in graph.nodes if not graph.is_materialized(n)]
     if plain:
         lines.append("plain Iceberg sources: " + ", ".join(plain))
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.catalog.views import ViewInfo
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
-from mt_magic.runtime.status import Listing, TableStatus
+from mt_magic.runtime.status import Listing, MissingSource, TableStatus
 from mt_magic.runtime.workspace import utc_text
 from mt_magic.sql.ddl.parser import parse_start_mode
 from mt_magic.sql.ddl.statements import StartFrom
@@ -101,9 +101,12 @@ def table_description(
     status: TableStatus | None,
     view: ViewInfo | None = None,
     airflow: list[tuple[str, str]] | None = None,
+    missing: MissingSource | None = None,
 ) -> Listing:
     """Columns and types, then the table's mode and why, freshness, sources, state, last refresh and its Iceberg
-    view (``view``: the one registered alongside it, if any); ``airflow``: Airflow's view of a table on Airflow."""
+    view (``view``: the one registered alongside it, if any); ``airflow``: Airflow's view of a table on Airflow;
+    ``missing``: a source the catalog does not have (else the status's, if any)."""
+    missing = missing or (status.missing_source if status is not None else None)
     rows: list[tuple[str, str, str]] = [
         (name, kind, "" if required else "nullable")
         for name, kind, required in info.columns
@@ -124,8 +127,8 @@ def table_description(
         ),
         "# sources": ", ".join(definition.upstream) or "—",
         "# start mode": _start_detail(definition),
-        "# state": _state(definition, status),
-        "# staleness": _staleness(status),
+        "# state": _state(definition, status, missing),
+        "# staleness": _staleness(status, missing),
         "# last refresh": _last_refresh(info),
         "# definition version": str(definition.definition_version),
         "# iceberg view": _view_text(view),
@@ -135,7 +138,9 @@ def table_description(
         facts["# refreshed by"] = status.refreshed_by + here
     if status is not None and status.paused:
         facts["# paused"] = status.paused
-    if status is not None and status.last_error:
+    if missing is not None:
+        facts["# source missing"] = missing.message
+    if status is not None and status.last_error and (missing is None or missing.message not in status.last_error):
         facts["# last error"] = status.last_error
     facts.update((f"# {label}", text) for label, text in airflow or ())
     rows += [(key, value, "") for key, value in facts.items()]
@@ -199,13 +204,19 @@ def _start_detail(definition: MaterializedTableDefinition) -> str:
     return f"{start_text(definition)} (rows since the start: {consumed}{kept})"
 
 
-def _state(definition: MaterializedTableDefinition, status: TableStatus | None) -> str:
+def _state(
+    definition: MaterializedTableDefinition, status: TableStatus | None, missing: MissingSource | None = None
+) -> str:
+    missing = missing or (status.missing_source if status is not None else None)
+    gone = f" · source missing: {missing.source}" if missing is not None else ""
     if status is not None:
-        return status.state.value
-    return "suspended" if definition.suspended else "not refreshed by this kernel"
+        return status.state.value + gone
+    return ("suspended" if definition.suspended else "not refreshed by this kernel") + gone
 
 
-def _staleness(status: TableStatus | None) -> str:
+def _staleness(status: TableStatus | None, missing: MissingSource | None = None) -> str:
+    if missing is not None or (status is not None and status.missing_source is not None):
+        return "unknown (a source is missing)"
     if status is None or status.staleness is None:
         return "unknown"
     return str(status.staleness - timedelta(microseconds=status.staleness.microseconds))

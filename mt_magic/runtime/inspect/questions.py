@@ -11,6 +11,7 @@ from mt_magic.errors import NoSuchMaterializedTableError
 from mt_magic.runtime.graph import Lineage, lineage
 from mt_magic.runtime.inspect.describe import create_statement, table_description, tables_listing
 from mt_magic.runtime.inspect.history import refresh_history, with_stall_marks
+from mt_magic.runtime.refresh.context import missing_source
 from mt_magic.runtime.results import StatementResult, TableHistory
 from mt_magic.runtime.status import RefreshEvent, TableStatus
 from mt_magic.vocabulary import StatementAction, is_hidden_column
@@ -76,7 +77,14 @@ class Inspection:
             StatementAction.SHOWN,
             (),
             f"DESCRIBE MATERIALIZED TABLE {name}",
-            listing=table_description(info, definition, status, view, self._airflow_facts(name, definition)),
+            listing=table_description(
+                info,
+                definition,
+                status,
+                view,
+                self._airflow_facts(name, definition),
+                missing_source(self.workspace.catalog, name, definition.upstream),
+            ),
         )
 
     def _airflow_facts(self, name: str, definition: MaterializedTableDefinition) -> list[tuple[str, str]]:

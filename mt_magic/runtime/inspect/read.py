@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from mt_magic.errors import MtMagicError
+from mt_magic.errors import MtMagicError, NoSuchSourceTableError
 from mt_magic.sql.ddl.statements import TableName
 
 if TYPE_CHECKING:
@@ -108,10 +108,18 @@ def read(
     Raises:
         StaleTableError: stale and ``when_stale="fail"``.
         RefreshError: the refresh started by ``"refresh"`` failed.
+        NoSuchSourceTableError: a source is gone and ``when_stale`` is not ``"read-anyway"`` (which reads the
+            stored rows and warns).
         ValueError: ``when_stale`` is not one of the three policies.
     """
     policy = WhenStale(when_stale)
-    verdict = judge(service, name, max_staleness)
+    try:
+        verdict = judge(service, name, max_staleness)
+    except NoSuchSourceTableError as exc:  # no staleness without the source; its stored rows are still there
+        if policy is not WhenStale.READ_ANYWAY:
+            raise NoSuchSourceTableError(exc.table, exc.source) from None
+        warnings.warn(f"{exc} Reading the stored rows anyway.", StaleReadWarning, stacklevel=2)
+        return service.rows(exc.table)
     if verdict.stale:
         behind = f"{verdict.table} is {verdict.staleness} behind its sources (allowed: {verdict.allowed})"
         if policy is WhenStale.FAIL:

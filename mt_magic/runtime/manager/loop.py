@@ -15,14 +15,21 @@ from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolEx
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError
+from mt_magic.errors import CatalogUnavailableError, NoSuchSourceTableError, RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
 from mt_magic.runtime.manager.lease_pass import lease_pass
 from mt_magic.runtime.manager.state import Effects, SchedulerState
 from mt_magic.runtime.manager.tracked import PendingRun, RunningJob, ScheduledTable
 from mt_magic.runtime.manager.watchdog import RECENT_RUNS, StallPolicy, watch
 from mt_magic.runtime.spark.jobs import job_group_prefix
-from mt_magic.runtime.status import EventKind, RefreshEvent, RefreshOutcome, RefreshRecord, RefreshRequest
+from mt_magic.runtime.status import (
+    EventKind,
+    MissingSource,
+    RefreshEvent,
+    RefreshOutcome,
+    RefreshRecord,
+    RefreshRequest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -221,11 +228,16 @@ class RefreshRunner:
                 if self.state.pause_reason is None:
                     self.state.pause(str(exc), self.clock())
             return False
+        except NoSuchSourceTableError as exc:
+            with self.lock:
+                entry.missing_source, entry.pending_checked_at = MissingSource(exc.source, str(exc)), self.clock()
+            return True
         except Exception:
             log.exception("reading the pending changes of %s failed", entry.name)
             return True
         with self.lock:
             entry.pending_since, entry.pending_checked_at = since, self.clock()
+            entry.missing_source = None
         return True
 
     def _start_due(self, now: datetime) -> list[RefreshRequest]:

@@ -14,10 +14,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from mt_magic.errors import NoSuchSourceTableError
 from mt_magic.runtime.manager.schedule import RetryPolicy, schedule_for
 from mt_magic.runtime.status import (
     JobProgress,
     ManagedTable,
+    MissingSource,
     RefreshOutcome,
     RefreshRecord,
     RefreshRequest,
@@ -184,6 +186,8 @@ class ScheduledTable:
         """The latest successful refreshes, newest first: the catalog's history at discovery, then this process's."""
         self.pending_since: datetime | None = None
         self.pending_checked_at: datetime | None = None
+        self.missing_source: MissingSource | None = None
+        """Set by a staleness poll or a refresh that found a source gone; cleared by the next that finds them all."""
         self.published_state: JobState | None = None
 
     @property
@@ -245,7 +249,7 @@ class ScheduledTable:
     def succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> RefreshRecord:
         """Record a completed refresh and schedule the next one from it."""
         self.failures, self.last_error, self.not_before, self.gave_up = 0, None, None, False
-        self.conflicts = 0
+        self.conflicts, self.missing_source = 0, None
         self.last_refresh = RefreshRecord(
             kind=outcome.kind,
             trigger=job.request.trigger,
@@ -274,6 +278,8 @@ class ScheduledTable:
         """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
+        if isinstance(error, NoSuchSourceTableError):
+            self.missing_source = MissingSource(error.source, str(error))
         self.record_failure(job, self.last_error, now)
         if policy.gives_up(self.failures):
             self.gave_up, self.not_before = True, None
@@ -344,7 +350,7 @@ class ScheduledTable:
 
     def staleness(self, now: datetime) -> timedelta | None:
         """``now`` minus the oldest unreflected source change (zero when caught up, ``None`` if unknown)."""
-        if self.pending_checked_at is None:
+        if self.pending_checked_at is None or self.missing_source is not None:
             return None
         if self.pending_since is None:
             return timedelta(0)
@@ -382,4 +388,5 @@ class ScheduledTable:
             scheduler=self.table.scheduler,
             stall=job.stall_at(now) if job is not None and not job.cancelled else None,
             recent=tuple(self.recent),
+            missing_source=self.missing_source,
         )

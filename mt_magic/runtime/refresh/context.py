@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
+from mt_magic.errors import (
+    CatalogError,
+    CatalogUnavailableError,
+    NoSuchMaterializedTableError,
+    NoSuchSourceTableError,
+    first_line,
+)
 from mt_magic.runtime.spark.jobs import SparkJobs
 from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.status import MissingSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -61,9 +69,37 @@ class RefreshContext:
     clock: Callable[[], datetime]
 
 
-def load_sources(catalog: MaterializedCatalog, upstream: tuple[str, ...]) -> tuple[TableInfo, ...]:
-    """Every source's metadata, read once at the start of a refresh: its current snapshot is the pinned one."""
-    return tuple(catalog.load(name) for name in upstream)
+def load_sources(catalog: MaterializedCatalog, table: str, upstream: tuple[str, ...]) -> tuple[TableInfo, ...]:
+    """Every source's metadata, read once at the start of a refresh: its current snapshot is the pinned one.
+
+    Raises:
+        NoSuchSourceTableError: a source is not in the catalog.
+    """
+    return tuple(load_source(catalog, table, name) for name in upstream)
+
+
+def load_source(catalog: MaterializedCatalog, table: str, source: str, *, reuse_unchanged: bool = False) -> TableInfo:
+    """The metadata of ``source``, a source of the materialized table ``table``.
+
+    Raises:
+        NoSuchSourceTableError: ``source`` is not in the catalog (the error names both tables and the fixes).
+    """
+    try:
+        return catalog.load(source, reuse_unchanged=reuse_unchanged)
+    except NoSuchMaterializedTableError:
+        raise NoSuchSourceTableError(table, source) from None
+    except CatalogUnavailableError:
+        raise
+    except CatalogError as exc:  # the catalog has it but cannot load it (its metadata is unreadable)
+        raise NoSuchSourceTableError(table, source, f"cannot be read ({first_line(exc)})") from exc
+
+
+def missing_source(catalog: MaterializedCatalog, table: str, upstream: tuple[str, ...]) -> MissingSource | None:
+    """The first source of ``table`` the catalog does not have now (``None``: it has them all)."""
+    for source in upstream:
+        if not catalog.exists(source):
+            return MissingSource(source, str(NoSuchSourceTableError(table, source)))
+    return None
 
 
 def source_state(info: TableInfo, catalog_name: str) -> SourceState:

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError, first_line
+from mt_magic.runtime.refresh.context import load_source
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
@@ -116,7 +117,7 @@ class Engine:
         last = info.last_refresh()
         oldest: datetime | None = None
         for source in definition.upstream:
-            source_info = catalog.load(source, reuse_unchanged=True)
+            source_info = load_source(catalog, table, source, reuse_unchanged=True)
             consumed = last[1].snapshot_of(source, source_info.uuid) if last else None
             if last is None and not source_info.snapshots:
                 continue
