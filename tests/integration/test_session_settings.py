@@ -173,7 +173,13 @@ def test_show_create_and_describe_show_the_settings_and_show_create_recreates_th
     before = table_rows(spark, mt, "shown", TZ_COLUMNS)
 
     text = run(mt, "SHOW CREATE MATERIALIZED TABLE shown")[0].listing.text
-    assert f"'{TZ}' = '{LA}'" in text and f"'{ANSI}' = '{spark.conf.get(ANSI)}'" in text
+    # Readable: the settings equal to this Spark's defaults are one baseline; only the time zone differs from it.
+    with_block = text.split("WITH (\n")[1].split("\n)")[0]
+    assert with_block.splitlines() == [
+        "  'incremental.engine' = 'spark',",
+        f"  'sql-settings.baseline' = 'spark-{spark.version}',",
+        f"  '{TZ}' = '{LA}'",
+    ]
     described = {row[0]: row[1] for row in run(mt, "DESCRIBE MATERIALIZED TABLE shown")[0].listing.rows}
     assert described["# SQL settings"].startswith("of the defining session")
     assert described[f"#   {TZ}"] == LA and described[f"#   {ANSI}"] == spark.conf.get(ANSI)

@@ -14,6 +14,7 @@ from datetime import timedelta
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.catalog.views import ViewInfo
+from mt_magic.runtime.spark.baselines import BASELINE_OPTION, folded
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.status import Listing, MissingSource, TableStatus
 from mt_magic.runtime.workspace import utc_text
@@ -82,8 +83,15 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
         lines.append(f"DISTRIBUTED BY HASH({columns}) INTO {definition.buckets} BUCKETS")
     if definition.partitioned_by:
         lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in definition.partitioned_by) + ")")
-    options = [*sorted(definition.options.items()), *sorted((definition.sql_settings or {}).items())]
-    if options:  # the recorded SQL settings as pins: run in a fresh session, this defines the same table
+    # The recorded SQL settings as pins, those equal to a Spark version's defaults folded into its baseline: run in a
+    # fresh session of that Spark line, this defines the same table.
+    baseline, settings = folded(definition.sql_settings or {})
+    options = [
+        *sorted(definition.options.items()),
+        *([(BASELINE_OPTION, baseline)] if baseline else []),
+        *sorted(settings.items()),
+    ]
+    if options:
         pairs = ",\n  ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in options)
         lines.append(f"WITH (\n  {pairs}\n)")
     lines.append(f"FRESHNESS = {definition.freshness}")

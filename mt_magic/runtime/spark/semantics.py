@@ -10,8 +10,8 @@ unlike Spark, only the settings listed here are kept (a user's ``spark.sql.shuff
 a table's meaning), and a key this Spark does not know is skipped.
 
 ``CREATE … WITH ('spark.sql.session.timeZone' = 'UTC')`` pins a setting in the statement itself, over the
-session's value; ``SHOW CREATE`` writes every recorded setting that way, so its output run in a fresh session
-defines the same table.
+session's value; ``SHOW CREATE`` writes the recorded settings that way (those equal to a measured Spark version's
+defaults as its baseline, :mod:`.baselines`), so its output run in a fresh session defines the same table.
 
 Precedence in a refresh's child session, lowest first: the product's base (the SparkContext's settings, the
 catalog's ``session_conf``, ``REFRESH_SESSION_CONF``), then the run's options (``RESUME WITH``, the sizing of
@@ -108,13 +108,18 @@ def captured_settings(spark: SparkSession, pinned: Mapping[str, str] | None = No
 
 
 def split_pinned(label: str, options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """A statement's WITH options as (settings it pins, the other options).
+    """A statement's WITH options as (settings it pins, the other options). A baseline
+    (``'sql-settings.baseline' = 'spark-3.5.9'``, what ``SHOW CREATE`` writes) pins its settings under those written.
 
     Raises:
         DefinitionError: a ``spark.*`` key that is not an answer-changing setting (it would be stored as an
-            Iceberg table property and do nothing).
+            Iceberg table property and do nothing), or a baseline not known here.
     """
-    pinned = {k: v for k, v in options.items() if k in ANSWER_SETTINGS}
+    from mt_magic.runtime.spark.baselines import BASELINE_OPTION, expanded
+
+    baseline = expanded(label, options)
+    options = {k: v for k, v in options.items() if k.lower() != BASELINE_OPTION}
+    pinned = {**baseline, **{k: v for k, v in options.items() if k in ANSWER_SETTINGS}}
     stray = [k for k in options if k.lower().startswith("spark.") and k not in ANSWER_SETTINGS]
     if stray:
         raise DefinitionError(
