@@ -122,11 +122,15 @@ def launch(tmp_path: Path) -> Iterator[Callable[[int], Launcher]]:
                 process.kill()
 
 
-@pytest.mark.parametrize("when", ["start-up", "up"])
+@pytest.mark.parametrize("when", ["migrating", "start-up", "up"])
 def test_a_signal_at_start_up_or_after_leaves_no_process(launch: Callable[[int], Launcher], when: str) -> None:
     port = free_port()
     launcher = launch(port)
-    if when == "start-up":
+    if when == "migrating":  # Ctrl-C while `airflow db migrate` runs (in a session of its own: the launcher stops it)
+        migrating = lambda: (launcher.home / "db-migrate.log").exists() and bool(launcher.tree())  # noqa: E731
+        wait_until(lambda: migrating() or launcher.process.poll() is not None, 600, "airflow db migrate")
+        signum = signal.SIGINT
+    elif when == "start-up":
         # The three servers exist but the API server does not answer yet: before the fix they were started outside
         # the launcher's try/finally and outlived it.
         wait_until(lambda: servers_started(launcher.home) or launcher.process.poll() is not None, 600, "the servers")
