@@ -22,7 +22,6 @@ __version__ = "0.1.0"
 # handler would print our warnings to stderr — which ipykernel shows in whatever cell happens to be running.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-_MAGICS_ATTR = "_mt_magic_magics"
 __all__ = ["MaterializedTable", "materialize", "table", "live", "query"]
 _QUERIES = ("live", "query")
 
@@ -42,17 +41,19 @@ def __getattr__(name: str) -> object:
 
 def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
     """Register the magics and connect at once, so the manager resumes every table from the catalog."""
+    from mt_magic.kernel import attach
     from mt_magic.magics import MaterializedMagics
 
     magics = MaterializedMagics(shell=ipython)
     ipython.register_magics(magics)
-    setattr(ipython, _MAGICS_ATTR, magics)
+    attach(ipython, magics)
     magics.connection  # noqa: B018 - connect now: discover the catalog's tables and resume their schedules
 
 
 def unload_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
     """Stop the refresh manager; the Spark session and the catalog server stay up for the user."""
-    magics = getattr(ipython, _MAGICS_ATTR, None)
+    from mt_magic.kernel import detach
+
+    magics = detach(ipython)
     if magics is not None:
         magics.close()
-        delattr(ipython, _MAGICS_ATTR)

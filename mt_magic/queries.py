@@ -11,9 +11,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import MtMagicError
+from mt_magic.kernel import require_kernel_session
 
 if TYPE_CHECKING:
-    from mt_magic.magics import MaterializedMagics
     from mt_magic.runtime.connection import Connection
     from mt_magic.widgets.live import LiveViews
     from mt_magic.widgets.live_query import LiveQuery
@@ -21,17 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["query", "live"]
 
 DEFAULT_ROWS = 1000
-
-
-def _kernel_magics() -> MaterializedMagics:
-    from IPython import get_ipython
-
-    from mt_magic import _MAGICS_ATTR
-
-    magics = getattr(get_ipython(), _MAGICS_ATTR, None)
-    if magics is None:
-        raise MtMagicError("No mt_magic connection in this kernel: run `%load_ext mt_magic` first.")
-    return magics
 
 
 def query(sql: str, *, limit: int = DEFAULT_ROWS, spark: bool = False, connection: Connection | None = None) -> Any:
@@ -54,7 +43,7 @@ def query(sql: str, *, limit: int = DEFAULT_ROWS, spark: bool = False, connectio
     """
     from mt_magic.runtime.inspect import query as queries
 
-    workspace = (connection or _kernel_magics().connection).service.workspace
+    workspace = (connection or require_kernel_session("pass connection=").connection).service.workspace
     resolved = queries.resolve(workspace, sql)
     if spark:
         return queries.frame(workspace, queries.pin(workspace, resolved))
@@ -89,9 +78,9 @@ def live(
     from mt_magic.runtime.inspect.query import QuerySource, resolve
 
     if views is None or connection is None:
-        magics = _kernel_magics()
-        connection = connection or magics.connection
-        views = views or magics.live_views()
+        session = require_kernel_session()
+        connection = connection or session.connection
+        views = views or session.live_views()
     if views is None:
         raise MtMagicError(
             "A live query needs the refresh manager, which is not running in this kernel: without it no commit is "

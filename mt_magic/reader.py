@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import MtMagicError
+from mt_magic.kernel import require_kernel_session
 from mt_magic.runtime.inspect.read import StaleReadWarning, StaleTableError, WhenStale
 from mt_magic.runtime.inspect.read import read as _read
 
@@ -27,17 +27,7 @@ def kernel_connection() -> Connection:
     Raises:
         MtMagicError: not in a kernel with the extension loaded.
     """
-    from IPython import get_ipython
-
-    from mt_magic import _MAGICS_ATTR
-
-    magics = getattr(get_ipython(), _MAGICS_ATTR, None)
-    if magics is None:
-        raise MtMagicError(
-            "No mt_magic connection in this kernel: run `%load_ext mt_magic` first, or pass "
-            "connection=mt_magic.runtime.connection.connect()."
-        )
-    return magics.connection
+    return require_kernel_session("pass connection=mt_magic.runtime.connection.connect()").connection
 
 
 def read(

@@ -14,12 +14,12 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
+from mt_magic.kernel import kernel_session
+
 if TYPE_CHECKING:
     from mt_magic.runtime.connection import Connection
     from mt_magic.runtime.service import MaterializedTables
 
-KERNEL_MAGICS_ATTR = "_mt_magic_magics"
-"""Where ``mt_magic.load_ipython_extension`` keeps the magics on the shell (``%unload_ext`` removes them)."""
 CATALOG_ENV = "MT_MAGIC_CATALOG"
 NAMESPACE_ENV = "MT_MAGIC_NAMESPACE"
 
@@ -55,18 +55,6 @@ class _ProcessConnection:
 _PROCESS = _ProcessConnection()
 
 
-def _kernel_connection() -> Connection | None:
-    """The magics' connection when this runs in an IPython shell with the extension loaded."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency; a trimmed install still works
-        return None
-    shell = get_ipython()
-    magics = getattr(shell, KERNEL_MAGICS_ATTR, None) if shell is not None else None
-    connection: Connection | None = getattr(magics, "connection", None) if magics is not None else None
-    return connection
-
-
 def service() -> MaterializedTables:
     """The service the API calls: the kernel's when the extension is loaded, else this process's (connects once).
 
@@ -74,7 +62,8 @@ def service() -> MaterializedTables:
         RuntimeSetupError: Java, Spark or the Iceberg jars are missing.
         CatalogError: the catalog cannot be opened.
     """
-    connection = _kernel_connection() or _PROCESS.get()
+    session = kernel_session()
+    connection = session.connection if session is not None else _PROCESS.get()
     return connection.service
 
 

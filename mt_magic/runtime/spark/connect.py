@@ -142,7 +142,7 @@ def check_iceberg(spark: SparkSession, catalog_conf: Mapping[str, str]) -> None:
     Raises:
         RuntimeSetupError: the Iceberg SQL extensions or the Iceberg runtime are missing on the server.
     """
-    from mt_magic.runtime.spark.session import ICEBERG_EXTENSIONS
+    from mt_magic.runtime.spark.iceberg_maven import ICEBERG_EXTENSIONS
 
     fix = (
         "Start the server with the Iceberg runtime for its Spark on --jars and "

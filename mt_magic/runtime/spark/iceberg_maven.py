@@ -26,6 +26,8 @@ from pathlib import Path
 
 from mt_magic.errors import RuntimeSetupError
 
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+"""The runtime's SQL extensions (MERGE INTO, CALL, the changelog): a session or Connect server needs them."""
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 FETCH_HINT = (
     "Run `make setup` (it installs Maven and fetches the jar), or `python -m mt_magic.runtime.spark.iceberg_maven`."

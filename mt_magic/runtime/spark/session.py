@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.runtime.spark import connect, iceberg_jars, iceberg_maven
+from mt_magic.runtime.spark.iceberg_maven import ICEBERG_EXTENSIONS
 from mt_magic.runtime.spark.jobs import SparkJobs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ICEBERG_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 ICEBERG_SOURCES = ("maven", "packages", "offline")
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
