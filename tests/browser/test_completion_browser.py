@@ -2,10 +2,12 @@
 
 A notebook loads the extension, creates a source table and two materialized tables; then, in a new
 ``%%materialized`` cell, the test types ``ALTER MATERIALIZED TABLE order_`` and presses Tab: JupyterLab asks the
-kernel (IPython's completer, where mt_magic's matcher answers from its cached catalog names) and its completer popup
-lists both table names. Screenshots go to ``test-artifacts/``, and the popup's also to
-``$MT_MAGIC_COMPLETION_SCREENSHOT`` when that is set (``docs/completion.png``). The JupyterLab fixture is the card
-test's (same server set-up and stop).
+kernel (IPython's completer, where mt_magic answers from its cached catalog names) and its completer popup lists
+both table names. Then, in the select list of a CREATE whose FROM comes after the cursor, ``s.`` and Tab: the popup
+lists the columns of ``s``'s table and nothing else. Screenshots go to ``test-artifacts/``, and the popups' also to
+``$MT_MAGIC_COMPLETION_SCREENSHOT`` and ``$MT_MAGIC_COMPLETION_SELECT_SCREENSHOT`` when set
+(``docs/completion.png``, ``docs/completion_select_list.png``). The JupyterLab fixture is the card test's (same
+server set-up and stop).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 NOTEBOOK = "completion.ipynb"
 SCREENSHOT_ENV = "MT_MAGIC_COMPLETION_SCREENSHOT"
+SELECT_SCREENSHOT_ENV = "MT_MAGIC_COMPLETION_SELECT_SCREENSHOT"
+SELECT_LIST = "CREATE MATERIALIZED TABLE order_view AS SELECT s."
+AFTER_CURSOR = " FROM shop_orders s"
 CELLS = [
     "%load_ext mt_magic",
     "from pyspark.sql import SparkSession\n"
@@ -59,6 +64,33 @@ def _notebook(path: Path) -> None:
     )
 
 
+def _tab_popup(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """Tab at the cursor until JupyterLab's completer popup shows; the texts it offers (none: no popup)."""
+    items = page.locator(".jp-Completer .jp-Completer-item")
+    for _ in range(5):  # the kernel's names load in the background; a Tab answers from what it has
+        page.keyboard.press("Tab")
+        try:
+            items.first.wait_for(state="visible", timeout=30_000)
+            return page.locator(".jp-Completer .jp-Completer-match").all_inner_texts()
+        except Exception:
+            page.keyboard.press("Escape")
+            page.keyboard.press("Enter")  # back to edit mode, cursor where it was
+    return []
+
+
+def _popup_screenshot(page, cell, name: str, env: str) -> None:  # type: ignore[no-untyped-def]
+    """The cell and the popup, to ``test-artifacts/<name>`` and to ``$<env>`` when set (the README's pictures)."""
+    box, pop = cell.bounding_box(), page.locator(".jp-Completer").bounding_box()
+    assert box is not None and pop is not None
+    left, top = min(box["x"], pop["x"]), min(box["y"], pop["y"])
+    right = max(box["x"] + box["width"], pop["x"] + pop["width"])
+    bottom = max(box["y"] + box["height"], pop["y"] + pop["height"])
+    clip = {"x": left, "y": top, "width": right - left, "height": bottom - top + 8}
+    page.screenshot(path=str(ARTIFACTS / name), clip=clip)
+    if os.environ.get(env):
+        page.screenshot(path=os.environ[env], clip=clip)
+
+
 def test_tab_in_a_materialized_cell_offers_the_catalogs_tables(
     patient_lab_start: None,
     lab: Lab,  # noqa: F811
@@ -88,36 +120,28 @@ def test_tab_in_a_materialized_cell_offers_the_catalogs_tables(
             page.keyboard.press("b")  # a new cell below, then edit it
             page.keyboard.press("Enter")
             page.keyboard.type("%%materialized\nALTER MATERIALIZED TABLE order_")
-            popup = page.locator(".jp-Completer")
-            items = page.locator(".jp-Completer .jp-Completer-item")
-            for _ in range(5):  # the kernel's names load in the background; a Tab answers from what it has
-                page.keyboard.press("Tab")
-                try:
-                    items.first.wait_for(state="visible", timeout=30_000)
-                    break
-                except Exception:
-                    page.keyboard.press("Escape")
-                    page.keyboard.press("Enter")  # back to edit mode, cursor where it was
-                    page.keyboard.press("End")
-            offered = page.locator(".jp-Completer .jp-Completer-match").all_inner_texts()
+            offered = _tab_popup(page)
             assert "order_totals" in offered and "order_sizes" in offered, offered
             cell = page.locator(".jp-Notebook .jp-Cell").last
-            box, pop = cell.bounding_box(), popup.bounding_box()
-            assert box is not None and pop is not None
-            left, top = min(box["x"], pop["x"]), min(box["y"], pop["y"])
-            right = max(box["x"] + box["width"], pop["x"] + pop["width"])
-            bottom = max(box["y"] + box["height"], pop["y"] + pop["height"])
-            clip = {"x": left, "y": top, "width": right - left, "height": bottom - top + 8}
-            page.screenshot(path=str(ARTIFACTS / "06-completion-popup.png"), clip=clip)
-            if os.environ.get(
-                SCREENSHOT_ENV
-            ):  # the README's picture: MT_MAGIC_COMPLETION_SCREENSHOT=docs/completion.png
-                page.screenshot(path=os.environ[SCREENSHOT_ENV], clip=clip)
+            _popup_screenshot(page, cell, "06-completion-popup.png", SCREENSHOT_ENV)
 
             page.keyboard.press("Enter")  # accept the first suggestion: it lands in the cell
             _wait_for(page, lambda: "ALTER MATERIALIZED TABLE order_" in cell.inner_text(), "the name in the cell", 60)
             text = cell.locator(".cm-content").inner_text()
             assert text.rstrip().endswith(("order_sizes", "order_totals")), text
+
+            page.keyboard.press("Escape")  # a SELECT list whose FROM comes after the cursor
+            page.keyboard.press("b")
+            page.keyboard.press("Enter")
+            page.keyboard.type("%%materialized\n" + SELECT_LIST + AFTER_CURSOR)
+            for _ in AFTER_CURSOR:
+                page.keyboard.press("ArrowLeft")
+            offered = _tab_popup(page)
+            assert offered == ["order_id", "amount"], offered  # s's columns, no Python names
+            cell = page.locator(".jp-Notebook .jp-Cell").last
+            _popup_screenshot(page, cell, "07-completion-select-list.png", SELECT_SCREENSHOT_ENV)
+            page.keyboard.press("Enter")
+            _wait_for(page, lambda: "s.order_id FROM" in cell.inner_text(), "the column in the cell", 60)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure-completion.png"))
             raise
