@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mt_magic.errors import DefinitionError
-from mt_magic.vocabulary import WorkflowSchedulerKind
-
-SCHEDULER_OPTION = "scheduler"
-"""The WITH option naming a table's scheduler: ``'kernel'`` (the default) or ``'airflow'``."""
+from mt_magic.vocabulary import SCHEDULER_OPTION, WorkflowSchedulerKind
 
 Partition = tuple[tuple[str, str], ...]
 

@@ -28,15 +28,13 @@ from mt_magic.sql.ddl.clauses import KeyValues
 from mt_magic.sql.ddl.cursor import Cursor
 from mt_magic.sql.ddl.statements import PrimaryKey
 from mt_magic.sql.errors import UnsupportedOptionError
-from mt_magic.vocabulary import WorkflowSchedulerKind
+from mt_magic.vocabulary import SCHEDULER_OPTION, WorkflowSchedulerKind
 
 REMOVE = "remove it"
 FILE_FORMAT = "remove it; Iceberg writes Parquet data files ('write.format.default' = 'orc' or 'avro' to change that)"
 RETENTION = "use 'history.expire.max-snapshot-age-ms' / 'history.expire.min-snapshots-to-keep'"
 CONVERT_OPTION = "convert-existing-table"
 """WITH option of CREATE OR ALTER: ``'true'`` converts an existing plain Iceberg table of that name in place."""
-SCHEDULER_OPTION = "scheduler"
-"""WITH option: which workflow scheduler refreshes the table (``mt_magic.scheduling``; stored with the definition)."""
 SCHEDULERS = tuple(kind.value for kind in WorkflowSchedulerKind)
 ROWS_PER_KEY = "make the query return one row per key (GROUP BY the key, e.g. max_by(col, ts) per column)"
 
