@@ -136,7 +136,7 @@ def catalog_snapshot(service: MaterializedTables) -> NameSnapshot:
                 continue
             name = ".".join((catalog.spark_name, *ident))
             try:
-                info = catalog.load(name)
+                info = catalog.load(name, reuse_unchanged=True)  # a repeated read: ETag, 304 when unchanged
             except Exception:  # dropped between list and load
                 continue
             parts = tuple(ident)
