@@ -16,6 +16,8 @@ from mt_magic.runtime.manager.loop import InlineExecutor
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.runtime.status import ManagedTable
+from mt_magic.runtime.workspace import utc_now
+from mt_magic.testing import FakeClock
 from mt_magic.widgets.badges import FreshnessLevel, freshness_badge
 from mt_magic.widgets.lineage import lineage_text
 from mt_magic.widgets.render import card_text
@@ -52,11 +54,16 @@ class OneTable:
 
 
 @pytest.fixture
-def scheduled(mt, dropped: tuple[str, str]) -> Iterator[MaterializedTables]:
+def clock() -> FakeClock:
+    return FakeClock(utc_now())
+
+
+@pytest.fixture
+def scheduled(mt, dropped: tuple[str, str], clock: FakeClock) -> Iterator[MaterializedTables]:
     """A service whose manager schedules and polls staleness (a kernel's, without its thread: ``step()``)."""
     manager = RefreshManager(
         OneTable(mt.engine, dropped[0]),  # type: ignore[arg-type]
-        clock=mt.workspace.clock,
+        clock=clock,
         executor=InlineExecutor(),
         staleness_every=timedelta(0),
     )
@@ -73,7 +80,7 @@ def message(table: str, source: str) -> str:
 
 
 def test_a_dropped_source_is_its_own_state_with_the_fix_everywhere(
-    scheduled: MaterializedTables, dropped: tuple[str, str]
+    spark, scheduled: MaterializedTables, dropped: tuple[str, str], clock: FakeClock
 ) -> None:
     table, source = dropped
     mt = scheduled
@@ -100,6 +107,13 @@ def test_a_dropped_source_is_its_own_state_with_the_fix_everywhere(
     assert [row[3:5] for row in shown if row[0] == table] == [
         (f"scheduled · source missing: {source}", "unknown (a source is missing)")
     ]
+
+    spark.sql("CREATE TABLE src2 (k STRING) USING iceberg")  # the Fix's first way
+    clock.advance(seconds=1)
+    mt.manager.step()
+    assert mt.status(table).missing_source is None and freshness_badge(mt.status(table)).level is not (
+        FreshnessLevel.SOURCE_MISSING
+    )
 
 
 def test_a_refresh_over_a_dropped_source_fails_with_the_sources_error(mt, dropped: tuple[str, str]) -> None:
