@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mt_magic.completion.names import NameSnapshot, shown_part
-from mt_magic.completion.reads import Relation, relations
+from mt_magic.completion.reads import Relation, output_columns, relations
 from mt_magic.sql.ddl.create import CLAUSE_ORDER
 from mt_magic.sql.ddl.lexing import Tok, TokKind, tokenize
 from mt_magic.sql.ddl.parser import ALTER_ACTIONS
@@ -115,7 +115,7 @@ def _statement(before: list[Tok], at: _Cursor, names: NameSnapshot) -> list[str]
         return _next_parts(names.materialized_paths, qualifier) if names_one else []
     last = words[-1]
     if words[0] == "CREATE":
-        return _create(words, before, names)
+        return _create(words, before, names, at)
     if words[0] == "ALTER":
         return _alter(words, names)
     if words[0] == "DROP":
@@ -143,7 +143,7 @@ def _query_start(words: list[str]) -> int | None:
     return words.index("AS") + 1
 
 
-def _create(words: list[str], before: list[Tok], names: NameSnapshot) -> list[str]:
+def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: _Cursor) -> list[str]:
     last = words[-1]
     head = {"CREATE": ["MATERIALIZED TABLE", "OR ALTER MATERIALIZED TABLE"], "OR": ["ALTER MATERIALIZED TABLE"]}
     if last in head:
@@ -158,12 +158,39 @@ def _create(words: list[str], before: list[Tok], names: NameSnapshot) -> list[st
     if clause is not None:
         return clause
     named = words.index("TABLE") + 1 if "TABLE" in words else len(words)
-    if "(" in words[named:] and ")" not in words[named:]:
-        return []  # inside the column list: new names
+    if words[named:].count("(") > words[named:].count(")"):  # the column list or PARTITIONED BY's
+        if last not in ("(", ","):
+            return []  # a type, a constraint: not offered
+        typed = {w.lower() for w in words[named:]}
+        return [c for c in _new_columns(at, names) if c.lower() not in typed]
+    if words[-2:] == ["PARTITIONED", "BY"]:
+        return ["("]
     seen = [c for c in CLAUSE_ORDER if c.split()[0] in words]
     after = CLAUSE_ORDER.index(seen[-1]) + 1 if seen else 0
-    column_list = ["("] if all(t.kind in _NAME_KINDS or t.is_punct(".") for t in before[named:]) else []
+    just_named = not seen and all(t.kind in _NAME_KINDS or t.is_punct(".") for t in before[named:])
+    column_list = ["("] if just_named else []
     return [*column_list, *CLAUSE_ORDER[after:], "AS"]
+
+
+def _new_columns(at: _Cursor, names: NameSnapshot) -> list[str]:
+    """The columns of the table a CREATE makes: its query's result columns (``*``: the columns it reads)."""
+    depth, body = 0, None
+    for tok in (t for t in at.statement if t.start >= at.end):  # after the cursor, the list may be open or closed
+        depth += tok.is_punct("(") - tok.is_punct(")")
+        if depth <= 0 and tok.is_word("AS"):
+            body = tok
+            break
+    if body is None:
+        return []
+    query = at.text[body.end : at.statement[-1].end]
+    columns: list[str] = []
+    for name in output_columns(query):
+        if name == "*":
+            read = relations(query)
+            columns.extend(c for r in read for c in _columns(r, names))
+        else:
+            columns.append(name)
+    return _unique(columns)
 
 
 def _alter(words: list[str], names: NameSnapshot) -> list[str]:

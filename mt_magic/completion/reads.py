@@ -43,20 +43,15 @@ class Relation:
         return self.alias or ".".join(self.parts)
 
 
-def relations(query: str, start: int, end: int) -> tuple[Relation, ...]:
+def relations(query: str, start: int | None = None, end: int | None = None) -> tuple[Relation, ...]:
     """The tables (without the CTEs' names) and named subqueries of ``query``, in the order written.
 
     Args:
         query: the query text (a cell's ``AS SELECT …`` body, or a query cell).
-        start, end: the word being typed (``query[start:end]``), replaced by :data:`PLACEHOLDER`.
+        start, end: the word being typed (``query[start:end]``), replaced by :data:`PLACEHOLDER` (none: the
+            cursor is not in the query).
     """
-    text = query[:start] + PLACEHOLDER + query[end:]
-    try:
-        tokens = sqlglot.tokenize(text, read=DIALECT)
-        depth = sum((t.token_type is TokenType.L_PAREN) - (t.token_type is TokenType.R_PAREN) for t in tokens)
-        tree = sqlglot.parse_one(text + ")" * max(depth, 0), read=DIALECT, error_level=ErrorLevel.IGNORE)
-    except SqlglotError:  # an unterminated string or quote: nothing to read yet
-        return ()
+    tree = _parse(query if start is None else query[:start] + PLACEHOLDER + query[end:])
     if tree is None:
         return ()
     ctes = {cte.alias.lower() for cte in tree.find_all(exp.CTE)}
@@ -73,3 +68,21 @@ def relations(query: str, start: int, end: int) -> tuple[Relation, ...]:
             columns = tuple(c for c in node.this.named_selects if c and c not in ("*", PLACEHOLDER))
             found.append(Relation((node.alias,), node.alias, columns))
     return tuple(found)
+
+
+def output_columns(query: str) -> tuple[str, ...]:
+    """The names of the query's result columns as far as the text says them (``*`` where it selects all)."""
+    tree = _parse(query)
+    if not isinstance(tree, exp.Query):
+        return ()
+    return tuple(name for name in tree.named_selects if name)
+
+
+def _parse(text: str) -> exp.Expr | None:
+    """The query's tree as far as sqlglot can read it, with the parentheses left open closed."""
+    try:
+        tokens = sqlglot.tokenize(text, read=DIALECT)
+        depth = sum((t.token_type is TokenType.L_PAREN) - (t.token_type is TokenType.R_PAREN) for t in tokens)
+        return sqlglot.parse_one(text + ")" * max(depth, 0), read=DIALECT, error_level=ErrorLevel.IGNORE)
+    except SqlglotError:  # an unterminated string or quote: nothing to read yet
+        return None

@@ -142,7 +142,13 @@ def test_catalog_qualified_names_part_by_part() -> None:
 
 def test_a_column_list_after_creates_table_name() -> None:
     assert at_end("CREATE MATERIALIZED TABLE mt.sales.t ")[:2] == ["(", "COMMENT"]
-    assert at_end("CREATE MATERIALIZED TABLE t (") == []  # new column names: nothing to offer
+    assert at_end("CREATE MATERIALIZED TABLE t (") == []  # no query yet: nothing to offer
+    query = " AS SELECT ds, count(*) AS n FROM orders GROUP BY ds"
+    assert at_bar("CREATE MATERIALIZED TABLE t (|)" + query) == ["ds", "n"]  # the query's result columns
+    assert at_bar("CREATE MATERIALIZED TABLE t (ds, |" + query) == ["n"]
+    assert at_bar("CREATE MATERIALIZED TABLE t (ds |)" + query) == []  # a type comes next
+    assert at_bar("CREATE MATERIALIZED TABLE t PARTITIONED BY (|) AS SELECT * FROM orders") == ["id", "amount", "ds"]
+    assert at_end("CREATE MATERIALIZED TABLE t PARTITIONED BY ") == ["("]
     assert at_end("CREATE MATERIALIZED TABLE t (ds, n) ") == [*CLAUSE_ORDER, "AS"]
     assert at_end("CREATE MATERIALIZED TABLE t COMMENT 'x' ")[0] == "DISTRIBUTED BY"
 
