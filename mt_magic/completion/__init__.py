@@ -2,6 +2,7 @@
 
 - ``grammar``: :func:`complete` / :func:`fragment`, pure: what may come next at a cursor (keywords in Flink's
   grammar order, table and column names, WITH keys and values, FRESHNESS units)
+- ``queries``: what may come next inside a query (names, columns, aliases) and in CREATE's column list
 - ``reads``: what the query being typed reads (tables and aliases, CTEs, subqueries), from sqlglot
 - ``options``: the WITH option keys and values, gathered from where each option is defined
 - ``names``: the catalog's names and columns, cached and reloaded in the background

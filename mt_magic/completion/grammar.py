@@ -2,19 +2,18 @@
 
 The statement's words so far (our grammar's lexer, :mod:`mt_magic.sql.ddl.lexing`) decide the context: the next
 keywords in Flink's grammar order (:data:`~mt_magic.sql.ddl.create.CLAUSE_ORDER` for CREATE's clauses, the
-parser's ALTER actions), table names where a statement names a table or a query reads one, the columns of the
-tables the statement reads inside a query, WITH option keys and their values, and FRESHNESS units. Pure: the
-catalog's names come in as a :class:`~mt_magic.completion.names.NameSnapshot`.
+parser's ALTER actions, ``(`` for CREATE's column list), table names where a statement names one (part by part
+after ``mt.``), WITH option keys and their values, and FRESHNESS units; inside a query :mod:`.queries` answers.
+Pure: the catalog's names come in as a :class:`~mt_magic.completion.names.NameSnapshot`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from mt_magic.completion.names import NameSnapshot, shown_part
-from mt_magic.completion.reads import Relation, output_columns, relations
+from mt_magic.completion.names import NameSnapshot
+from mt_magic.completion.queries import NAME_KINDS, Cursor, new_columns, next_parts, qualifier_of, query_candidates
 from mt_magic.sql.ddl.create import CLAUSE_ORDER
 from mt_magic.sql.ddl.lexing import Tok, TokKind, tokenize
 from mt_magic.sql.ddl.parser import ALTER_ACTIONS
@@ -35,8 +34,6 @@ MODES = tuple(mode.value for mode in RefreshMode)
 START_MODES = tuple(start.value for start in StartFrom) + tuple(f"RESUME_OR_{s.value}" for s in StartFrom)
 ACTIONS = tuple(dict.fromkeys(re.split(r" = | \(", action)[0] for action in ALTER_ACTIONS))
 """The parser's ALTER actions as typed (``SET FRESHNESS``, not its hint ``SET FRESHNESS = INTERVAL …``)."""
-READS = frozenset({"FROM", "JOIN"})
-_NAME_KINDS = (TokKind.WORD, TokKind.QUOTED)
 _FRAGMENT = re.compile(r"[\w.`'\-]*$")
 
 
@@ -62,31 +59,13 @@ def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query
     start = cursor - len(word)
     statement = _current_statement(tokenize(text), start)
     before = [t for t in statement if t.end <= start and t.significant]
-    at = _Cursor(text, start, cursor, statement)
+    at = Cursor(text, start, cursor, statement)
     if query:
-        qualifier, before = _qualifier(before)
-        candidates = _query(before, at, names, qualifier)
+        qualifier, before = qualifier_of(before)
+        candidates = query_candidates(before, at, names, qualifier)
     else:
         candidates = _statement(before, at, names)
     return _matching(candidates, word)
-
-
-@dataclass(frozen=True)
-class _Cursor:
-    """The cell's text, the word being typed (``text[start:end]``) and the tokens of its statement."""
-
-    text: str
-    start: int
-    end: int
-    statement: list[Tok]
-
-    def query_after(self, tok: Tok | None) -> tuple[str, int, int]:
-        """The statement's text after ``tok`` (the query body after AS; all of it without ``tok``), and the
-        word being typed as offsets in that text."""
-        begin = tok.end if tok is not None else (self.statement[0].start if self.statement else self.start)
-        begin = min(begin, self.start)
-        finish = max(self.statement[-1].end if self.statement else self.end, self.end)
-        return self.text[begin:finish], self.start - begin, self.end - begin
 
 
 def _current_statement(toks: list[Tok], offset: int) -> list[Tok]:
@@ -102,17 +81,17 @@ def _current_statement(toks: list[Tok], offset: int) -> list[Tok]:
     return toks[begin:end]
 
 
-def _statement(before: list[Tok], at: _Cursor, names: NameSnapshot) -> list[str]:
-    qualifier, before = _qualifier(before)
+def _statement(before: list[Tok], at: Cursor, names: NameSnapshot) -> list[str]:
+    qualifier, before = qualifier_of(before)
     words = [t.upper if t.kind is TokKind.WORD else t.text for t in before]
     if not words:
         return list(STATEMENT_STARTS)
     body = _query_start(words)
     if body is not None:
-        return _query(before[body:], at, names, qualifier, before[body - 1])
+        return query_candidates(before[body:], at, names, qualifier, before[body - 1])
     if qualifier:  # an existing table's name typed part by part (ALTER, DROP, SHOW CREATE, DESCRIBE, OR ALTER)
         names_one = words[-1] in ("TABLE", "EXISTS") and (words[0] != "CREATE" or "OR" in words)
-        return _next_parts(names.materialized_paths, qualifier) if names_one else []
+        return next_parts(names.materialized_paths, qualifier) if names_one else []
     last = words[-1]
     if words[0] == "CREATE":
         return _create(words, before, names, at)
@@ -143,7 +122,7 @@ def _query_start(words: list[str]) -> int | None:
     return words.index("AS") + 1
 
 
-def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: _Cursor) -> list[str]:
+def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: Cursor) -> list[str]:
     last = words[-1]
     head = {"CREATE": ["MATERIALIZED TABLE", "OR ALTER MATERIALIZED TABLE"], "OR": ["ALTER MATERIALIZED TABLE"]}
     if last in head:
@@ -162,35 +141,14 @@ def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: _Curso
         if last not in ("(", ","):
             return []  # a type, a constraint: not offered
         typed = {w.lower() for w in words[named:]}
-        return [c for c in _new_columns(at, names) if c.lower() not in typed]
+        return [c for c in new_columns(at, names) if c.lower() not in typed]
     if words[-2:] == ["PARTITIONED", "BY"]:
         return ["("]
     seen = [c for c in CLAUSE_ORDER if c.split()[0] in words]
     after = CLAUSE_ORDER.index(seen[-1]) + 1 if seen else 0
-    just_named = not seen and all(t.kind in _NAME_KINDS or t.is_punct(".") for t in before[named:])
+    just_named = not seen and all(t.kind in NAME_KINDS or t.is_punct(".") for t in before[named:])
     column_list = ["("] if just_named else []
     return [*column_list, *CLAUSE_ORDER[after:], "AS"]
-
-
-def _new_columns(at: _Cursor, names: NameSnapshot) -> list[str]:
-    """The columns of the table a CREATE makes: its query's result columns (``*``: the columns it reads)."""
-    depth, body = 0, None
-    for tok in (t for t in at.statement if t.start >= at.end):  # after the cursor, the list may be open or closed
-        depth += tok.is_punct("(") - tok.is_punct(")")
-        if depth <= 0 and tok.is_word("AS"):
-            body = tok
-            break
-    if body is None:
-        return []
-    query = at.text[body.end : at.statement[-1].end]
-    columns: list[str] = []
-    for name in output_columns(query):
-        if name == "*":
-            read = relations(query)
-            columns.extend(c for r in read for c in _columns(r, names))
-        else:
-            columns.append(name)
-    return _unique(columns)
 
 
 def _alter(words: list[str], names: NameSnapshot) -> list[str]:
@@ -248,61 +206,6 @@ def _open_with(words: list[str], before: list[Tok]) -> list[str] | None:
     if last == "=" and before and len(before) >= 2 and before[-2].kind is TokKind.STRING:
         return list(option_values(before[-2].text.strip("'")))
     return []
-
-
-def _query(
-    before: Sequence[Tok],
-    at: _Cursor,
-    names: NameSnapshot,
-    qualifier: tuple[str, ...] = (),
-    after: Tok | None = None,
-) -> list[str]:
-    """In a query: table names after FROM / JOIN (part by part after ``mt.`` or ``mt.ns.``); elsewhere the
-    columns of every relation the query reads, then how the query names those relations (``s.`` → ``s``'s)."""
-    if not qualifier and before and before[-1].is_punct("."):
-        return []  # after a '.' that follows no name
-    if before and before[-1].is_word(*READS):
-        if qualifier:
-            return _next_parts((*names.materialized_paths, *names.plain_paths), qualifier)
-        return [*names.materialized, *names.plain]
-    read = relations(*at.query_after(after))
-    if qualifier:
-        return _unique(c for r in read if r.known_as(qualifier) for c in _columns(r, names))
-    return _unique([*(c for r in read for c in _columns(r, names)), *(r.reference for r in read)])
-
-
-def _columns(relation: Relation, names: NameSnapshot) -> tuple[str, ...]:
-    if relation.derived is not None:
-        return relation.derived
-    return names.columns_of(relation.parts)
-
-
-def _qualifier(before: list[Tok]) -> tuple[tuple[str, ...], list[Tok]]:
-    """The name parts typed before the word at the cursor (``mt.ns`` in ``mt.ns.ta``, ``s`` in ``s.or``) and the
-    tokens before them."""
-    end = len(before)
-    parts: list[str] = []
-    while end >= 2 and before[end - 1].is_punct(".") and before[end - 2].kind in _NAME_KINDS:
-        tok = before[end - 2]
-        parts.insert(0, tok.text[1:-1].replace("``", "`") if tok.kind is TokKind.QUOTED else tok.text)
-        end -= 2
-    return tuple(parts), before[:end]
-
-
-def _next_parts(paths: Sequence[tuple[str, ...]], qualifier: tuple[str, ...]) -> list[str]:
-    """The name parts that follow ``qualifier`` in full names (from the catalog: ``mt.`` → namespaces) or in
-    names from their namespace (``sales.`` → the tables of namespace ``sales``)."""
-    typed = tuple(part.lower() for part in qualifier)
-    found = []
-    for path in paths:
-        for tail in (path, path[1:]):
-            if len(tail) > len(typed) and tuple(p.lower() for p in tail[: len(typed)]) == typed:
-                found.append(shown_part(tail[len(typed)]))
-    return _unique(found)
-
-
-def _unique(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
 
 
 def _matching(candidates: Sequence[str], word: str) -> list[str]:
