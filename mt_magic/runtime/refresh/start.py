@@ -26,6 +26,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition, SourceStat
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import DefinitionError, RefreshError
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
+from mt_magic.runtime.refresh.incremental.multisets import except_all
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
@@ -243,7 +244,7 @@ def _window(
             .option("end-snapshot-id", str(pinned))
             .table(qualified(name))
         )
-    return now.exceptAll(_as_columns_of(table_at(session, name, start), now))
+    return except_all(now, _as_columns_of(table_at(session, name, start), now))
 
 
 def _as_columns_of(before: DataFrame, now: DataFrame) -> DataFrame:

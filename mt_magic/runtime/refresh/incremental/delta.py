@@ -2,10 +2,10 @@
 
 * Appends: Iceberg's incremental append scan (``start-snapshot-id`` exclusive, ``end-snapshot-id``
   inclusive); a source that was empty at the last refresh contributes its whole pinned snapshot.
-* Row-level changes: ``CALL <cat>.system.create_changelog_view`` with net changes (carry-over rows removed,
-  changes collapsed across snapshots); INSERT/UPDATE_AFTER rows are inserted, DELETE/UPDATE_BEFORE deleted.
-  A merge-on-read range (delete files, which the changelog refuses) reads the rows of the data files it
-  touched at both snapshots instead (:mod:`.merge_on_read`): the same two views.
+* Row-level changes: Iceberg's changelog scan netted by value inside Spark (:mod:`.changelog`: carry-over rows
+  removed, changes collapsed across snapshots, every value as stored). A merge-on-read range (delete files,
+  which the changelog refuses) reads the rows of the data files it touched at both snapshots instead
+  (:mod:`.merge_on_read`): the same two views.
 
 A delta term replaces one source by its delta and pins the others: sources before it at their new
 snapshots, sources after it at their consumed ones, so the terms sum to exactly Q(new) − Q(old).
@@ -18,18 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mt_magic.runtime.refresh.incremental.changelog import changelog_delta
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
 from mt_magic.runtime.refresh.incremental.merge_on_read import SIDE, merge_on_read_delta
-from mt_magic.runtime.spark.quoting import identifier, procedure, qualified, string_literal
+from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-CHANGELOG_META = ("_change_type", "_change_ordinal", "_commit_snapshot_id")
-INSERTED_TYPES = ("INSERT", "UPDATE_AFTER")
-DELETED_TYPES = ("DELETE", "UPDATE_BEFORE")
 
 
 @dataclass
@@ -40,7 +37,6 @@ class DeltaViews:
     inserted: dict[str, str] = field(default_factory=dict)
     deleted: dict[str, str] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
-    changelogs: list[str] = field(default_factory=list)
     empty: dict[str, str] = field(default_factory=dict)
     """Every source as an empty relation (registered for UNIONs: other branches' sources in a delta term)."""
     filtered: list[str] = field(default_factory=list)
@@ -52,7 +48,6 @@ class DeltaViews:
         for view in (
             *self.inserted.values(),
             *self.deleted.values(),
-            *self.changelogs,
             *self.empty.values(),
             *self.filtered,
         ):
@@ -71,22 +66,12 @@ def _append_delta(session: SparkSession, change: SourceChange) -> DataFrame:
     )
 
 
-def _changelog(session: SparkSession, change: SourceChange, view: str) -> DataFrame:
-    call, table = procedure(change.name, "create_changelog_view")
-    session.sql(
-        f"CALL {call}(table => {table}, "
-        f"options => map('start-snapshot-id', '{change.consumed}', 'end-snapshot-id', '{change.pinned}'), "
-        f"net_changes => true, changelog_view => {string_literal(view)})"
-    )
-    return session.table(identifier(view))
-
-
 def register_deltas(
     session: SparkSession, changes: Sequence[SourceChange], empty: bool = False, single_task: bool = False
 ) -> DeltaViews:
     """Register the delta views of every changed source (lazy: no Spark job runs here).
 
-    Changelog deltas are cached: the changelog's carry-over removal sorts the changed files' rows, and
+    Row-level deltas are cached: netting the changelog groups the changed files' rows, and
     several delta terms (and the affected-keys action) read the same delta. With ``empty``, every source is
     also registered as an empty relation (a UNION's delta terms read other branches' sources so). With
     ``single_task``, each delta is read as one partition, so the query's aggregation over it needs no shuffle.
@@ -105,21 +90,12 @@ def register_deltas(
             (appended.coalesce(1) if single_task else appended).createOrReplaceTempView(inserted)
             views.inserted[change.name] = inserted
             continue
-        if change.merge_on_read:
-            log = merge_on_read_delta(session, change)
-            data = [identifier(c) for c in log.columns if c != SIDE]
-            is_inserted, is_deleted = F.col(SIDE) == "+", F.col(SIDE) == "-"
-        else:
-            log_view = f"__mt_log_{index}_{tag}"
-            log = _changelog(session, change, log_view)
-            views.changelogs.append(log_view)
-            data = [identifier(c) for c in log.columns if c not in CHANGELOG_META]
-            is_inserted = F.col("_change_type").isin(*INSERTED_TYPES)
-            is_deleted = F.col("_change_type").isin(*DELETED_TYPES)
+        log = merge_on_read_delta(session, change) if change.merge_on_read else changelog_delta(session, change)
+        data = [identifier(c) for c in log.columns if c != SIDE]
         log = (log.coalesce(1) if single_task else log).persist(StorageLevel.MEMORY_AND_DISK)
         views.cached.append(log)
-        log.where(is_inserted).select(*data).createOrReplaceTempView(inserted)
-        log.where(is_deleted).select(*data).createOrReplaceTempView(deleted)
+        log.where(F.col(SIDE) == "+").select(*data).createOrReplaceTempView(inserted)
+        log.where(F.col(SIDE) == "-").select(*data).createOrReplaceTempView(deleted)
         views.inserted[change.name] = inserted
         views.deleted[change.name] = deleted
     for index, change in enumerate(changes if empty else ()):

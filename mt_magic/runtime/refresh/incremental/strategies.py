@@ -16,6 +16,7 @@ from mt_magic.runtime.refresh.commit import TARGET, Write, WriteMode
 from mt_magic.runtime.refresh.context import conform
 from mt_magic.runtime.refresh.incremental import sum_mass
 from mt_magic.runtime.refresh.incremental.delta import DeltaViews, delta_terms
+from mt_magic.runtime.refresh.incremental.multisets import except_all
 from mt_magic.runtime.refresh.incremental.planner import ADAPTIVE_MIN_ROWS, RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.slices import Slices, SliceValues, all_of, collect_slices, sliceable_type
@@ -179,7 +180,8 @@ def append_delta(ctx: StrategyContext) -> Execution:
 
 
 def apply_changes(ctx: StrategyContext) -> Execution | Fallback:
-    """Projection with row-level changes: (table ⊎ inserted) ∖ deleted, as multisets."""
+    """Projection with row-level changes: (table ⊎ inserted) ∖ deleted, as multisets, every value as stored
+    (:func:`.multisets.except_all`: Spark's ``EXCEPT ALL`` would turn each -0.0 the table keeps into 0.0)."""
     inserted = ctx.union(ctx.frames(ctx.query, ctx.views.inserted))
     deleted = ctx.union(ctx.frames(ctx.query, ctx.views.deleted))
     if ctx.plan.partition_columns:
@@ -192,10 +194,10 @@ def apply_changes(ctx: StrategyContext) -> Execution | Fallback:
             if any(v.empty for v in values.values()):
                 return no_change(ctx)
             region = all_of([v.member() for v in values.values()])
-            df = ctx.one_task(ctx.current.where(region).union(inserted)).exceptAll(deleted)
+            df = except_all(ctx.one_task(ctx.current.where(region).union(inserted)), deleted)
             condition = all_of([v.overwrite_condition() for v in values.values()])
             return Execution(Write(df, WriteMode.OVERWRITE, condition, _scoped(values)), Strategy.APPLY_CHANGES)
-    df = ctx.one_task(ctx.current.union(inserted)).exceptAll(deleted)
+    df = except_all(ctx.one_task(ctx.current.union(inserted)), deleted)
     return Execution(Write(df, WriteMode.OVERWRITE), Strategy.APPLY_CHANGES)
 
 
