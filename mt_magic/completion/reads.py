@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, SqlglotError
 from sqlglot.tokens import TokenType
 
@@ -18,6 +18,15 @@ from mt_magic.sql.query.tree import DIALECT
 
 PLACEHOLDER = "mt_magic_cursor__"
 """Stands for the word being typed, so the query parses; never offered."""
+_SPARK = Dialect.get_or_raise(DIALECT)
+
+
+class _QuietParser(_SPARK.parser_class):  # type: ignore[name-defined]
+    """Spark's parser, silent about what it reads as a ``Command``: a half-typed query is no one's mistake yet
+    (sqlglot logs a warning, which a kernel would print under the cell)."""
+
+    def _warn_unsupported(self) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -81,8 +90,12 @@ def output_columns(query: str) -> tuple[str, ...]:
 def _parse(text: str) -> exp.Expr | None:
     """The query's tree as far as sqlglot can read it, with the parentheses left open closed."""
     try:
-        tokens = sqlglot.tokenize(text, read=DIALECT)
+        tokens = _SPARK.tokenize(text)
         depth = sum((t.token_type is TokenType.L_PAREN) - (t.token_type is TokenType.R_PAREN) for t in tokens)
-        return sqlglot.parse_one(text + ")" * max(depth, 0), read=DIALECT, error_level=ErrorLevel.IGNORE)
+        if depth > 0:
+            text += ")" * depth
+            tokens = _SPARK.tokenize(text)
+        trees = _QuietParser(error_level=ErrorLevel.IGNORE, dialect=_SPARK).parse(tokens, text)
     except SqlglotError:  # an unterminated string or quote: nothing to read yet
         return None
+    return trees[0] if trees else None

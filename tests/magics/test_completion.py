@@ -127,6 +127,31 @@ def test_aliases_ctes_and_subqueries() -> None:
     assert at_bar(create + "SELECT sub.| FROM (SELECT ds, count(*) AS n FROM orders GROUP BY ds) sub") == ["ds", "n"]
 
 
+RICH_CELL = (
+    "CREATE MATERIALIZED TABLE mt.sales.`top 10` (ds STRING, n BIGINT, PRIMARY KEY (ds) NOT ENFORCED) COMMENT 'x'\n"
+    "PARTITIONED BY (ds) WITH ('incremental' = 'auto') FRESHNESS = INTERVAL '5' MINUTE REFRESH_MODE = FULL AS\n"
+    "WITH c AS (SELECT id, amount FROM orders o WHERE o.amount > 1) -- the big ones\n"
+    "SELECT s.ds, count(*) AS n, sum(c.amount), CAST(s.id AS DECIMAL(10, 2)), CASE WHEN s.id > 1 THEN 'a' END\n"
+    "FROM mt.default.orders AS s LEFT JOIN c ON s.id = c.id JOIN (SELECT page FROM sales.events) e ON true\n"
+    "WHERE s.ds IN (SELECT ds FROM daily) GROUP BY s.ds HAVING count(*) > 1 ORDER BY 1;\n"
+    "ALTER MATERIALIZED TABLE daily SET FRESHNESS = INTERVAL '1' HOUR"
+)
+
+
+def test_every_cursor_position_of_a_rich_cell(caplog: pytest.LogCaptureFixture) -> None:
+    """Completion answers at each offset of a cell using every clause, typed up to there (as a statement and as
+    a query cell would hold it), without raising or logging (sqlglot warns of what it reads as a Command)."""
+    with caplog.at_level("DEBUG"):
+        for cursor in range(len(RICH_CELL) + 1):
+            for query in (False, True):
+                complete(RICH_CELL[:cursor], cursor, NAMES, query=query)
+    assert [r.getMessage() for r in caplog.records] == []
+    inside_cte = RICH_CELL.index("o.amount > 1") + 2
+    assert complete(RICH_CELL, inside_cte, NAMES) == ["id", "amount", "ds"]  # o is orders, inside the CTE
+    assert complete(RICH_CELL, RICH_CELL.index("page FROM") + 2, NAMES) == ["page"]
+    assert complete(RICH_CELL, RICH_CELL.index("c.amount)") + 2, NAMES) == ["id", "amount"]  # the CTE's columns
+
+
 def test_catalog_qualified_names_part_by_part() -> None:
     select = "CREATE MATERIALIZED TABLE t AS SELECT * FROM "
     assert at_end(select + "mt.") == ["default", "sales"]
