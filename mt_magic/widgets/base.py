@@ -78,6 +78,10 @@ class FallbackBundle:
         if host is not None:
             host.shown(self)
 
+    def settle(self) -> None:
+        """Called on the kernel's main thread at the end of the cell that displayed the view: finish what its
+        saved output should show (a card loads its preview there if the updater has not yet)."""
+
     def republish(self) -> bool:
         """Send the current fallbacks to the view's displays if they changed; whether it sent."""
         return self._saved is not None and self._saved.update()
@@ -117,9 +121,6 @@ class LiveView(FallbackBundle, widgets.VBox):
 
     def view_host(self) -> ViewHost | None:
         return self.live
-
-    def settle(self) -> None:
-        """Called on the kernel's main thread at a cell's end: finish what the saved output should show."""
 
     def _event(self, event: RefreshEvent) -> None:
         if not self.closed:

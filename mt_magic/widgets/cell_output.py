@@ -31,6 +31,10 @@ class StatementOutput(FallbackBundle, widgets.VBox):
     def view_host(self) -> ViewHost | None:
         return self.host
 
+    def settle(self) -> None:
+        for card in list(self.cards):
+            card.settle()
+
     def lines(self) -> list[str]:
         return [r.message for r in self.results]
 

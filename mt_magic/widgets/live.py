@@ -115,16 +115,16 @@ class LiveViews:
 
     def finish_cell(self, *_: object) -> None:
         """At a cell's end (IPython's ``post_run_cell``, on the kernel's main thread, inside the cell's
-        execution): each card's preview of its current snapshot loaded, then the saved output of the views
-        displayed in the cell updated to what they show now, so nbconvert and a saved notebook carry it."""
-        for view in self.views:
-            try:
-                view.settle()
-            except Exception:
-                log.exception("settling %s failed", view.key)
+        execution): the views displayed in the cell settle (each card's preview of its current snapshot loaded),
+        then their saved output is updated to what they show now, so nbconvert and a saved notebook carry it.
+        Views of earlier cells are left to their own updates (no Spark at every cell's end)."""
         with self._lock:
             shown, self._shown = self._shown, []
         for displayed in shown:
+            try:
+                displayed.settle()
+            except Exception:
+                log.exception("settling a view at the cell's end failed")
             displayed.republish()
 
     @property
