@@ -1,0 +1,46 @@
+"""Every ``WITH (…)`` option mt_magic gives a meaning to, declared once (Spark's ``SQLConf`` habit).
+
+registry.py   :class:`Option` (key, allowed values or parser, default, one-line help, its check and Fix) and the
+              lookups every reader, checker and completer asks (:func:`option`, :func:`registered`)
+declared.py   mt_magic's own options: incremental, incremental.engine, incremental.max-change-fraction,
+              scheduler, convert-existing-table, sql-settings.baseline, Iceberg's history.expire.* retention
+settings.py   the Spark SQL settings a definition may pin in WITH (``ANSWER_SETTINGS``) and what each changes
+
+It sits just above :mod:`mt_magic.vocabulary`, so the grammar, the scheduling seam, the runtime and completion
+all import it.
+"""
+
+from __future__ import annotations
+
+from mt_magic.options.declared import (
+    BASELINE,
+    CONVERT,
+    ENGINE,
+    INCREMENTAL,
+    MAX_AGE_MS,
+    MAX_CHANGE,
+    MIN_TO_KEEP,
+    OPTIONS,
+    SCHEDULER,
+    IncrementalPolicy,
+)
+from mt_magic.options.registry import Choice, Option, OptionProblem, option, problems, registered
+
+__all__ = [
+    "BASELINE",
+    "CONVERT",
+    "ENGINE",
+    "INCREMENTAL",
+    "MAX_AGE_MS",
+    "MAX_CHANGE",
+    "MIN_TO_KEEP",
+    "OPTIONS",
+    "SCHEDULER",
+    "Choice",
+    "IncrementalPolicy",
+    "Option",
+    "OptionProblem",
+    "option",
+    "problems",
+    "registered",
+]

@@ -1,0 +1,135 @@
+"""One declared ``WITH`` option: its key, the values it takes, its default, its help and its check.
+
+Every place that reads, checks, completes or prints an option asks its :class:`Option`: the grammar refuses a
+bad value where it is written (:func:`problems`), the definition checks it again for statements not built by the
+grammar, the runtime reads it with :meth:`Option.read`, completion offers :func:`registered` keys and each
+option's :attr:`Option.values`. A bad value's message has one shape everywhere::
+
+    WITH ('incremental' = 'sometimes') is not a known value. Fix: use 'auto' (the default: …), 'always' (…), …
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One allowed value of an option and what it means (completion shows it, a Fix quotes it)."""
+
+    value: str
+    help: str
+
+
+@dataclass(frozen=True)
+class OptionProblem:
+    """Why a value is refused and what to write instead (the caller adds where: a position or a statement)."""
+
+    key: str
+    value: str
+    problem: str
+    fix: str
+
+    @property
+    def subject(self) -> str:
+        return f"WITH ('{self.key}' = '{self.value}')"
+
+    def __str__(self) -> str:
+        """``WITH ('k' = 'v') <problem>. Fix: <fix>.``"""
+        return f"{self.subject} {self.problem}. Fix: {self.fix}."
+
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    """A ``WITH`` option mt_magic gives a meaning to.
+
+    ``choices``: the values it takes (compared case-insensitively, after stripping); without them ``parse`` turns
+    the text into the value and raises ``ValueError`` for a bad one, and ``expects`` says what a good one is.
+    ``default`` is what :meth:`read` answers when the option is absent (``None``: the reader decides, e.g. from
+    the freshness).
+    """
+
+    key: str
+    help: str
+    parse: Callable[[str], T]
+    default: T | None = None
+    choices: tuple[Choice, ...] = ()
+    expects: str = ""
+    fix: str = ""
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The allowed values (empty: a free value checked by ``parse``)."""
+        return tuple(choice.value for choice in self.choices)
+
+    def raw(self, options: Mapping[str, str]) -> str | None:
+        """The text written for this option (its key matched case-insensitively); ``None`` when absent."""
+        if self.key in options:
+            return options[self.key]
+        wanted = self.key.lower()
+        return next((value for key, value in options.items() if key.lower() == wanted), None)
+
+    def read(self, options: Mapping[str, str]) -> T | None:
+        """The option's value in ``options`` (:attr:`default` when absent).
+
+        Raises:
+            ValueError: the value is not one the option takes (the grammar refuses those before they are stored).
+        """
+        raw = self.raw(options)
+        if raw is None:
+            return self.default
+        problem = self.check(raw)
+        if problem is not None:
+            raise ValueError(str(problem))
+        return self.parse(raw.strip().lower() if self.choices else raw.strip())
+
+    def check(self, value: str) -> OptionProblem | None:
+        """What is wrong with ``value`` for this option, with the Fix; ``None`` when it is fine."""
+        if self.choices:
+            if value.strip().lower() in self.values:
+                return None
+            listed = ", ".join(f"'{c.value}' ({c.help})" for c in self.choices)
+            return OptionProblem(self.key, value, "is not a known value", f"use {listed}")
+        try:
+            self.parse(value.strip())
+        except ValueError:
+            return OptionProblem(self.key, value, f"must be {self.expects}", self.fix)
+        return None
+
+
+def declared(*options: Option[Any]) -> dict[str, Option[Any]]:
+    """The registry: lower-cased key → option, in declaration order (completion offers them in it)."""
+    found: dict[str, Option[Any]] = {}
+    for opt in options:
+        assert opt.key.lower() not in found, f"{opt.key} is declared twice"
+        found[opt.key.lower()] = opt
+    return found
+
+
+def option(key: str) -> Option[Any] | None:
+    """The declared option ``key`` names (case-insensitively); ``None`` for a key mt_magic gives no meaning to."""
+    from mt_magic.options.declared import OPTIONS
+
+    return OPTIONS.get(key.lower())
+
+
+def registered() -> tuple[Option[Any], ...]:
+    """Every declared option, mt_magic's own first, then the pinned Spark SQL settings."""
+    from mt_magic.options.declared import OPTIONS
+
+    return tuple(OPTIONS.values())
+
+
+def problems(pairs: Iterable[tuple[str, str]]) -> list[tuple[int, OptionProblem]]:
+    """The bad values among ``pairs`` (key, value), with each one's index (the grammar points at its key)."""
+    found = []
+    for index, (key, value) in enumerate(pairs):
+        opt = option(key)
+        problem = None if opt is None else opt.check(value)
+        if problem is not None:
+            found.append((index, problem))
+    return found
