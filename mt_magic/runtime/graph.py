@@ -67,29 +67,55 @@ def cascaded_partition(partition: Partition, partitioned_by: Iterable[str]) -> P
 
 @dataclass(frozen=True)
 class Lineage:
-    """Every materialized table with the tables it reads; a source that is not materialized is a plain table."""
+    """Every materialized table with the tables it reads; a source that is not materialized is a plain table.
 
-    upstream: Mapping[str, tuple[str, ...]]
+    The graph around one table (:meth:`around`) keeps that table as its ``focus``: ``upstream`` and ``downstream``
+    are then the tables it reads and the materialized tables reading it, directly — ``upstream`` is the same answer
+    as the table's ``TableStatus.upstream``.
+    """
+
+    reads: Mapping[str, tuple[str, ...]]
     """Materialized table → every source it reads (materialized or plain), fully qualified."""
+    focus: str | None = None
+    """The table this graph was drawn around (``None``: the whole catalog's graph)."""
 
     @property
     def nodes(self) -> tuple[str, ...]:
         """Every table in the graph, materialized and plain, sorted."""
-        return tuple(sorted(set(self.upstream) | {s for sources in self.upstream.values() for s in sources}))
+        return tuple(sorted(set(self.reads) | {s for sources in self.reads.values() for s in sources}))
 
     def is_materialized(self, name: str) -> bool:
-        return name in self.upstream
+        return name in self.reads
+
+    @property
+    def upstream(self) -> tuple[str, ...]:
+        """The tables the focus reads directly, in its definition's order (``()`` for a plain table)."""
+        return tuple(self.reads.get(self._focus(), ()))
+
+    @property
+    def downstream(self) -> tuple[str, ...]:
+        """The materialized tables that read the focus directly, sorted."""
+        focus = self._focus()
+        return tuple(sorted(m for m, sources in self.reads.items() if focus in sources))
+
+    def _focus(self) -> str:
+        if self.focus is None:
+            raise ValueError(
+                "the whole catalog's lineage has no single upstream: read lineage.reads (table → sources), or draw "
+                "it around one table (table(name).lineage, %mt lineage NAME)."
+            )
+        return self.focus
 
     def around(self, name: str) -> Lineage:
-        """The part of the graph connected to ``name``: its ancestors and its descendants.
+        """The part of the graph connected to ``name`` (its ancestors and descendants), focused on it.
 
         Raises:
             KeyError: ``name`` is not in the graph.
         """
         if name not in self.nodes:
             raise KeyError(name)
-        keep = ancestors(name, self.upstream) | set(descendants(name, self.upstream)) | {name}
-        return Lineage({m: tuple(s for s in srcs if s in keep) for m, srcs in self.upstream.items() if m in keep})
+        keep = ancestors(name, self.reads) | set(descendants(name, self.reads)) | {name}
+        return Lineage({m: tuple(s for s in srcs if s in keep) for m, srcs in self.reads.items() if m in keep}, name)
 
 
 def lineage(workspace: Workspace) -> Lineage:

@@ -39,7 +39,7 @@ def layout(graph: Lineage) -> dict[str, Placed]:
 
     def depth_of(name: str, seen: frozenset[str] = frozenset()) -> int:
         if name not in depth:
-            sources = [s for s in graph.upstream.get(name, ()) if s not in seen]
+            sources = [s for s in graph.reads.get(name, ()) if s not in seen]
             depth[name] = 1 + max((depth_of(s, seen | {name}) for s in sources), default=-1)
         return depth[name]
 
@@ -50,7 +50,7 @@ def layout(graph: Lineage) -> dict[str, Placed]:
     for column in sorted(columns):
 
         def centre(name: str) -> tuple[float, str]:
-            parents = [rows[s] for s in graph.upstream.get(name, ()) if s in rows]
+            parents = [rows[s] for s in graph.reads.get(name, ()) if s in rows]
             return (sum(parents) / len(parents) if parents else 0.0, name)
 
         for row, name in enumerate(sorted(columns[column], key=centre)):
@@ -113,7 +113,7 @@ def lineage_svg(graph: Lineage, statuses: Mapping[str, TableStatus], focus: str 
     placed = layout(graph)
     width = MARGIN * 2 + (max(p.column for p in placed.values()) + 1) * (NODE_W + COL_GAP) - COL_GAP
     height = MARGIN * 2 + (max(p.row for p in placed.values()) + 1) * (NODE_H + ROW_GAP) - ROW_GAP
-    edges = [_edge(placed[s], placed[m]) for m, sources in graph.upstream.items() for s in sources if s in placed]
+    edges = [_edge(placed[s], placed[m]) for m, sources in graph.reads.items() for s in sources if s in placed]
     missing = _missing_sources(statuses)
     nodes = [_node(placed[n], graph, statuses.get(n), focus, missing) for n in graph.nodes]
     arrow = (
@@ -129,10 +129,10 @@ def lineage_svg(graph: Lineage, statuses: Mapping[str, TableStatus], focus: str 
 def lineage_text(graph: Lineage, statuses: Mapping[str, TableStatus]) -> str:
     """``a ← b, c`` lines, with each materialized table's freshness badge."""
     lines = []
-    for name in sorted(graph.upstream):
+    for name in sorted(graph.reads):
         status = statuses.get(name)
         badge = f" [{freshness_badge(status).label}]" if status is not None else ""
-        lines.append(f"{name}{badge} ← {', '.join(graph.upstream[name]) or '(no sources)'}")
+        lines.append(f"{name}{badge} ← {', '.join(graph.reads[name]) or '(no sources)'}")
     missing = _missing_sources(statuses)
     plain = [n + (" (missing)" if n in missing else "") for n in graph.nodes if not graph.is_materialized(n)]
     if plain:

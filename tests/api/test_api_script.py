@@ -49,7 +49,7 @@ SCRIPT = textwrap.dedent(
     mt_magic.table("totals").refresh(wait=True)
     history = mt_magic.table("totals").history()
     out["history"] = history[["kind", "trigger"]].values.tolist()
-    out["lineage"] = {k: list(v) for k, v in mt_magic.table("totals").lineage.upstream.items()}
+    out["lineage"] = {k: list(v) for k, v in mt_magic.table("totals").lineage.reads.items()}
     mt_magic.table("totals").suspend()
     out["suspended"] = mt_magic.table("totals").status.state.value
     print("RESULT " + json.dumps(out), flush=True)

@@ -80,7 +80,7 @@ def test_refresh_history_lineage_and_controls(shell, spark) -> None:
     assert history["started_at"].is_monotonic_decreasing
     assert run(shell, f"mt_magic.table('{NAME}').to_pandas().query('page == \"home\"')['views'].tolist()") == [3]
     lineage = run(shell, f"mt_magic.table('{NAME}').lineage")
-    assert lineage.upstream[QUALIFIED] == ("mt.default.api_clicks",)
+    assert lineage.upstream == ("mt.default.api_clicks",) == lineage.reads[QUALIFIED]
 
     run(shell, f"mt_magic.table('{NAME}').suspend()")
     assert run(shell, f"mt_magic.table('{NAME}').status.state.value") == "suspended"

@@ -98,7 +98,7 @@ def test_history_lineage_and_controls(shell, output: StatementOutput) -> None:  
     assert "<svg" in history._repr_html_() and "manual" in repr(history)
 
     lineage = shell.run_line_magic("mt", "lineage live_totals")
-    assert isinstance(lineage, LineageView) and lineage.graph.upstream == {NAME: ("mt.default.live_orders",)}
+    assert isinstance(lineage, LineageView) and lineage.graph.reads == {NAME: ("mt.default.live_orders",)}
     assert 'data-table="mt.default.live_orders" data-level="source"' in lineage._repr_html_()
     with pytest.raises(UsageError, match="mt.default.nowhere is not a materialized table"):
         shell.run_line_magic("mt", "lineage nowhere")

@@ -158,3 +158,16 @@ def test_lineage_around_a_table_keeps_its_ancestors_and_descendants() -> None:
     assert "plain Iceberg sources: mt.db.ods_log, mt.db.ods_product" in repr(view)
     with pytest.raises(KeyError):
         GRAPH.around("mt.db.nope")
+
+
+def test_the_lineage_around_a_table_answers_its_upstream_as_its_status_does() -> None:
+    """One upstream answer (issue 38): ``table(t).lineage.upstream`` was the whole neighbourhood's mapping while
+    ``TableStatus.upstream`` was t's sources."""
+    around = GRAPH.around("mt.db.dwd")
+    assert around.focus == "mt.db.dwd"
+    assert around.upstream == ("mt.db.ods_log", "mt.db.ods_product")  # the definition's order, as TableStatus
+    assert around.downstream == ("mt.db.dws",)
+    assert GRAPH.around("mt.db.ods_log").upstream == () and GRAPH.around("mt.db.ods_log").downstream == ("mt.db.dwd",)
+    assert around.reads == {"mt.db.dwd": ("mt.db.ods_log", "mt.db.ods_product"), "mt.db.dws": ("mt.db.dwd",)}
+    with pytest.raises(ValueError, match="table\\(name\\).lineage"):
+        GRAPH.upstream  # noqa: B018 - the whole graph has no single upstream
