@@ -127,6 +127,6 @@ OPTIONS = declared(
     BASELINE,
     MAX_AGE_MS,
     MIN_TO_KEEP,
-    *(Option(key, f"pins the Spark SQL setting: {what}", str) for key, what in ANSWER_SETTINGS.items()),
+    *(Option(key, f"pins the Spark SQL setting: {what}", str) for key, what in sorted(ANSWER_SETTINGS.items())),
 )
 """Every declared option by lower-cased key, mt_magic's own first (completion offers them in this order)."""

@@ -34,13 +34,13 @@ class OptionProblem:
     problem: str
     fix: str
 
-    @property
-    def subject(self) -> str:
-        return f"WITH ('{self.key}' = '{self.value}')"
+    def describe(self, clause: str = "WITH") -> str:
+        """``WITH ('k' = 'v') <problem>`` (``clause``: where the option was written, e.g. ALTER's ``SET``)."""
+        return f"{clause} ('{self.key}' = '{self.value}') {self.problem}"
 
     def __str__(self) -> str:
         """``WITH ('k' = 'v') <problem>. Fix: <fix>.``"""
-        return f"{self.subject} {self.problem}. Fix: {self.fix}."
+        return f"{self.describe()}. Fix: {self.fix}."
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,9 @@ class Option(Generic[T]):
         if self.choices:
             if value.strip().lower() in self.values:
                 return None
-            listed = ", ".join(f"'{c.value}' ({c.help})" for c in self.choices)
-            return OptionProblem(self.key, value, "is not a known value", f"use {listed}")
+            listed = [f"'{c.value}' ({c.help})" for c in self.choices]
+            fix = "use " + (", ".join(listed[:-1]) + " or " if len(listed) > 1 else "") + listed[-1]
+            return OptionProblem(self.key, value, "is not a known value", fix)
         try:
             self.parse(value.strip())
         except ValueError:

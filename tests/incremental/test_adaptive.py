@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from incremental_testing import COW, assert_matches_oracle, refresh, run
 
-from mt_magic.errors import DefinitionError
 from mt_magic.runtime.refresh.incremental import FallbackReason
+from mt_magic.sql.errors import UnsupportedOptionError
 from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
@@ -90,7 +90,7 @@ def test_the_option_pins_either_choice(mt, spark, big) -> None:
     ],
 )
 def test_bad_option_values_are_refused_at_create(mt, spark, big, option: str, message: str) -> None:
-    with pytest.raises(DefinitionError, match=message):
+    with pytest.raises(UnsupportedOptionError, match=message):
         run(mt, f"CREATE MATERIALIZED TABLE bad WITH ({option}) FRESHNESS = INTERVAL '1' MINUTE {QUERY}")
     assert not spark.catalog.tableExists("bad")
 

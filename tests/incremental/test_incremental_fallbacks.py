@@ -9,6 +9,7 @@ from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError, RefreshError
 from mt_magic.runtime.refresh.incremental import FallbackReason, Strategy, explain
+from mt_magic.sql.errors import UnsupportedOptionError
 from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
@@ -198,7 +199,9 @@ def test_strict_is_refused_at_create_when_no_refresh_could_honour_it(mt, spark) 
             "CREATE MATERIALIZED TABLE hourly WITH ('incremental' = 'strict') FRESHNESS = INTERVAL '1' HOUR "
             "AS SELECT k, v FROM src",
         )
-    with pytest.raises(DefinitionError, match=r"\('incremental' = 'sometimes'\) is not a known value. Use 'auto'"):
+    with pytest.raises(
+        UnsupportedOptionError, match=r"\('incremental' = 'sometimes'\) is not a known value. Fix: use 'auto'"
+    ):
         run(
             mt,
             "CREATE MATERIALIZED TABLE odd WITH ('incremental' = 'sometimes') FRESHNESS = INTERVAL '1' MINUTE "

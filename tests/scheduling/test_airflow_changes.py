@@ -28,7 +28,9 @@ def test_alter_set_names_only_the_scheduler() -> None:
     assert isinstance(stmt, AlterScheduler) and stmt.scheduler == "airflow"
     with pytest.raises(UnsupportedOptionError, match="changes only 'scheduler', found 'connector'"):
         parse_cell("ALTER MATERIALIZED TABLE t SET ('scheduler' = 'kernel', 'connector' = 'x')")
-    with pytest.raises(UnsupportedOptionError, match="'scheduler' = 'cron' is not a workflow scheduler"):
+    with pytest.raises(
+        UnsupportedOptionError, match=r"SET \('scheduler' = 'cron'\) is not a known value. Fix: use 'kernel'"
+    ):
         parse_cell("ALTER MATERIALIZED TABLE t SET ('scheduler' = 'cron')")
 
 

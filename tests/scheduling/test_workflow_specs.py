@@ -37,7 +37,9 @@ def test_the_kernel_is_the_default_and_an_unknown_scheduler_is_refused() -> None
     assert scheduler_of({"Scheduler": "AIRFLOW"}) is WorkflowSchedulerKind.AIRFLOW
     with pytest.raises(DefinitionError, match="unknown scheduler 'cron'; use one of 'kernel', 'airflow'"):
         scheduler_of({"scheduler": "cron"})
-    with pytest.raises(UnsupportedOptionError, match="'scheduler' = 'dolphin' is not a workflow scheduler"):
+    with pytest.raises(
+        UnsupportedOptionError, match=r"WITH \('scheduler' = 'dolphin'\) is not a known value.*'airflow'"
+    ):
         parse_cell("CREATE MATERIALIZED TABLE t WITH ('scheduler' = 'dolphin') AS SELECT 1 AS a")
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from mt_magic.completion import NameSnapshot, complete
 from mt_magic.options import INCREMENTAL, MAX_CHANGE, OPTIONS, SCHEDULER, IncrementalPolicy, option, registered
+from mt_magic.sql.ddl.parser import parse_cell
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.errors import UnsupportedOptionError
 from mt_magic.vocabulary import WorkflowSchedulerKind
 
 BAD_VALUES = {
@@ -53,3 +57,55 @@ def test_reads_are_typed_with_the_declared_defaults() -> None:
     assert MAX_CHANGE.read({"incremental.max-change-fraction": "0.5"}) == 0.5
     with pytest.raises(ValueError, match=r"must be a fraction in \(0, 1\].*Fix: "):
         MAX_CHANGE.read({"incremental.max-change-fraction": "lots"})
+
+
+@pytest.mark.parametrize("key", sorted(BAD_VALUES))
+def test_the_grammar_refuses_a_bad_value_of_each_option_at_its_key_with_the_fix(key: str) -> None:
+    opt = option(key)
+    assert opt is not None
+    statement = f"CREATE MATERIALIZED TABLE t WITH ('a' = 'b', '{key}' = '{BAD_VALUES[key]}') AS SELECT 1 AS a"
+    problem = opt.check(BAD_VALUES[key])
+    assert problem is not None
+    with pytest.raises(UnsupportedOptionError) as refused:
+        parse_cell(statement)
+    assert refused.value.position is not None and refused.value.position.column == statement.index(f"'{key}'") + 1
+    assert str(refused.value).endswith(f": {problem}")
+
+
+def test_every_option_the_grammar_gives_a_meaning_to_is_declared() -> None:
+    """What the grammar and the runtime name: the grammar's own constants, the runtime's readers."""
+    from mt_magic.runtime.refresh import context, retention
+    from mt_magic.runtime.spark.baselines import BASELINE_OPTION
+    from mt_magic.sql.ddl.options import CONVERT_OPTION
+
+    named = {
+        CONVERT_OPTION,
+        BASELINE_OPTION,
+        context.INCREMENTAL_OPTION,
+        context.ENGINE_OPTION,
+        context.MAX_CHANGE_OPTION,
+        retention.MAX_AGE_MS,
+        retention.MIN_TO_KEEP,
+        SCHEDULER.key,
+    }
+    assert all(option(key) is not None for key in named)
+    for key in OPTIONS:
+        (statement,) = parse_cell(f"CREATE MATERIALIZED TABLE t WITH ('{key}' = '{_good(key)}') AS SELECT 1 AS a")
+        assert isinstance(statement, CreateMaterializedTable) and statement.options == ((key, _good(key)),)
+
+
+def test_completion_offers_exactly_the_registry_keys_and_values() -> None:
+    keys = [opt.key for opt in registered()]
+    assert at_end("CREATE MATERIALIZED TABLE t WITH (") == [f"'{key}'" for key in keys]
+    for opt in registered():
+        offered = at_end(f"CREATE MATERIALIZED TABLE t WITH ('{opt.key}' = ")
+        assert offered == [f"'{value}'" for value in opt.values], opt.key
+
+
+def _good(key: str) -> str:
+    opt = OPTIONS[key]
+    return opt.values[0] if opt.values else {"incremental.max-change-fraction": "0.5"}.get(key, "7")
+
+
+def at_end(text: str) -> list[str]:
+    return complete(text, len(text), NameSnapshot())

@@ -120,7 +120,7 @@ def test_the_convert_option_takes_true_or_false() -> None:
     assert isinstance(ok, CreateMaterializedTable) and ok.options == (("convert-existing-table", "TRUE"),)
     with pytest.raises(
         UnsupportedOptionError,
-        match=r"column 44: 'convert-existing-table' must be 'true' or 'false', got 'yes'.*Fix: write "
-        r"'convert-existing-table' = 'true' to convert an existing plain Iceberg table in place",
+        match=r"column 44: WITH \('convert-existing-table' = 'yes'\) is not a known value. Fix: use 'true' "
+        r"\(convert the plain table in place\) or 'false'",
     ):
         parse_cell("CREATE OR ALTER MATERIALIZED TABLE t WITH ('convert-existing-table' = 'yes') AS SELECT 1 AS a")

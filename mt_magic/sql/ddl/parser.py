@@ -20,6 +20,7 @@ identifiers are accepted. Every error names the statement, the offending text, i
 
 from __future__ import annotations
 
+from mt_magic.options import SCHEDULER
 from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, option_list, partition_spec, refresh_mode_value
 from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
 from mt_magic.sql.ddl.cursor import Cursor, describe
@@ -35,7 +36,7 @@ from mt_magic.sql.ddl.lexing import (
     statement_label,
     tokenize,
 )
-from mt_magic.sql.ddl.options import SCHEDULER_OPTION, check_create_options, check_resume_options
+from mt_magic.sql.ddl.options import check_create_options, check_resume_options
 from mt_magic.sql.ddl.show import parse_describe, parse_show
 from mt_magic.sql.ddl.start_mode import START_MODE_FIX, start_mode_value
 from mt_magic.sql.ddl.statements import (
@@ -283,15 +284,15 @@ def _parse_alter_scheduler(cur: Cursor, text: str, position: Position, name: Tab
     """``SET ('scheduler' = …)``: the one table option ALTER changes (it moves the table between schedulers)."""
     options = option_list(cur, "SET")
     for (key, _), tok in zip(options.pairs, options.key_toks, strict=True):
-        if key.lower() != SCHEDULER_OPTION:
+        if key.lower() != SCHEDULER.key:
             raise cur.error(
                 UnsupportedOptionError,
-                f"ALTER … SET (…) changes only '{SCHEDULER_OPTION}', found '{key}'",
+                f"ALTER … SET (…) changes only '{SCHEDULER.key}', found '{key}'",
                 tok,
-                f"write SET ('{SCHEDULER_OPTION}' = 'airflow') or SET ('{SCHEDULER_OPTION}' = 'kernel'); other "
+                f"write SET ('{SCHEDULER.key}' = 'airflow') or SET ('{SCHEDULER.key}' = 'kernel'); other "
                 "options are fixed at CREATE (use CREATE OR ALTER to change the definition)",
             )
-    check_create_options(cur, options, None, "")  # the scheduler's value
+    check_create_options(cur, options, None, "", clause="SET")  # the scheduler's value
     cur.expect_end("SET (…)")
     return AlterScheduler(text, position, name=name, scheduler=options.pairs[0][1].strip().lower())
 
