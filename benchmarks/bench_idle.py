@@ -106,7 +106,7 @@ def main() -> int:
     engine = Engine(workspace, None)  # type: ignore[arg-type]
     listing = MaterializedCatalog.list_materialized
     rules = {
-        "before": (10**9, lambda self, namespace=None, *, reuse_unchanged=False: listing(self, namespace)),
+        "before": (10**9, lambda self, namespace=None, **_: listing(self, namespace)),
         "now": (loop.STALENESS_LAG_FRACTION, listing),
     }
     print(f"{'tables':>6}  {'rule':>6}  {'kernel CPU s/min':>16}  {'server CPU s/min':>16}  {'together':>8}")

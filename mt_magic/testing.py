@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -176,7 +176,7 @@ class FakeBackend:
 
     # -- RefreshBackend --------------------------------------------------------------------------------
 
-    def discover(self) -> Sequence[ManagedTable]:
+    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
         self._call("discover", "")
         return tuple(self.tables.values())
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from mt_magic.catalog.revalidation import Revalidated
 from mt_magic.catalog.tables import reaching
 from mt_magic.errors import CatalogError
 
@@ -36,7 +37,9 @@ LEASE_NAMESPACE = "mt_magic"
 LEASE_TABLE = "refresh_leases"
 LEASE_KEY = "mt.lease."
 """Snapshot-summary key prefix; the rest of the key is the materialized table's qualified name."""
-KEPT_SNAPSHOTS = 8
+KEPT_SNAPSHOTS = 2
+"""Each snapshot's summary is the whole map: every write copies and every load parses all kept ones, so few are
+kept (a compare-and-set needs only the current one)."""
 LEASE_TABLE_PROPERTIES = {
     "comment": "mt_magic refresh leases: the current snapshot's summary holds them (no rows)",
     "write.metadata.previous-versions-max": "10",
@@ -102,6 +105,9 @@ class CatalogLeases:
         self.catalog = catalog
         self.spark_name = spark_name
         self.identifier = (LEASE_NAMESPACE, LEASE_TABLE)
+        self._revalidated = Revalidated(catalog, self._decode)
+        """Each manager reads the map every few seconds and it changes every ten or so: an unchanged map is
+        answered ``304`` to its last ``ETag`` and neither sent nor parsed again (see :mod:`.revalidation`)."""
 
     def _table(self) -> Table:
         from pyiceberg.exceptions import NoSuchTableError
@@ -124,7 +130,12 @@ class CatalogLeases:
         Raises:
             CatalogUnavailableError: the catalog cannot be reached.
         """
-        table = self._table()
+        with reaching(f"the refresh leases of catalog {self.spark_name}"):
+            unchanged = self._revalidated.get(LEASE_TABLE, self.identifier)
+        return unchanged if unchanged is not None else self._decode(LEASE_TABLE, self._table())
+
+    @staticmethod
+    def _decode(_: str, table: Table) -> LeaseMap:
         snapshot = table.current_snapshot()
         if snapshot is None or snapshot.summary is None:
             return LeaseMap(None, {}, table)

@@ -39,6 +39,12 @@ class Revalidated(Generic[T]):
         self._last: dict[str, tuple[str, T]] = {}
         self._lock = threading.Lock()
 
+    def last(self, name: str) -> T | None:
+        """The last answer kept for ``name``, without asking the catalog (``None`` when there is none)."""
+        with self._lock:
+            kept = self._last.get(name)
+        return kept[1] if kept is not None else None
+
     def get(self, name: str, identifier: tuple[str, ...]) -> T | None:
         """The answer for ``name``, from the last one when the server answers 304 to its ETag; ``None`` when
         this catalog cannot revalidate or answered anything but 200 or 304 (the caller then loads as usual)."""

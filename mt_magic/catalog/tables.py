@@ -7,10 +7,11 @@ catalog has in Spark; pyiceberg identifiers drop that first part.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
@@ -69,8 +70,9 @@ class TableInfo:
     format_version: int = 2
     """The table's Iceberg format version (metadata, not a property)."""
 
-    @property
+    @cached_property
     def definition(self) -> MaterializedTableDefinition | None:
+        """Parsed once per answer: the manager's discovery and polls reuse unchanged answers (``reuse_unchanged``)."""
         return MaterializedTableDefinition.from_properties(self.properties)
 
     @property
@@ -289,11 +291,15 @@ class MaterializedCatalog:
                 return False
             return True
 
-    def list_materialized(self, namespace: str | None = None, *, reuse_unchanged: bool = False) -> list[TableInfo]:
+    def list_materialized(
+        self, namespace: str | None = None, *, reuse_unchanged: bool = False, reuse_last: Collection[str] = ()
+    ) -> list[TableInfo]:
         """Every materialized table in the catalog (all namespaces), or in ``namespace`` only (not nested ones).
 
         ``reuse_unchanged``: for the manager's discovery, which repeats every 30 s — each table whose metadata
         has not changed since the last listing is not fetched or parsed again (see :meth:`load`).
+        ``reuse_last``: tables the caller checked recently enough (with ``reuse_unchanged``): listed with their
+        last answer, without a request of their own; the listing still says which tables exist.
 
         Raises:
             CatalogUnavailableError: the catalog cannot be reached (never a shorter list instead).
@@ -311,7 +317,8 @@ class MaterializedCatalog:
                 for ident in idents:
                     name = ".".join((self.spark_name, *ident))
                     try:
-                        info = self._revalidated.get(name, ident) if reuse_unchanged else None
+                        info = self._revalidated.last(name) if name in reuse_last else None
+                        info = info or (self._revalidated.get(name, ident) if reuse_unchanged else None)
                         info = info or table_info(name, self.catalog.load_table(ident))
                     except NoSuchTableError:  # dropped between list and load
                         continue

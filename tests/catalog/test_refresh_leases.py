@@ -95,3 +95,25 @@ def test_keepers_hand_a_table_over_through_the_catalog_and_old_lease_snapshots_e
     assert len(list(metadata_dir.glob("snap-*.avro"))) <= KEPT_SNAPSHOTS + 1
     b.release_all()
     assert table not in stores[3].read().leases
+
+
+def test_an_unchanged_lease_map_is_not_sent_again_and_a_change_is_read(stores):
+    """Every manager reads the map every few seconds; it changes every ten or so (issue 37: 500 leases were parsed
+    from the wire at each read)."""
+    table = f"mt_test.db.t_{uuid.uuid4().hex[:8]}"
+    reader, writer = stores[0], stores[1]
+    statuses: list[int] = []
+
+    def record(response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        statuses.append(response.status_code)
+
+    first = reader.read()
+    reader.catalog._session.hooks["response"].append(record)
+    again = reader.read()
+    assert statuses == [304] and again == first
+
+    base = writer.read()
+    writer.write(base, {**base.leases, table: Lease(table, "B", datetime.now(timezone.utc) + TTL)})
+    statuses.clear()
+    changed = reader.read()
+    assert statuses == [200] and changed.leases[table].holder == "B" and changed.version != first.version

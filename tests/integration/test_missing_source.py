@@ -4,7 +4,7 @@ lineage, DESCRIBE and SHOW — never "fresh" — with an error naming the missin
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import timedelta
 
 import pytest
@@ -46,8 +46,8 @@ class OneTable:
     def __init__(self, engine: object, name: str) -> None:
         self._engine, self._name = engine, name
 
-    def discover(self) -> Sequence[ManagedTable]:
-        return [t for t in self._engine.discover() if t.name == self._name]  # type: ignore[attr-defined]
+    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
+        return [t for t in self._engine.discover(reuse) if t.name == self._name]  # type: ignore[attr-defined]
 
     def __getattr__(self, attribute: str) -> object:
         return getattr(self._engine, attribute)

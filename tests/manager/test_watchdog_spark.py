@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
@@ -42,8 +42,8 @@ class OneTable:
     def __init__(self, engine: object, name: str) -> None:
         self._engine, self._name = engine, name
 
-    def discover(self) -> Sequence[ManagedTable]:
-        return [t for t in self._engine.discover() if t.name == self._name]  # type: ignore[attr-defined]
+    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
+        return [t for t in self._engine.discover(reuse) if t.name == self._name]  # type: ignore[attr-defined]
 
     def __getattr__(self, attribute: str) -> object:
         return getattr(self._engine, attribute)

@@ -7,7 +7,7 @@ fake one with an injected clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -17,8 +17,12 @@ from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, R
 class RefreshBackend(Protocol):
     """What the manager needs from the engine. Every method may be called from the manager's threads."""
 
-    def discover(self) -> Sequence[ManagedTable]:
+    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
         """All materialized tables in the catalog, with their definitions and last refresh time.
+
+        Args:
+            reuse: tables the manager checked recently enough for their freshness: their last answer may be given
+                again without asking the catalog about each (the listing still says which tables exist).
 
         Raises:
             CatalogUnavailableError: the catalog cannot be reached.

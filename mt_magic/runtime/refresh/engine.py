@@ -7,7 +7,7 @@ snapshot summaries), so a new kernel or a headless runner picks up exactly where
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
@@ -71,9 +71,10 @@ class Engine:
         """The kernel's session forgets each table a refresh commits (a catalog that caches tables)."""
         self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
 
-    def discover(self) -> Sequence[ManagedTable]:
-        # raises CatalogUnavailableError, never a short list; an unchanged table is not fetched or parsed again
-        infos = self.workspace.catalog.list_materialized(reuse_unchanged=True)
+    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
+        # raises CatalogUnavailableError, never a short list; an unchanged table is not fetched or parsed again,
+        # and one in ``reuse`` is not asked about at all
+        infos = self.workspace.catalog.list_materialized(reuse_unchanged=True, reuse_last=reuse)
         names = {i.name for i in infos}
         return [managed_table(i, names) for i in infos]
 
