@@ -160,3 +160,15 @@ def test_a_table_on_airflow_is_shown_but_never_scheduled_or_leased_here(store, c
         ("mt.db.a", WorkflowSchedulerKind.KERNEL),
         ("mt.db.b", WorkflowSchedulerKind.AIRFLOW),
     ]
+
+
+def test_a_lease_pass_that_changes_nothing_does_not_wake_the_loop_again(store, clock):
+    """The lease pass runs every few seconds; waking the thread after it made each such step run twice (issue 37:
+    an idle kernel's per-table work per step, twice as often)."""
+    a = Process("A", store, clock)
+    a.manager.step()  # takes both leases, runs the catch-ups
+    clock.advance(seconds=4)  # the next lease pass is due; no renewal, no run
+    a.manager._runner.wake.clear()
+    a.manager.step()
+    assert store.holders() == {"mt.db.a": "A", "mt.db.b": "A"}
+    assert not a.manager._runner.wake.is_set()

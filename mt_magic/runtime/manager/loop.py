@@ -105,7 +105,7 @@ class RefreshRunner:
         if self.state.scheduling and self.discovery_due(now):
             self.discover(now)
         if self.state.leases is not None and (self.state.lease_at is None or now >= self.state.lease_at):
-            self.apply(lease_pass(self.state, self.lock, now))
+            self._apply_if_any(lease_pass(self.state, self.lock, now))  # the runs it allows start below
         self._poll_progress(now)
         self._watch(now)
         self.recancel(now)
@@ -195,8 +195,7 @@ class RefreshRunner:
         if result.abandoned and self._owns_executor and self._executor is not None:
             self._executor.shutdown(wait=False)  # its lost worker may never return: later runs get a new pool
             self._executor = None
-        if not result.effects.empty:  # apply() wakes the loop: on every step, the thread would never wait
-            self.apply(result.effects)
+        self._apply_if_any(result.effects)
 
     def recancel(self, now: datetime) -> None:
         """Cancel again the job groups of cancelled jobs that still run, every ``progress_every``.
@@ -336,6 +335,12 @@ class RefreshRunner:
         for future, outcome, error in effects.settle:
             _settle(future, outcome, error)
         self.wake.set()
+
+    def _apply_if_any(self, effects: Effects) -> None:
+        """:meth:`apply` for a turn taken on every few steps: ``apply`` wakes the loop, so an empty one would make
+        each such step run twice (the watchdog's every step: a core; the lease pass's: twice the idle work)."""
+        if not effects.empty:
+            self.apply(effects)
 
     def _cancel_groups(self, groups: list[str]) -> None:
         for group in groups:
