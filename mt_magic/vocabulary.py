@@ -112,11 +112,6 @@ class WorkflowSchedulerKind(enum.Enum):
     """An Apache Airflow DAG built from the catalog (``mt_magic.scheduling.airflow_dags``)."""
 
 
-SCHEDULER_OPTION = "scheduler"
-"""The WITH option naming a table's :class:`WorkflowSchedulerKind` (``'kernel'``, the default, or ``'airflow'``);
-stored with the definition."""
-
-
 HIDDEN_COLUMN_PREFIX = "__mt_key_"
 """Names of a storage table's hidden key columns (``__mt_key_0``, …): the row identity an affected-slice refresh
 needs when the SELECT list does not show it (a LEFT join showing only the left table's id, a semi join). They are

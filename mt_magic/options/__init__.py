@@ -15,6 +15,7 @@ from __future__ import annotations
 from mt_magic.options.declared import (
     BASELINE,
     CONVERT,
+    DEFAULT_MAX_CHANGE,
     ENGINE,
     INCREMENTAL,
     MAX_AGE_MS,
@@ -29,6 +30,7 @@ from mt_magic.options.registry import Choice, Option, OptionProblem, option, pro
 __all__ = [
     "BASELINE",
     "CONVERT",
+    "DEFAULT_MAX_CHANGE",
     "ENGINE",
     "INCREMENTAL",
     "MAX_AGE_MS",

@@ -10,7 +10,7 @@ import enum
 
 from mt_magic.options.registry import Choice, Option, declared
 from mt_magic.options.settings import ANSWER_SETTINGS
-from mt_magic.vocabulary import SCHEDULER_OPTION, WorkflowSchedulerKind
+from mt_magic.vocabulary import WorkflowSchedulerKind
 
 
 class IncrementalPolicy(enum.Enum):
@@ -80,7 +80,7 @@ crossover``, 2 M rows): a GROUP BY merge at 0.98× of a recompute at 30 %, 0.73�
 affected-partition recompute 0.95× at 30 %, 0.54× at 67 %. An append of the delta has no crossover (see
 :func:`mt_magic.runtime.refresh.incremental.planner.cheaper_to_recompute`)."""
 SCHEDULER: Option[WorkflowSchedulerKind] = Option(
-    SCHEDULER_OPTION,
+    "scheduler",
     "who runs the table's refreshes (without it, %config MaterializedMagics.scheduler decides)",
     WorkflowSchedulerKind,
     None,

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import NoSuchMaterializedTableError
+from mt_magic.options import SCHEDULER
 from mt_magic.runtime.inspect.questions import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
@@ -22,7 +23,6 @@ from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter, convert, create, drop
 from mt_magic.runtime.statements.rename import rename_table
 from mt_magic.runtime.workflows import KernelWorkflows, Workflows
-from mt_magic.scheduling.workflow import SCHEDULER_OPTION
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
     AlterQuery,
@@ -272,7 +272,7 @@ class MaterializedTables(Inspection):
         """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow, never
         with two schedulers at once (:meth:`Workflows.moving`); naming its own scheduler changes nothing."""
         _, definition = self.workspace.catalog.load_materialized(name)
-        given = {SCHEDULER_OPTION: scheduler}
+        given = {SCHEDULER.key: scheduler}
         with self.workflows.moving(self.kernel, name, definition.options, given) as moved:
             if moved is not None:
                 alter.update_definition(self.workspace, name, options=moved)

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import MtMagicError, WorkflowSchedulerError
+from mt_magic.options import SCHEDULER
 from mt_magic.runtime.results import StatementResult
 from mt_magic.scheduling.airflow import PARSE_FOLLOW_UPS, AirflowWorkflows
 from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings, DagNotFoundError
 from mt_magic.scheduling.airflow_runs import AirflowRunCache, AirflowRunView
 from mt_magic.scheduling.dags import dag_id
 from mt_magic.scheduling.workflow import (
-    SCHEDULER_OPTION,
     Partition,
     WorkflowRun,
     WorkflowScheduler,
@@ -158,9 +158,9 @@ class Workflows:
         """A CREATE's WITH options with the default scheduler written in when it names none and it is not the
         kernel (the catalog, not this kernel's settings, tells Airflow's DAG file which tables are its own)."""
         out = dict(options)
-        named = any(key.lower() == SCHEDULER_OPTION for key in out)
+        named = any(key.lower() == SCHEDULER.key for key in out)
         if not named and self.default is not WorkflowSchedulerKind.KERNEL:
-            out[SCHEDULER_OPTION] = self.default.value
+            out[SCHEDULER.key] = self.default.value
         return out
 
     def external(self, options: Mapping[str, str]) -> WorkflowScheduler | None:
@@ -242,15 +242,15 @@ class Workflows:
         Raises:
             WorkflowSchedulerError: Airflow not configured, unreachable or refusing (nothing was changed).
         """
-        if self.run_here or not any(key.lower() == SCHEDULER_OPTION for key in given):
+        if self.run_here or not any(key.lower() == SCHEDULER.key for key in given):
             yield None
             return
         wanted, has = scheduler_of(given), scheduler_of(current)
         if wanted is has:
             yield None
             return
-        options = {k: v for k, v in current.items() if k.lower() != SCHEDULER_OPTION}
-        options[SCHEDULER_OPTION] = wanted.value
+        options = {k: v for k, v in current.items() if k.lower() != SCHEDULER.key}
+        options[SCHEDULER.key] = wanted.value
         airflow = self.airflow()
         airflow.check(name, exists=False)
         self.runs.forget(name)

@@ -14,30 +14,30 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mt_magic.errors import DefinitionError
-from mt_magic.vocabulary import SCHEDULER_OPTION, WorkflowSchedulerKind
+from mt_magic.options import SCHEDULER
+from mt_magic.vocabulary import WorkflowSchedulerKind
 
 Partition = tuple[tuple[str, str], ...]
 
 
-def parse_scheduler(value: str, where: str = "WITH ('scheduler' = …)") -> WorkflowSchedulerKind:
-    """The scheduler a text names, case-insensitively.
+def parse_scheduler(value: str, where: str | None = None) -> WorkflowSchedulerKind:
+    """The scheduler a text names, case-insensitively (``where``: a setting's name, e.g.
+    ``MaterializedMagics.scheduler``; by default the WITH option, :data:`mt_magic.options.SCHEDULER`).
 
     Raises:
-        DefinitionError: not one of the known schedulers (the message lists them).
+        DefinitionError: not one of the known schedulers (the registry's message and Fix list them).
     """
-    try:
-        return WorkflowSchedulerKind(value.strip().lower())
-    except ValueError:
-        known = ", ".join(f"'{kind.value}'" for kind in WorkflowSchedulerKind)
-        raise DefinitionError(f"{where}: unknown scheduler '{value}'; use one of {known}") from None
+    problem = SCHEDULER.check(value)
+    if problem is not None:
+        said = str(problem) if where is None else f"{where} = '{value}' {problem.problem}. Fix: {problem.fix}."
+        raise DefinitionError(said)
+    return WorkflowSchedulerKind(value.strip().lower())
 
 
 def scheduler_of(options: Mapping[str, str]) -> WorkflowSchedulerKind:
     """The scheduler a definition's WITH options ask for (absent: the kernel's RefreshManager)."""
-    for key, value in options.items():
-        if key.lower() == SCHEDULER_OPTION:
-            return parse_scheduler(value)
-    return WorkflowSchedulerKind.KERNEL
+    value = SCHEDULER.raw(options)
+    return WorkflowSchedulerKind.KERNEL if value is None else parse_scheduler(value)
 
 
 @dataclass(frozen=True)

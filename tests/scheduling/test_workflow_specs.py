@@ -35,7 +35,7 @@ def definition(mode: RefreshMode, upstream: tuple[str, ...] = (), scheduler: str
 def test_the_kernel_is_the_default_and_an_unknown_scheduler_is_refused() -> None:
     assert scheduler_of({}) is WorkflowSchedulerKind.KERNEL
     assert scheduler_of({"Scheduler": "AIRFLOW"}) is WorkflowSchedulerKind.AIRFLOW
-    with pytest.raises(DefinitionError, match="unknown scheduler 'cron'; use one of 'kernel', 'airflow'"):
+    with pytest.raises(DefinitionError, match=r"WITH \('scheduler' = 'cron'\) is not a known value. Fix: use 'kernel'"):
         scheduler_of({"scheduler": "cron"})
     with pytest.raises(
         UnsupportedOptionError, match=r"WITH \('scheduler' = 'dolphin'\) is not a known value.*'airflow'"

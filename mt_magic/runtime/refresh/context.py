@@ -6,7 +6,6 @@ read sources, cast results and honour the ``'incremental'`` option the same way.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +20,9 @@ from mt_magic.errors import (
     NoSuchSourceTableError,
     first_line,
 )
+from mt_magic.options import DEFAULT_MAX_CHANGE as DEFAULT_MAX_CHANGE
+from mt_magic.options import ENGINE, INCREMENTAL, MAX_CHANGE
+from mt_magic.options import IncrementalPolicy as IncrementalPolicy
 from mt_magic.runtime.spark.jobs import SparkJobs
 from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.runtime.status import MissingSource
@@ -28,36 +30,11 @@ from mt_magic.runtime.status import MissingSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-INCREMENTAL_OPTION = "incremental"
-"""WITH option: how a CONTINUOUS table chooses between an incremental refresh and a full recompute."""
-MAX_CHANGE_OPTION = "incremental.max-change-fraction"
-"""WITH option for ``'auto'``: past this fraction of the changed sources' rows, a full recompute is chosen."""
-ENGINE_OPTION = "incremental.engine"
-"""WITH option: ``'auto'`` (the default: small append-only refreshes of simple queries run in process, see
-:mod:`.incremental.in_process`) or ``'spark'`` (every refresh runs on Spark)."""
-ENGINE_VALUES = ("auto", "spark")
-DEFAULT_MAX_CHANGE = 0.3
-"""Incremental work grows with the change and a recompute does not: past about a third of the input changed,
-recomputing wins (pg_trickle measured incremental at 0.6–0.7× of a recompute at 50 % changed). Measured here
-(``bench_incremental.py --parts crossover``, 2 M rows): a GROUP BY merge at 0.98× of a recompute at 30 %, 0.73× at
-67 %; the partitioned affected-partition recompute 0.95× at 30 %, 0.54× at 67 %. An append of the delta has no
-crossover (see :func:`.incremental.planner.cheaper_to_recompute`)."""
-
-
-class IncrementalPolicy(enum.Enum):
-    """The ``'incremental'`` WITH option of a CONTINUOUS table."""
-
-    AUTO = "auto"
-    """The default (Snowflake's ADAPTIVE): incremental where correct and cheaper, else a full recompute, and why."""
-    ALWAYS = "always"
-    """Incremental wherever correct, whatever the change costs; a full recompute only where it must."""
-    STRICT = "strict"
-    """Incremental or nothing: a refresh that would need a full recompute fails instead."""
-    NEVER = "never"
-    """Always recompute (on the CONTINUOUS schedule): for queries whose deltas cost more than they save."""
-
-
-INCREMENTAL_VALUES = tuple(p.value for p in IncrementalPolicy)
+INCREMENTAL_OPTION = INCREMENTAL.key
+MAX_CHANGE_OPTION = MAX_CHANGE.key
+ENGINE_OPTION = ENGINE.key
+"""The keys as their readers here and in :mod:`.incremental` (another owner's package) name them; each option is
+declared once, with its values, default and help, in :mod:`mt_magic.options`."""
 
 
 @dataclass(frozen=True)
@@ -132,16 +109,12 @@ def conform(df: DataFrame, target: DataFrame) -> DataFrame:
     )
 
 
-def incremental_option(options: Mapping[str, str]) -> str | None:
-    """The ``'incremental'`` WITH option, normalised (``None`` when not given)."""
-    value = options.get(INCREMENTAL_OPTION)
-    return None if value is None else value.strip().lower()
-
-
 def incremental_policy(options: Mapping[str, str]) -> IncrementalPolicy:
-    """The table's policy (``AUTO`` when not given; CREATE refuses unknown values)."""
-    value = incremental_option(options)
-    return IncrementalPolicy(value) if value in INCREMENTAL_VALUES else IncrementalPolicy.AUTO
+    """The table's policy (``AUTO`` when not given; the grammar refuses unknown values, read as ``AUTO`` here)."""
+    try:
+        return INCREMENTAL.read(options) or IncrementalPolicy.AUTO
+    except ValueError:
+        return IncrementalPolicy.AUTO
 
 
 def is_strict(options: Mapping[str, str]) -> bool:
@@ -150,6 +123,9 @@ def is_strict(options: Mapping[str, str]) -> bool:
 
 def max_change_fraction(options: Mapping[str, str]) -> float | None:
     """``'incremental.max-change-fraction'`` as a number in (0, 1]; ``None`` when not given (the default applies
-    where a recompute can be cheaper: :data:`DEFAULT_MAX_CHANGE`)."""
-    raw = options.get(MAX_CHANGE_OPTION)
-    return None if raw is None else float(raw)
+    where a recompute can be cheaper: :data:`DEFAULT_MAX_CHANGE`).
+
+    Raises:
+        ValueError: not a fraction in (0, 1] (the grammar refuses those before they are stored).
+    """
+    return MAX_CHANGE.read(options)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import first_line
+from mt_magic.options import MAX_AGE_MS as MAX_AGE_OPTION
+from mt_magic.options import MIN_TO_KEEP as MIN_TO_KEEP_OPTION
 from mt_magic.runtime.spark.quoting import procedure
 
 if TYPE_CHECKING:
@@ -28,11 +30,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_AGE_MS = "history.expire.max-snapshot-age-ms"
-MIN_TO_KEEP = "history.expire.min-snapshots-to-keep"
+MAX_AGE_MS = MAX_AGE_OPTION.key
+MIN_TO_KEEP = MIN_TO_KEEP_OPTION.key
+"""Iceberg's retention properties, declared (values, default, help, check) in :mod:`mt_magic.options`."""
 ICEBERG_DEFAULT_AGE = timedelta(days=5)
 """What Iceberg uses when the table does not say (tables created before retention existed)."""
-DEFAULT_MIN_TO_KEEP = 100
+DEFAULT_MIN_TO_KEEP = MIN_TO_KEEP_OPTION.default
 METADATA_FILES = {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "100"}
 """Every commit writes a new metadata file; without these Iceberg keeps all of them on storage (17,000 a day for a
 table refreshed every 5 s). With them it deletes the oldest beyond the last 100 after each commit."""

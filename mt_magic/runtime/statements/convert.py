@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError
+from mt_magic.options import CONVERT
 from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import kept_tag
@@ -26,7 +27,6 @@ from mt_magic.runtime.statements import iceberg_view
 from mt_magic.runtime.statements.definition import build_definition
 from mt_magic.runtime.statements.schema import table_properties
 from mt_magic.runtime.workspace import Workspace
-from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ WIDENING = {
 
 def wants_conversion(stmt: CreateMaterializedTable) -> bool:
     """``'convert-existing-table' = 'true'`` in the statement's WITH."""
-    return any(k.lower() == CONVERT_OPTION and v.strip().lower() == "true" for k, v in stmt.options)
+    return CONVERT.read(dict(stmt.options)) is True
 
 
 def refuse_plain(stmt: CreateMaterializedTable, name: str) -> DefinitionError:
@@ -51,7 +51,7 @@ def refuse_plain(stmt: CreateMaterializedTable, name: str) -> DefinitionError:
     return DefinitionError(
         f"CREATE OR ALTER MATERIALIZED TABLE {stmt.name}: {name} is a plain Iceberg table, not a materialized "
         f"table. Nothing changed. To convert it in place, keeping its rows and snapshot history, add WITH "
-        f"('{CONVERT_OPTION}' = 'true'); or choose another name."
+        f"('{CONVERT.key}' = 'true'); or choose another name."
     )
 
 

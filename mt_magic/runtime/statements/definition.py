@@ -10,17 +10,9 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError
+from mt_magic.options import CONVERT, ENGINE, INCREMENTAL, MAX_CHANGE
 from mt_magic.runtime.refresh import incremental
-from mt_magic.runtime.refresh.context import (
-    ENGINE_OPTION,
-    ENGINE_VALUES,
-    INCREMENTAL_OPTION,
-    INCREMENTAL_VALUES,
-    MAX_CHANGE_OPTION,
-    incremental_option,
-    is_strict,
-    max_change_fraction,
-)
+from mt_magic.runtime.refresh.context import is_strict
 from mt_magic.runtime.refresh.incremental.row_identity import storage_query
 from mt_magic.runtime.refresh.start import check_kept, resolve_start, with_start
 from mt_magic.runtime.spark import semantics
@@ -28,7 +20,6 @@ from mt_magic.runtime.spark.quoting import is_temp_view
 from mt_magic.runtime.statements import schema as schema_rules
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
-from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.names import Position
 from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
@@ -159,35 +150,17 @@ def check_schedule(stmt: CreateMaterializedTable, ws: Workspace) -> RefreshSched
 
 
 def check_incremental_option(label: str, options: dict[str, str], mode: RefreshMode, expanded: str) -> None:
-    """``'incremental' = 'strict'`` is refused up front when no refresh could ever honour it."""
-    value = incremental_option(options)
-    if value is not None and value not in INCREMENTAL_VALUES:
-        raise DefinitionError(
-            f"{label}: WITH ('{INCREMENTAL_OPTION}' = '{options[INCREMENTAL_OPTION]}') is not a known value. Use "
-            "'auto' (the default: incremental where correct and cheaper), 'always' (incremental wherever correct), "
-            "'strict' (fail rather than recompute) or 'never' (always recompute)."
-        )
-    raw = options.get(MAX_CHANGE_OPTION)
-    try:
-        fraction = max_change_fraction(options)
-    except ValueError:
-        fraction = -1.0
-    if fraction is not None and not 0 < fraction <= 1:
-        raise DefinitionError(
-            f"{label}: WITH ('{MAX_CHANGE_OPTION}' = '{raw}') must be a fraction in (0, 1], e.g. '0.3': past it "
-            "a full recompute is chosen over an incremental refresh."
-        )
-    engine = options.get(ENGINE_OPTION)
-    if engine is not None and engine.strip().lower() not in ENGINE_VALUES:
-        raise DefinitionError(
-            f"{label}: WITH ('{ENGINE_OPTION}' = '{engine}') is not a known value. Use 'auto' (the default: small "
-            "append-only refreshes of simple queries run in process, without a Spark job) or 'spark' (every "
-            "refresh runs on Spark)."
-        )
+    """The incremental options' values (the registry's check, again for definitions the grammar did not read),
+    and ``'incremental' = 'strict'`` refused up front when no refresh could ever honour it."""
+    for declared in (INCREMENTAL, MAX_CHANGE, ENGINE):
+        value = declared.raw(options)
+        problem = None if value is None else declared.check(value)
+        if problem is not None:
+            raise DefinitionError(f"{label}: {problem}")
     why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:
         raise DefinitionError(
-            f"{label}: WITH ('{INCREMENTAL_OPTION}' = 'strict') can never be honoured: {why}. Nothing was "
+            f"{label}: WITH ('{INCREMENTAL.key}' = 'strict') can never be honoured: {why}. Nothing was "
             "created; remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)."
         )
 
@@ -208,7 +181,7 @@ def build_definition(
         expanded, schema = with_row_identity(ws, label, expanded, hide=table is None)
         schema_rules.check_typed(label, schema)
         start = resolve_start(ws, label, stmt.start_mode, upstream, table)
-    options = {k: v for k, v in given.items() if k.lower() != CONVERT_OPTION}
+    options = {k: v for k, v in given.items() if k.lower() != CONVERT.key}
     check_kept(label, start, expanded)
     check_incremental_option(label, options, schedule.mode, expanded)
     formatters = date_formatters(options)

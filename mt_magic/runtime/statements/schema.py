@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import DefinitionError, first_line
-from mt_magic.runtime.refresh.context import INCREMENTAL_OPTION
+from mt_magic.options import INCREMENTAL
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.sql.ddl.formatter import formatter_column
@@ -103,7 +103,7 @@ def table_properties(options: Mapping[str, str]) -> dict[str, str]:
     return {
         key: value
         for key, value in options.items()
-        if formatter_column(key) is None and key != INCREMENTAL_OPTION and not key.startswith("incremental.")
+        if formatter_column(key) is None and key != INCREMENTAL.key and not key.startswith("incremental.")
     }
 
 
