@@ -98,7 +98,7 @@ CONVERT: Option[bool] = Option(
 )
 BASELINE: Option[str] = Option(
     "sql-settings.baseline",
-    "a named baseline of Spark SQL settings the definition's query runs under",
+    "a named baseline of Spark SQL settings (e.g. 'spark-3.5.9'), expanded into the recorded ones, never stored",
     str,
 )
 MAX_AGE_MS: Option[int] = Option(

@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mt_magic.errors import DefinitionError
+from mt_magic.options import BASELINE
 
-BASELINE_OPTION = "sql-settings.baseline"
-"""The WITH option naming a baseline (one-time: expanded into the recorded settings, never stored itself)."""
+BASELINE_OPTION = BASELINE.key
+"""The WITH option naming a baseline (declared in :mod:`mt_magic.options`; its value is checked here, against
+:data:`BASELINES`)."""
 
 UNFOLDED = frozenset({"spark.sql.session.timeZone"})
 """Settings no baseline holds: their default is not a Spark version's (the JVM's time zone)."""
