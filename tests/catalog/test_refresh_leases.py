@@ -117,3 +117,26 @@ def test_an_unchanged_lease_map_is_not_sent_again_and_a_change_is_read(stores):
     statuses.clear()
     changed = reader.read()
     assert statuses == [200] and changed.leases[table].holder == "B" and changed.version != first.version
+
+
+def test_a_lease_write_is_one_commit_that_also_drops_the_oldest_snapshot(stores):
+    """Renewals come every ten seconds: a second commit per write to expire old snapshots doubled them."""
+    store, table = stores[0], f"mt_test.db.t_{uuid.uuid4().hex[:8]}"
+    commits: list[str] = []
+
+    def record(response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if response.request.method == "POST":
+            commits.append(response.request.path_url)
+
+    store.catalog._session.hooks["response"].append(record)
+    now = datetime.now(timezone.utc)
+    for renewal in range(KEPT_SNAPSHOTS + 2):
+        base = store.read()
+        commits.clear()
+        store.write(base, {**base.leases, table: Lease(table, "A", now + TTL * (renewal + 1))})
+        assert len(commits) == 1
+    lease_table = store._table()
+    assert len(lease_table.metadata.snapshots) == KEPT_SNAPSHOTS
+    assert store.read().leases[table].expires_at == now.replace(microsecond=now.microsecond // 1000 * 1000) + TTL * (
+        KEPT_SNAPSHOTS + 2
+    )
