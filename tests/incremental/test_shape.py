@@ -114,6 +114,11 @@ def test_merge_plan_names_keys_and_combine_functions() -> None:
         ("SELECT k FROM t ORDER BY k LIMIT 3", [R.LIMIT, R.ORDER_BY]),
         ("SELECT k, rand() AS r FROM t", [R.NONDETERMINISTIC]),
         ("SELECT k, current_date() AS d FROM t", [R.NONDETERMINISTIC]),
+        ("SELECT k, s FROM t WHERE s >= CAST(unhex('C328') AS STRING)", [R.TEXT_NOT_UTF8]),
+        (
+            "SELECT k FROM t WHERE s = TRY_CAST(X'FF' AS STRING) OR s = CAST(unbase64('/w==') AS STRING)",
+            [R.TEXT_NOT_UTF8],
+        ),
         ("SELECT k FROM a INTERSECT SELECT k FROM b", [R.SET_OPERATION]),
         ("SELECT k FROM a UNION ALL SELECT k FROM b GROUP BY k", [R.SET_OPERATION]),
         ("SELECT k FROM a UNION ALL SELECT k FROM b LEFT JOIN c ON b.k = c.k", [R.OUTER_JOIN, R.SET_OPERATION]),

@@ -29,6 +29,7 @@ from mt_magic.sql.query.facts import (
 )
 from mt_magic.sql.query.keys import join_keys, window_keys
 from mt_magic.sql.query.result_shape import result_facts
+from mt_magic.sql.query.text_constants import text_not_utf8
 from mt_magic.sql.query.tree import DIALECT, aggregate_calls, function_name, spark_sql
 
 E = TypeVar("E", bound=exp.Expr)
@@ -96,6 +97,7 @@ def _facts(tree: exp.Query) -> QueryFacts:
         join_keys=join_keys(tree),
         window_keys=window_keys(tree),
         union=_union(tree),
+        text_not_utf8=text_not_utf8(tree),
     )
 
 

@@ -246,6 +246,9 @@ class QueryFacts:
     """Set when the query has window functions."""
     union: Union | None = None
     """Set when the query is a chain of UNION [ALL] of SELECTs."""
+    text_not_utf8: tuple[str, ...] = ()
+    """STRING constants whose bytes are not valid UTF-8 (``CAST(unhex('FF') AS STRING)``), as Spark SQL
+    (:mod:`.text_constants`)."""
 
     @property
     def is_aggregate(self) -> bool:

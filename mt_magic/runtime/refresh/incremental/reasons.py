@@ -66,6 +66,11 @@ class FallbackReason(enum.Enum):
         "every run, so earlier results cannot be reused"
     )
     """A function whose value changes between runs or rows."""
+    TEXT_NOT_UTF8 = (
+        "a STRING constant is not valid UTF-8 (CAST(unhex('FF') AS STRING)), which Iceberg reads as other text where "
+        "a filter reaches its scans, so Spark's answer depends on the plan and every refresh recomputes"
+    )
+    """``CAST(<constant bytes> AS STRING)`` of bytes that are not UTF-8 (:mod:`mt_magic.sql.query.text_constants`)."""
     SET_OPERATION = (
         "INTERSECT, EXCEPT, set operations inside a subquery, and UNION whose branches aggregate, rank or "
         "outer-join are not maintained incrementally (a UNION [ALL] of projections and inner joins is)"

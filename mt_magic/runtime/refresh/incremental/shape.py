@@ -175,6 +175,7 @@ def _shape_reasons(facts: QueryFacts) -> list[FallbackReason]:
         (facts.limit, FallbackReason.LIMIT),
         (facts.order_by, FallbackReason.ORDER_BY),
         (bool(facts.nondeterministic), FallbackReason.NONDETERMINISTIC),
+        (bool(facts.text_not_utf8), FallbackReason.TEXT_NOT_UTF8),
         (
             not _plain_union(facts) and (bool(facts.set_operations) or facts.result is None),
             FallbackReason.SET_OPERATION,
