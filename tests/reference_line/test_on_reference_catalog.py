@@ -26,6 +26,7 @@ from test_materialized_view_spec import (  # noqa: F401
 )
 from test_refresh_leases import (  # noqa: F401
     stores,
+    test_a_lease_write_is_one_commit_that_also_drops_the_oldest_snapshot,
     test_of_writers_that_read_the_same_map_exactly_one_wins,
     test_plain_property_writes_both_succeed_so_they_cannot_carry_a_lease,
 )
