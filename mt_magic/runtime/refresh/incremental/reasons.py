@@ -177,6 +177,12 @@ class FallbackReason(enum.Enum):
         "not overflow over all rows, so this refresh recomputes"
     )
     """Spark refused a value past its type while refreshing incrementally (nothing was committed)."""
+    INCREMENTAL_VALUE_REFUSED = (
+        "the incremental refresh evaluated the query on rows the query at the new snapshots does not read and Spark "
+        "refused a value there (ANSI mode: a malformed cast, a division by zero), so this refresh recomputes"
+    )
+    """Spark refused a value (``CAST_INVALID_INPUT``, ``DIVIDE_BY_ZERO``, …) while refreshing incrementally (nothing
+    was committed): a delta term reads other rows than the query, e.g. a source at its consumed snapshot."""
     START_WINDOW = (
         "the table starts later than its sources' history (START_MODE), and this change may reach rows before "
         "the start or needs whole sources, so it recomputes over the rows since the start"

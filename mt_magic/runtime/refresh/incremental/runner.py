@@ -145,9 +145,10 @@ def run_incremental(
             text = describe(result.strategy, plan, result.write.scope)
             return _committed(ctx, request, definition, plan, states, started, result.write, text)
         except Exception as exc:
-            if not overflowed(exc):
+            reason = refused_value(exc)
+            if reason is None:
                 raise
-            return Fallback((FallbackReason.INCREMENTAL_OVERFLOW,), first_line(exc)[:200])
+            return Fallback((reason,), _spark_error(exc)[:200])
         finally:
             views.release()
 
@@ -156,11 +157,38 @@ OVERFLOW_ERRORS = ("[ARITHMETIC_OVERFLOW]", "[NUMERIC_VALUE_OUT_OF_RANGE", "[CAS
 """Spark's error classes for a value past its type (ANSI mode): raised before the commit, nothing written."""
 
 
-def overflowed(exc: BaseException) -> bool:
-    """Whether Spark refused a value past its type. An incremental refresh adds in another order than the query
-    (a delta's partial sum, then the stored one), so under ANSI mode it can overflow where the query over all rows
-    does not: such a refresh recomputes instead, and fails only if the query itself does."""
-    return any(marker in str(exc) for marker in OVERFLOW_ERRORS)
+VALUE_ERRORS = (
+    "[CAST_INVALID_INPUT]",
+    "[DIVIDE_BY_ZERO]",
+    "[INTERVAL_DIVIDED_BY_ZERO]",
+    "[INVALID_ARRAY_INDEX",
+    "[INVALID_INDEX_OF_ZERO]",
+)
+"""Spark's error classes for a value an expression refuses (ANSI mode): raised before the commit, nothing written."""
+
+
+def refused_value(exc: BaseException) -> FallbackReason | None:
+    """Why an incremental refresh that Spark failed on a value recomputes instead, or ``None`` for other errors.
+
+    An incremental refresh adds in another order than the query (a delta's partial sum, then the stored one), and
+    evaluates the query's expressions over other rows (a delta term reads the sources after the changed one at the
+    snapshots the last refresh consumed: rows the query at the pinned snapshots no longer holds, which the last
+    refresh's own plan may never have evaluated, e.g. beside an empty join side), so under ANSI mode it can fail
+    where the query over the pinned snapshots does not. Such a refresh recomputes, and fails only if the query
+    itself does."""
+    text = str(exc)
+    if any(marker in text for marker in OVERFLOW_ERRORS):
+        return FallbackReason.INCREMENTAL_OVERFLOW
+    if any(marker in text for marker in VALUE_ERRORS):
+        return FallbackReason.INCREMENTAL_VALUE_REFUSED
+    return None
+
+
+def _spark_error(exc: BaseException) -> str:
+    """The line of Spark's error from its class on (a job's failure wraps it after the stage and task ids)."""
+    text = str(exc)
+    starts = [text.find(marker) for marker in (*OVERFLOW_ERRORS, *VALUE_ERRORS) if marker in text]
+    return text[min(starts) :].splitlines()[0] if starts else first_line(exc)
 
 
 def _committed(
