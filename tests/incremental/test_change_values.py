@@ -5,7 +5,8 @@ holding bytes that are not UTF-8 into U+FFFD and moves a DATE or TIMESTAMP of th
 on Spark 3.5 and 4.1 alike (the last test pins that); a table over such a source, refreshed from the change, held
 values its query would not give. The change reader nets Iceberg's changelog scan inside Spark instead
 (``incremental/changelog.py``). Values are compared exactly: text as its bytes, instants as epoch microseconds,
-floating point as Spark's text (-0.0 and NaN included).
+floating point as Spark's text (-0.0 and NaN included). Such text as a constant of the query is the other side of
+it: Iceberg's pushed filters read it as other text, so that query recomputes (the last test).
 """
 
 from __future__ import annotations
