@@ -119,11 +119,13 @@ class Lineage:
 
 
 def lineage(workspace: Workspace) -> Lineage:
-    """Read every materialized table's sources from the catalog."""
+    """Read every materialized table's sources from the catalog: each table whose metadata did not change since
+    this process last read it is answered from that read (a conditional request each), so a statement that needs
+    the graph (DROP, RENAME, a conversion, a cascade) does not fetch and parse every table of the catalog again."""
     return Lineage(
         {
             info.name: tuple(info.definition.upstream)
-            for info in workspace.catalog.list_materialized()
+            for info in workspace.catalog.list_materialized(reuse_unchanged=True)
             if info.definition is not None
         }
     )

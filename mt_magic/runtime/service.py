@@ -376,12 +376,9 @@ class MaterializedTables(Inspection):
         """Make sure the manager knows ``name`` (and, for a cascade, its downstream tables) from the catalog."""
         wanted = [name]
         if with_downstream:
-            from mt_magic.runtime.graph import descendants
+            from mt_magic.runtime.graph import descendants, lineage
 
-            upstream = {
-                i.name: i.definition.upstream for i in self.workspace.catalog.list_materialized() if i.definition
-            }
-            wanted += descendants(name, upstream)
+            wanted += descendants(name, lineage(self.workspace).reads)
         for table in wanted:
             if not self.manager.knows(table):
                 self.manager.upsert(self._managed(table))

@@ -100,3 +100,40 @@ def test_an_idle_daily_table_is_asked_about_every_hundredth_of_its_freshness_and
     manager.step()
     assert sorted(set(loads)) == ["t0", "t2"]  # t1 is weekly now: asked about every 100.8 minutes
     assert manager.status(elsewhere).freshness == timedelta(days=7)
+
+
+def test_a_statements_graph_asks_about_unchanged_tables_without_fetching_them_again(  # type: ignore[no-untyped-def]
+    rest, ns: str
+) -> None:
+    """DROP, RENAME, a conversion and a cascade read every table's sources (the graph): a table unchanged since this
+    process read it is answered 304 and not parsed again, so a statement's cost does not grow with what the catalog
+    holds (issue 37); a changed table is read again."""
+    from mt_magic.runtime.graph import lineage
+
+    names = _daily_tables(rest, ns)
+    answers: list[tuple[str, int]] = []
+
+    def record(response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        path = response.request.path_url.split("?")[0]
+        if response.request.method == "GET" and f"/namespaces/{ns}/tables/t" in path:
+            answers.append((path.rsplit("/", 1)[-1], response.status_code))
+
+    rest._session.hooks["response"].append(record)
+    try:
+        catalog = MaterializedCatalog(rest, "mt_test")
+        workspace = Workspace(
+            spark=None,
+            catalog=catalog,
+            default_namespace=ns,
+            rules=FreshnessRules(),
+            clock=FakeClock(datetime.now(timezone.utc)),
+        )  # type: ignore[arg-type]
+        first = lineage(workspace).reads
+        assert {name: first[name] for name in names} == {name: (f"mt_test.{ns}.orders",) for name in names}
+        answers.clear()
+        catalog.update_properties(names[0], {"comment": "changed elsewhere"})
+        answers.clear()
+        assert lineage(workspace).reads == first
+        assert sorted(answers) == [("t0", 200), ("t1", 304), ("t2", 304)]
+    finally:
+        rest._session.hooks["response"].remove(record)

@@ -19,7 +19,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError
 from mt_magic.options import CONVERT
-from mt_magic.runtime.graph import descendants
+from mt_magic.runtime.graph import descendants, lineage
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import kept_tag
 from mt_magic.runtime.spark.quoting import qualified
@@ -80,7 +80,7 @@ def convert_table(ws: Workspace, stmt: CreateMaterializedTable, info: TableInfo)
             "remove the clause (change the layout with Spark's ALTER TABLE before or after converting)."
         )
     definition, schema = build_definition(ws, stmt, info)
-    upstream = {i.name: i.definition.upstream for i in ws.catalog.list_materialized() if i.definition}
+    upstream = lineage(ws).reads
     loop = sorted(set(definition.upstream) & {info.name, *descendants(info.name, upstream)})
     if loop:
         raise DefinitionError(

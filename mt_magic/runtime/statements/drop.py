@@ -11,7 +11,7 @@ from mt_magic.errors import (
     DependencyError,
     NoSuchMaterializedTableError,
 )
-from mt_magic.runtime.graph import descendants
+from mt_magic.runtime.graph import descendants, lineage
 from mt_magic.runtime.statements import iceberg_view
 from mt_magic.runtime.workspace import Workspace
 
@@ -30,7 +30,7 @@ def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[
         DefinitionError: it is a plain Iceberg table.
         DependencyError: other materialized tables read it and ``cascade`` was not given.
     """
-    upstream = {i.name: i.definition.upstream for i in ws.catalog.list_materialized() if i.definition}
+    upstream = lineage(ws).reads
     if name not in upstream:
         if ws.catalog.exists(name):
             raise DefinitionError(f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table; use DROP TABLE.")

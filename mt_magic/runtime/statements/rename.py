@@ -37,7 +37,7 @@ def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
         raise DefinitionError(f"{label}: the new name is the current one; nothing to rename.")
     if ws.catalog.exists(new_name):
         raise MaterializedTableExistsError(f"{label}: {new_name} already exists. Choose another name or drop it.")
-    infos = {i.name: i for i in ws.catalog.list_materialized() if i.definition}
+    infos = {i.name: i for i in ws.catalog.list_materialized(reuse_unchanged=True) if i.definition}
     upstream = {n: i.definition.upstream for n, i in infos.items() if i.definition}
     readers = [infos[reader] for reader in dependents(name, upstream)]
     iceberg_view.check_free(ws, label, new_name)
