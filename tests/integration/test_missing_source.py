@@ -95,7 +95,7 @@ def test_a_dropped_source_is_its_own_state_with_the_fix_everywhere(
     assert "fresh" not in text.split("\n")[1] and f"  source missing: {message(table, source)}" in text
     assert "staleness 0s" not in text and "NoSuchMaterializedTableError" not in text
 
-    lines = lineage_text(mt.lineage(), {s.name: s for s in mt.statuses()}).splitlines()
+    lines = lineage_text(mt.lineage(table), {s.name: s for s in mt.statuses()}).splitlines()
     assert f"{table} [source missing · {source}] ← {source}" in lines
     assert f"plain Iceberg sources: {source} (missing)" in lines
 
