@@ -4,18 +4,17 @@ lineage, DESCRIBE and SHOW — never "fresh" — with an error naming the missin
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from mt_testing import run
+from mt_testing import OneTable, run
 
 from mt_magic.errors import NoSuchSourceTableError
 from mt_magic.runtime.inspect.read import StaleReadWarning, read
 from mt_magic.runtime.manager.loop import InlineExecutor
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.service import MaterializedTables
-from mt_magic.runtime.status import ManagedTable
 from mt_magic.runtime.workspace import utc_now
 from mt_magic.testing import FakeClock
 from mt_magic.widgets.badges import FreshnessLevel, freshness_badge
@@ -38,19 +37,6 @@ def dropped(spark, mt) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     prefix = f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}"
     spark.sql("DROP TABLE src2")
     return f"{prefix}.over_src2", f"{prefix}.src2"
-
-
-class OneTable:
-    """The real engine, with discovery narrowed to one table (the catalog holds other tests' tables)."""
-
-    def __init__(self, engine: object, name: str) -> None:
-        self._engine, self._name = engine, name
-
-    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
-        return [t for t in self._engine.discover(reuse) if t.name == self._name]  # type: ignore[attr-defined]
-
-    def __getattr__(self, attribute: str) -> object:
-        return getattr(self._engine, attribute)
 
 
 @pytest.fixture

@@ -11,20 +11,19 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Collection, Sequence
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from mt_testing import OneTable, run
 from shared_catalog import CATALOG
 
 from mt_magic.errors import RefreshTimeLimitError
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.watchdog import StallPolicy
-from mt_magic.runtime.status import EventKind, ManagedTable, RefreshEvent
-from mt_magic.sql import parse_cell
+from mt_magic.runtime.status import EventKind, RefreshEvent
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 
@@ -34,26 +33,6 @@ GIVE_UP = StallPolicy(factor=1, floor=timedelta(seconds=2), limit_factor=1, limi
 """…the test has seen the stall and Spark's stuck task, and sets this one (as %config does): the limit has passed."""
 WAIT = 240.0
 """A bound for each wait on a condition (a loaded machine), never an expected duration."""
-
-
-class OneTable:
-    """The real engine, with discovery narrowed to one table."""
-
-    def __init__(self, engine: object, name: str) -> None:
-        self._engine, self._name = engine, name
-
-    def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
-        return [t for t in self._engine.discover(reuse) if t.name == self._name]  # type: ignore[attr-defined]
-
-    def __getattr__(self, attribute: str) -> object:
-        return getattr(self._engine, attribute)
-
-
-def run(service, cell: str) -> None:  # type: ignore[no-untyped-def]
-    for statement in parse_cell(cell):
-        result = service.execute(statement)
-        if result.refresh is not None:
-            result.refresh.result(timeout=WAIT)
 
 
 def test_a_refresh_hung_in_spark_is_flagged_then_cancelled_by_the_limit_and_the_retry_commits(
