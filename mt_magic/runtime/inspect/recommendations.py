@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from mt_magic.runtime.refresh.context import MAX_CHANGE_OPTION
+from mt_magic.options import MAX_CHANGE
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 from mt_magic.runtime.status import RefreshRecord
 from mt_magic.sql.ddl.freshness import humanize
@@ -47,7 +47,7 @@ ADVICE: Mapping[FallbackReason, str] = {
     FallbackReason.CHEAPER_TO_RECOMPUTE: (
         "refresh more often, so each refresh changes less than the {limit} limit: ALTER MATERIALIZED TABLE … SET "
         "FRESHNESS = {freshness} (now {current}; its refreshes changed up to {changed} of the sources; at the "
-        "same rate about {expected} each), or raise '" + MAX_CHANGE_OPTION + "' above {changed_fraction} with "
+        "same rate about {expected} each), or raise '" + MAX_CHANGE.key + "' above {changed_fraction} with "
         "CREATE OR ALTER MATERIALIZED TABLE … WITH (…) AS (the same query)"
     ),
 }

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.runtime.refresh.context import ENGINE_OPTION
+from mt_magic.options import ENGINE
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type, spark_sql_type, unsupported
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, total_records
@@ -139,8 +139,8 @@ def spark_reason(
         table: the table's columns and types (``None``: made from the query, before CREATE ran).
         settings: the table's SQL settings (:attr:`MaterializedTableDefinition.sql_settings`).
     """
-    if options.get(ENGINE_OPTION, "auto").strip().lower() == "spark":
-        return f"'{ENGINE_OPTION}' = 'spark'"
+    if ENGINE.read(options) == "spark":
+        return f"'{ENGINE.key}' = 'spark'"
     if strategy not in (Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE):
         return f"strategy {strategy.value if strategy else 'full'}"
     if query.branches or query.rollup_keys or query.joins > 2:
