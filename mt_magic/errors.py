@@ -1,13 +1,92 @@
-"""Every error mt_magic raises on purpose: one root, a few meaningful kinds.
+"""Every error mt_magic raises on purpose: one root, a few meaningful kinds, one message shape.
+
+Every message reads the same way, whatever raised it (a statement, a magic, the Python API, a refresh)::
+
+    CREATE MATERIALIZED TABLE dws_overall, line 4, column 1: FRESHNESS = INTERVAL '5' HOUR is not allowed in
+    FULL mode: hours must divide 24 (1, 2, 3, 4, 6, 8, 12). Fix: use one of those values, …
+
+i.e. the statement, where, what is wrong (quoting the offending text), a "did you mean" for a misspelt name and
+how to fix it. :class:`MtMagicError` builds it from those facts, which stay attributes (``statement``,
+``position``, ``offending``, ``problem``, ``did_you_mean``, ``fix``) for the widgets.
 
 At the magic boundary these become a plain ``UsageError(str(e))`` — one clean message, no traceback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 
 class MtMagicError(Exception):
-    """Root of every error mt_magic raises on purpose."""
+    """Root of every error mt_magic raises on purpose; its message is built by :meth:`message` from the facts.
+
+    ``MtMagicError(problem)`` alone reads exactly ``problem`` (the older raise sites' whole text);
+    with any of the keywords the message takes the one shape: ``statement, position: problem (at 'offending').
+    Fix: did you mean X? fix.`` — each part only when given. ``position`` is anything whose text says where
+    (the grammar's :class:`~mt_magic.sql.names.Position`: ``line 4, column 1``). ``did_you_mean``: the
+    name(s) a misspelt one most likely meant, in order (:func:`closest_names`); with a ``fix`` too the Fix reads
+    ``did you mean X? Otherwise, fix.``
+    """
+
+    structured = False
+    """Whether a bare ``problem`` is also given the shape (its final period); :class:`SqlError` says so."""
+
+    def __init__(
+        self,
+        problem: str = "",
+        *,
+        statement: str | None = None,
+        offending: str | None = None,
+        position: object | None = None,
+        fix: str | None = None,
+        did_you_mean: str | Sequence[str] | None = None,
+    ) -> None:
+        self.problem = problem
+        self.statement = statement
+        self.offending = offending
+        self.position = position
+        self.fix = fix
+        self.did_you_mean: tuple[str, ...] = (
+            () if did_you_mean is None else (did_you_mean,) if isinstance(did_you_mean, str) else tuple(did_you_mean)
+        )
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        """The one message shape (see the class)."""
+        if not (self.structured or self.statement or self.position or self.offending or self.fix or self.did_you_mean):
+            return self.problem
+        where = ", ".join(str(p) for p in (self.statement, self.position) if p is not None)
+        text = f"{where}: {self.problem}" if where else self.problem
+        if self.offending and self.offending not in self.problem:
+            text += f" (at {self.offending!r})"
+        text = _ended(text)
+        suggestion = did_you_mean(self.did_you_mean)
+        fix = f"{suggestion} Otherwise, {self.fix}" if suggestion and self.fix else suggestion or self.fix
+        return f"{text} Fix: {_ended(fix)}" if fix else text
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+def closest_names(written: str, names: Iterable[str], n: int = 1) -> list[str]:
+    """The (at most ``n``) of ``names`` a typo of ``written`` most likely meant, closest first (case-insensitive;
+    empty when none is close): the one judge of every "did you mean" — tables, columns, options, their values."""
+    import difflib
+
+    by_lower = {name.lower(): name for name in names}
+    return [by_lower[close] for close in difflib.get_close_matches(written.lower(), list(by_lower), n=n, cutoff=0.75)]
+
+
+def did_you_mean(names: Sequence[str]) -> str:
+    """``did you mean A?`` / ``did you mean A or B?`` (empty for no names): the one wording of a suggestion."""
+    if not names:
+        return ""
+    listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    return f"did you mean {listed}?"
+
+
+def _ended(text: str) -> str:
+    return text if text.rstrip().endswith((".", "?", "!")) else text + "."
 
 
 class RuntimeSetupError(MtMagicError):
@@ -30,8 +109,9 @@ class NoSuchSourceTableError(MtMagicError):
         self.table, self.source = table, source
         super().__init__(
             f"{table} reads the source table {source}, which {problem}: {table} keeps its stored rows but cannot "
-            f"be refreshed. Fix: re-create {source}, or ALTER MATERIALIZED TABLE {table} AS a query that does "
-            f"not read it, or DROP MATERIALIZED TABLE {table}."
+            "be refreshed",
+            fix=f"re-create {source}, or ALTER MATERIALIZED TABLE {table} AS a query that does not read it, or "
+            f"DROP MATERIALIZED TABLE {table}.",
         )
 
 

@@ -130,3 +130,7 @@ OPTIONS = declared(
     *(Option(key, f"pins the Spark SQL setting: {what}", str) for key, what in sorted(ANSWER_SETTINGS.items())),
 )
 """Every declared option by lower-cased key, mt_magic's own first (completion offers them in this order)."""
+
+NEIGHBOURS = frozenset({"history.expire.max-ref-age-ms"})
+"""Iceberg table properties within a typo of a declared key (``history.expire.max-snapshot-age-ms``): kept as
+written, never refused as a misspelling (:func:`~mt_magic.options.registry.misspelt`)."""

@@ -6,6 +6,9 @@ grammar, the runtime reads it with :meth:`Option.read`, completion offers :func:
 option's :attr:`Option.values`. A bad value's message has one shape everywhere::
 
     WITH ('incremental' = 'sometimes') is not a known value. Fix: use 'auto' (the default: …), 'always' (…), …
+
+(the one shape of :class:`~mt_magic.errors.MtMagicError`), with a "did you mean" for a near miss of a value or of a
+declared key (``WITH ('incremental.engin' = 'spark')``: :func:`misspelt`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from mt_magic.errors import MtMagicError, closest_names
 
 T = TypeVar("T")
 
@@ -33,14 +38,20 @@ class OptionProblem:
     value: str
     problem: str
     fix: str
+    did_you_mean: tuple[str, ...] = ()
+    """The declared keys or values (quoted) a misspelt one most likely meant."""
 
     def describe(self, clause: str = "WITH") -> str:
         """``WITH ('k' = 'v') <problem>`` (``clause``: where the option was written, e.g. ALTER's ``SET``)."""
         return f"{clause} ('{self.key}' = '{self.value}') {self.problem}"
 
+    def error(self, clause: str = "WITH") -> MtMagicError:
+        """The problem in the one message shape (the caller's error type adds where)."""
+        return MtMagicError(self.describe(clause), fix=self.fix, did_you_mean=self.did_you_mean)
+
     def __str__(self) -> str:
-        """``WITH ('k' = 'v') <problem>. Fix: <fix>.``"""
-        return f"{self.describe()}. Fix: {self.fix}."
+        """``WITH ('k' = 'v') <problem>. Fix: [did you mean 'x'? Otherwise, ]<fix>.``"""
+        return str(self.error())
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,8 @@ class Option(Generic[T]):
                 return None
             listed = [f"'{c.value}' ({c.help})" for c in self.choices]
             fix = "use " + (", ".join(listed[:-1]) + " or " if len(listed) > 1 else "") + listed[-1]
-            return OptionProblem(self.key, value, "is not a known value", fix)
+            near = tuple(f"'{v}'" for v in closest_names(value.strip(), self.values))
+            return OptionProblem(self.key, value, "is not a known value", fix, near)
         try:
             self.parse(value.strip())
         except ValueError:
@@ -126,11 +138,35 @@ def registered() -> tuple[Option[Any], ...]:
 
 
 def problems(pairs: Iterable[tuple[str, str]]) -> list[tuple[int, OptionProblem]]:
-    """The bad values among ``pairs`` (key, value), with each one's index (the grammar points at its key)."""
+    """The bad values among ``pairs`` (key, value), and the keys that look like a declared one misspelt
+    (:func:`misspelt`), with each one's index (the grammar points at its key)."""
     found = []
     for index, (key, value) in enumerate(pairs):
         opt = option(key)
-        problem = None if opt is None else opt.check(value)
+        problem = misspelt(key, value) if opt is None else opt.check(value)
         if problem is not None:
             found.append((index, problem))
     return found
+
+
+def misspelt(key: str, value: str) -> OptionProblem | None:
+    """The problem of a key mt_magic does not declare but that is a near miss of one it does (``'incremental.engin'``:
+    kept as a table property it would silently do nothing); ``None`` for any other key, which stays a table property
+    of the user's own. Spark settings (``spark.*``, thousands of them) and the properties of Iceberg's that look like
+    ours (:data:`~mt_magic.options.declared.NEIGHBOURS`) are never taken for a typo."""
+    from mt_magic.options.declared import NEIGHBOURS, OPTIONS
+
+    lowered = key.lower()
+    if lowered.startswith("spark.") or lowered in NEIGHBOURS:
+        return None
+    own = [opt.key for opt in OPTIONS.values() if not opt.key.lower().startswith("spark.")]
+    near = closest_names(key, own, n=2)
+    if not near:
+        return None
+    return OptionProblem(
+        key,
+        value,
+        "is not an option mt_magic declares",
+        "write one of its options (Tab completes them), or name a table property of your own further from them",
+        tuple(f"'{name}'" for name in near),
+    )

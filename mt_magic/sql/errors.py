@@ -5,11 +5,13 @@ Every message has the same shape so a person can act on it without reading code:
     CREATE MATERIALIZED TABLE dws_overall, line 4, column 1: FRESHNESS = INTERVAL '5' HOUR is not allowed in
     FULL mode: hours must divide 24 (1, 2, 3, 4, 6, 8, 12). Fix: use one of those values, …
 
-i.e. the statement, where, what is wrong (quoting the offending text) and how to fix it. The same facts are
-attributes (``statement``, ``position``, ``offending``, ``problem``, ``fix``) for the widgets.
+i.e. the statement, where, what is wrong (quoting the offending text) and how to fix it: the one shape of every
+mt_magic error, built by :class:`~mt_magic.errors.MtMagicError` (the facts stay its attributes for the widgets).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from mt_magic.errors import MtMagicError
 from mt_magic.sql.names import Position
@@ -17,6 +19,9 @@ from mt_magic.sql.names import Position
 
 class SqlError(MtMagicError):
     """Root of the SQL front end's errors: the cell text cannot become a statement."""
+
+    structured = True
+    position: Position | None
 
     def __init__(
         self,
@@ -26,29 +31,11 @@ class SqlError(MtMagicError):
         offending: str | None = None,
         position: Position | None = None,
         fix: str | None = None,
+        did_you_mean: str | Sequence[str] | None = None,
     ) -> None:
-        self.problem = problem
-        self.statement = statement
-        self.offending = offending
-        self.position = position
-        self.fix = fix
-        super().__init__(self._message())
-
-    def _message(self) -> str:
-        where = ", ".join(str(p) for p in (self.statement, self.position) if p is not None)
-        text = f"{where}: {self.problem}" if where else self.problem
-        if self.offending and self.offending not in self.problem:
-            text += f" (at {self.offending!r})"
-        if not text.rstrip().endswith((".", "?", "!")):
-            text += "."
-        if self.fix:
-            text += f" Fix: {self.fix}"
-            if not self.fix.endswith((".", "?", "!")):
-                text += "."
-        return text
-
-    def __str__(self) -> str:
-        return self._message()
+        super().__init__(
+            problem, statement=statement, offending=offending, position=position, fix=fix, did_you_mean=did_you_mean
+        )
 
     def located(
         self, *, statement: str | None = None, position: Position | None = None, offending: str | None = None
@@ -60,6 +47,7 @@ class SqlError(MtMagicError):
             offending=self.offending or offending,
             position=self.position or position,
             fix=self.fix,
+            did_you_mean=self.did_you_mean,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from mt_magic.errors import closest_names
 from mt_magic.vocabulary import HIDDEN_COLUMN_PREFIX, is_hidden_column
 
 
@@ -105,8 +106,5 @@ def column_name_problem(name: str) -> str | None:
 def closest_name(written: str, names: Iterable[str]) -> str | None:
     """The one of ``names`` a typo of ``written`` most likely meant (case-insensitive; ``None`` when none is close),
     for the "did you mean" of an unknown table or column."""
-    import difflib
-
-    by_lower = {name.lower(): name for name in names}
-    close = difflib.get_close_matches(written.lower(), list(by_lower), n=1, cutoff=0.75)
-    return by_lower[close[0]] if close else None
+    close = closest_names(written, names)
+    return close[0] if close else None

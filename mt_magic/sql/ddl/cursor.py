@@ -8,6 +8,7 @@ position, so grammar code only says what was wrong and how to fix it.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from mt_magic.sql.ddl.lexing import RawStatement, Source, Tok, TokKind
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedNameError
@@ -166,7 +167,14 @@ class Cursor:
         return first, TableName.from_parts(parts)
 
     # --- errors --------------------------------------------------------------------------------------
-    def error(self, cls: type[SqlError], problem: str, tok: Tok | None, fix: str | None = None) -> SqlError:
+    def error(
+        self,
+        cls: type[SqlError],
+        problem: str,
+        tok: Tok | None,
+        fix: str | None = None,
+        did_you_mean: Sequence[str] = (),
+    ) -> SqlError:
         """An error at ``tok`` (``None``: the end of the statement), naming this statement."""
         return cls(
             problem,
@@ -174,6 +182,7 @@ class Cursor:
             offending=None if tok is None else tok.text,
             position=self.position_of(tok),
             fix=fix,
+            did_you_mean=did_you_mean,
         )
 
     def unexpected(self, tok: Tok | None, expected: list[str]) -> SqlError:

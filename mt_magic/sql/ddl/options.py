@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from mt_magic.errors import closest_names
 from mt_magic.options import CONVERT, problems
 from mt_magic.sql.ddl.clauses import KeyValues
 from mt_magic.sql.ddl.cursor import Cursor
@@ -148,7 +149,9 @@ def check_create_options(
     refused = problems(options.pairs)
     if refused:
         index, problem = refused[0]
-        raise cur.error(UnsupportedOptionError, problem.describe(clause), options.key_toks[index], problem.fix)
+        raise cur.error(
+            UnsupportedOptionError, problem.describe(clause), options.key_toks[index], problem.fix, problem.did_you_mean
+        )
     found = [
         (key, value, tok)
         for (key, value), tok in zip(options.pairs, options.key_toks, strict=True)
@@ -185,7 +188,9 @@ def check_resume_options(cur: Cursor, options: KeyValues) -> None:
             if rule is not None and rule.instead != REMOVE
             else ("use Spark settings, e.g. RESUME WITH ('spark.sql.shuffle.partitions' = '8'), or remove it")
         )
-        raise cur.error(UnsupportedOptionError, problem, tok, fix)
+        head, dot, rest = key.partition(".")
+        near = () if rule is not None or not dot or not closest_names(head, ["spark"]) else (f"'spark.{rest}'",)
+        raise cur.error(UnsupportedOptionError, problem, tok, fix, near)
 
 
 def _explain(key: str, value: str, instead: bool = True) -> str:

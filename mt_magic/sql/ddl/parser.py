@@ -20,6 +20,7 @@ identifiers are accepted. Every error names the statement, the offending text, i
 
 from __future__ import annotations
 
+from mt_magic.errors import closest_names
 from mt_magic.options import SCHEDULER
 from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, option_list, partition_spec, refresh_mode_value
 from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
@@ -291,6 +292,7 @@ def _parse_alter_scheduler(cur: Cursor, text: str, position: Position, name: Tab
                 tok,
                 f"write SET ('{SCHEDULER.key}' = 'airflow') or SET ('{SCHEDULER.key}' = 'kernel'); other "
                 "options are fixed at CREATE (use CREATE OR ALTER to change the definition)",
+                [f"'{near}'" for near in closest_names(key, [SCHEDULER.key])],
             )
     check_create_options(cur, options, None, "", clause="SET")  # the scheduler's value
     cur.expect_end("SET (…)")
