@@ -52,17 +52,25 @@ class MtMagicError(Exception):
         super().__init__(self.message())
 
     def message(self) -> str:
-        """The one message shape (see the class)."""
+        """The one message shape (see the class): :meth:`headline`, then :meth:`fix_line`."""
+        fix = self.fix_line()
+        return f"{self.headline()} {fix}" if fix else self.headline()
+
+    def headline(self) -> str:
+        """Where and what is wrong, without the Fix (a view shows the Fix on its own line)."""
         if not (self.structured or self.statement or self.position or self.offending or self.fix or self.did_you_mean):
             return self.problem
         where = ", ".join(str(p) for p in (self.statement, self.position) if p is not None)
         text = f"{where}: {self.problem}" if where else self.problem
         if self.offending and self.offending not in self.problem:
             text += f" (at {self.offending!r})"
-        text = _ended(text)
+        return _ended(text)
+
+    def fix_line(self) -> str:
+        """``Fix: [did you mean X? Otherwise, ]fix.`` (empty without a Fix or a suggestion)."""
         suggestion = did_you_mean(self.did_you_mean)
         fix = f"{suggestion} Otherwise, {self.fix}" if suggestion and self.fix else suggestion or self.fix
-        return f"{text} Fix: {_ended(fix)}" if fix else text
+        return f"Fix: {_ended(fix)}" if fix else ""
 
     def __str__(self) -> str:
         return self.message()

@@ -3,7 +3,8 @@
 - ``grammar``: :func:`complete` / :func:`fragment`, pure: what may come next at a cursor (keywords in Flink's
   grammar order, table and column names, WITH keys and values, FRESHNESS units)
 - ``queries``: what may come next inside a query (names, columns, aliases) and in CREATE's column list
-- ``reads``: what the query being typed reads (tables and aliases, CTEs, subqueries), from sqlglot
+- what the query being typed reads (tables and aliases, CTEs, subqueries) comes from sqlglot, in
+  :mod:`mt_magic.sql.query.typed_reads` (sqlglot stays in ``mt_magic.sql``)
 - ``options``: the WITH option keys and values, gathered from where each option is defined
 - ``names``: the catalog's names and columns, cached and reloaded in the background
 - ``ipython``: :class:`SqlCompleter`, IPython's completer in SQL cells (JupyterLab's Tab), IPython's own elsewhere

@@ -1,7 +1,7 @@
 """What may come next inside a query (a cell's ``AS SELECT …`` body or a query cell), and in CREATE's column list.
 
 Table names after FROM / JOIN (part by part after ``mt.`` or ``mt.ns.``); elsewhere the columns of every relation the
-query reads (:func:`~mt_magic.completion.reads.relations`), wherever the cursor is, then how the query names those
+query reads (:func:`~mt_magic.sql.query.typed_reads.relations`), wherever the cursor is, then how the query names those
 relations; after ``s.`` the columns of ``s``'s relation. Pure, like :mod:`~mt_magic.completion.grammar`.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mt_magic.completion.names import NameSnapshot, shown_part
-from mt_magic.completion.reads import Relation, output_columns, relations
 from mt_magic.sql.ddl.lexing import Tok, TokKind
+from mt_magic.sql.query.typed_reads import Relation, output_columns, relations
 
 READS = frozenset({"FROM", "JOIN"})
 NAME_KINDS = (TokKind.WORD, TokKind.QUOTED)

@@ -22,7 +22,7 @@ from mt_magic.vocabulary import JobState, RefreshKind
 from mt_magic.widgets.airflow_run import airflow_html, airflow_rows, airflow_text
 from mt_magic.widgets.badges import freshness_badge
 from mt_magic.widgets.base import LiveView, ViewHost
-from mt_magic.widgets.render import card_html, card_text, details_html, preview_html, title_html
+from mt_magic.widgets.render import card_html, card_text, details_html, error_html, preview_html, title_html
 
 UNITS = [u.value for u in FreshnessUnit]
 
@@ -265,7 +265,7 @@ class TableCard(LiveView):
         try:
             message = action()
         except Exception as exc:  # the card is the user's console here: show the error where they clicked
-            self.message.value = f'<span style="color:#dc2626">✖ {html.escape(str(exc) or type(exc).__name__)}</span>'
+            self.message.value = error_html(exc)
         else:
             self.message.value = f'<span style="color:#16a34a">✔ {html.escape(message)}</span>'
         self.tick()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from mt_magic.errors import MtMagicError
 from mt_magic.runtime.inspect.recommendations import recommend
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.preview import Preview
@@ -31,6 +32,14 @@ from mt_magic.widgets.badges import (
 
 CARD_STYLE = "border:1px solid #d1d5db;border-radius:6px;padding:6px 10px;margin:4px 0"
 CELL = "text-align:left;padding:1px 8px 1px 0;vertical-align:top"
+
+
+def error_html(exc: BaseException) -> str:
+    """An error where the user acted: what is wrong in red and, for mt_magic's errors, the Fix on its own line."""
+    if isinstance(exc, MtMagicError) and exc.fix_line():
+        fix = f'<br><span style="color:#374151">{html.escape(exc.fix_line())}</span>'
+        return f'<span style="color:#dc2626">✖ {html.escape(exc.headline())}</span>{fix}'
+    return f'<span style="color:#dc2626">✖ {html.escape(str(exc) or type(exc).__name__)}</span>'
 
 
 def last_refresh_text(status: TableStatus, now: datetime | None = None) -> str:

@@ -46,7 +46,7 @@ from decimal import Decimal, localcontext
 from incremental_testing import MOR, qualified, refresh, run
 from notebook_settings import session_settings
 
-from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
+from mt_magic.sql.query.in_process_gate import unsupported
 from mt_magic.vocabulary import HIDDEN_COLUMN_PREFIX, RefreshEngine
 
 LONG_MAX, INT_MAX = 2**63 - 1, 2**31 - 1

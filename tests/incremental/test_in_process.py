@@ -10,7 +10,7 @@ from incremental_testing import assert_matches_oracle, qualified, refresh, run
 from mt_magic.errors import RefreshConflictError
 from mt_magic.runtime.refresh.incremental import in_process
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, eligibility
-from mt_magic.runtime.refresh.incremental.in_process.gate import unsupported
+from mt_magic.sql.query.in_process_gate import unsupported
 
 TYPES = [("k", "int"), ("g", "string"), ("v", "long"), ("p", "decimal(10, 2)"), ("f", "double"), ("ts", "timestamptz")]
 SRC = "cat.ns.src"

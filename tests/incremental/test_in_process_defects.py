@@ -7,7 +7,7 @@ import pytest
 from incremental_testing import assert_matches_oracle, qualified, refresh, run
 
 from mt_magic.runtime.refresh.incremental.in_process.eligibility import settings_reason, spark_reason
-from mt_magic.runtime.refresh.incremental.in_process.gate import iceberg_type, unsupported
+from mt_magic.sql.query.in_process_gate import iceberg_type, unsupported
 from mt_magic.vocabulary import RefreshEngine
 
 SOURCE = [("i", "int"), ("d", "decimal(10, 2)"), ("d38", "decimal(38, 10)"), ("b", "boolean"), ("s", "string")]

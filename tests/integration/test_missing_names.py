@@ -27,7 +27,8 @@ def test_a_missing_source_names_the_closest_table(mt, names: str) -> None:
     with pytest.raises(DefinitionError) as refused:
         run(mt, "CREATE MATERIALIZED TABLE counts AS SELECT tms_company FROM tms_sauce")
     assert str(refused.value) == (
-        f"CREATE MATERIALIZED TABLE counts: source table {names}.tms_sauce does not exist in the catalog. "
+        f"CREATE MATERIALIZED TABLE counts, line 1, column 61: source table {names}.tms_sauce does not exist in the "
+        "catalog. "
         f"Fix: did you mean {names}.tms_source?"
     )
     with pytest.raises(DefinitionError) as refused:

@@ -155,3 +155,28 @@ def test_the_python_api_gets_the_same_did_you_mean() -> None:
         "Fix: did you mean 'incremental.engine' or 'incremental'? Otherwise, write one of its options (Tab "
         "completes them), or name a table property of your own further from them."
     )
+
+
+def test_the_runtime_s_checks_of_a_definition_take_the_same_shape_and_suggestions() -> None:
+    from mt_magic.runtime.statements.definition import check_incremental_option
+    from mt_magic.vocabulary import RefreshMode
+
+    label = "CREATE MATERIALIZED TABLE t"
+    with pytest.raises(DefinitionError) as caught:
+        check_incremental_option(label, {"incremental": "alwyas"}, RefreshMode.CONTINUOUS, "SELECT k FROM mt.ns.s")
+    assert str(caught.value) == (
+        "CREATE MATERIALIZED TABLE t: WITH ('incremental' = 'alwyas') is not a known value. Fix: did you mean "
+        "'always'? Otherwise, use 'auto' (the default: incremental where correct and cheaper), 'always' "
+        "(incremental wherever correct), 'strict' (fail rather than recompute) or 'never' (always recompute)."
+    )
+    with pytest.raises(DefinitionError) as caught:
+        check_incremental_option(label, {"incremental": "strict"}, RefreshMode.FULL, "SELECT k FROM mt.ns.s")
+    assert str(caught.value) == (
+        "CREATE MATERIALIZED TABLE t: WITH ('incremental' = 'strict') can never be honoured: the table refreshes in "
+        "FULL mode, which always recomputes. Nothing was created. Fix: remove the option, or change the query "
+        "(`%mt explain` shows what blocks incremental refresh)."
+    )
+    assert (caught.value.statement, caught.value.fix) == (
+        label,
+        "remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)",
+    )

@@ -191,8 +191,10 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
         return result
     if is_strict(definition.options):
         raise RefreshError(
-            f"{request.table}: 'incremental' = 'strict' forbids a full refresh, but {result.describe()} "
-            f"[{result.reason.name}]. Nothing was written; change the query or the sources, or drop the option."
+            f"'incremental' = 'strict' forbids a full refresh, but {result.describe()} [{result.reason.name}]. "
+            "Nothing was written",
+            statement=request.table,
+            fix="change the query or the sources, or drop the option",
         )
     return _recompute(
         ctx, request, info, definition, states, partition, started, f"full: fallback — {result.describe()}"

@@ -82,8 +82,9 @@ def resolve_start(
     instant = mode.instant(now)
     if instant is not None and instant > now:
         raise DefinitionError(
-            f"{label}: START_MODE = {mode.sql()} is in the future (now is {utc_text(now)}). Nothing changed; "
-            "use FROM_NOW to start from the sources as of now, or a timestamp in the past."
+            f"START_MODE = {mode.sql()} is in the future (now is {utc_text(now)}). Nothing changed",
+            statement=label,
+            fix="use FROM_NOW to start from the sources as of now, or a timestamp in the past",
         )
     infos = {name: ws.catalog.load(name) for name in upstream}
     last = table.last_refresh() if table is not None and table.definition is not None else None
@@ -164,10 +165,12 @@ def check_kept(label: str, start: Start, query: str) -> None:
     facts = analyze_query(query)
     if start.kept is not None and (facts.is_aggregate or facts.distinct):
         raise DefinitionError(
-            f"{label}: START_MODE = {start.mode} keeps the table's rows and appends the query's rows for the "
-            "source rows since the start, but this query aggregates or de-duplicates, so its groups would have to "
-            "be merged with the kept rows. Nothing changed; use START_MODE = FROM_BEGINNING to recompute the "
-            "table (or, for a new start, drop it and CREATE it with START_MODE = FROM_NOW)."
+            f"START_MODE = {start.mode} keeps the table's rows and appends the query's rows for the source rows "
+            "since the start, but this query aggregates or de-duplicates, so its groups would have to be merged "
+            "with the kept rows. Nothing changed",
+            statement=label,
+            fix="use START_MODE = FROM_BEGINNING to recompute the table (or, for a new start, drop it and CREATE it "
+            "with START_MODE = FROM_NOW)",
         )
 
 
@@ -207,8 +210,8 @@ def window_views(
             name = state.qualified_name
             if name not in definition.start_snapshots:
                 raise RefreshError(
-                    f"{name} has no start position in the definition (read since CREATE without one); recreate "
-                    "the table with CREATE OR ALTER … START_MODE = … to decide where it starts."
+                    f"{name} has no start position in the definition (read since CREATE without one)",
+                    fix="recreate the table with CREATE OR ALTER … START_MODE = … to decide where it starts",
                 )
             view = f"mt_start_window_{i}"
             window = _window(session, catalog, name, definition.start_snapshots[name], state.snapshot_id)
@@ -232,9 +235,10 @@ def _window(
     between = info.snapshots_after(start)
     if between is None:
         raise RefreshError(
-            f"{name}: its start snapshot {start} is no longer in its history (expired or re-created), so the rows "
-            "added since the start cannot be told apart. Recreate the table with a later START_MODE, or "
-            "FROM_BEGINNING."
+            f"its start snapshot {start} is no longer in its history (expired or re-created), so the rows added "
+            "since the start cannot be told apart",
+            statement=name,
+            fix="recreate the table with a later START_MODE, or FROM_BEGINNING",
         )
     ids = [s.snapshot_id for s in between]
     upto = between[: ids.index(pinned) + 1] if pinned in ids else ()
@@ -272,7 +276,8 @@ def kept_rows(session: SparkSession, info: TableInfo, definition: MaterializedTa
         return None
     if kept not in info.known_snapshot_ids:
         raise RefreshError(
-            f"{info.name}: snapshot {kept}, holding the rows the table kept at its start, has expired; they cannot "
-            "be recomputed. Recreate the table with CREATE OR ALTER … START_MODE = FROM_BEGINNING."
+            f"snapshot {kept}, holding the rows the table kept at its start, has expired; they cannot be recomputed",
+            statement=info.name,
+            fix="recreate the table with CREATE OR ALTER … START_MODE = FROM_BEGINNING",
         )
     return table_at(session, info.name, kept)

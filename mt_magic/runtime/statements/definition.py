@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import DefinitionError
+from mt_magic.errors import DefinitionError, closest_names, did_you_mean
 from mt_magic.options import CONVERT, ENGINE, INCREMENTAL, MAX_CHANGE
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import is_strict
@@ -47,16 +47,33 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
     for source in facts.sources:
         if source.catalog is None and source.namespace is None and is_temp_view(ws.spark, source.name):
             raise DefinitionError(
-                f"{statement}: source {source.name} is a temporary view; materialized tables may only read "
-                "catalog tables (a refresh in another session could not see it). Write it to an Iceberg table first."
+                f"source {source.name} is a temporary view; materialized tables may only read catalog tables (a "
+                "refresh in another session could not see it)",
+                statement=statement,
+                position=_where(query, source.name, origin),
+                fix="write it to an Iceberg table first, and read that",
             )
     expanded, upstream = qualified_sources(ws, statement, query)
     for name in upstream:
         if not ws.catalog.exists(name):
+            near, fix = missing_name(ws, name)
             raise DefinitionError(
-                f"{statement}: source table {name} does not exist in the catalog. {missing_fix(ws, name)}"
+                f"source table {name} does not exist in the catalog",
+                statement=statement,
+                position=_where(query, name.rsplit(".", 1)[-1], origin),
+                did_you_mean=near,
+                fix=fix,
             )
     return expanded, upstream
+
+
+def _where(written: str, name: str, origin: Position | None) -> Position | None:
+    """The cell's line and column of the first ``name`` (one identifier) in the query as written."""
+    from mt_magic.runtime.spark.analysis_errors import offset_in
+    from mt_magic.sql.ddl.lexing import Source
+
+    offset = offset_in(written, name, 0)
+    return None if offset is None else Source(written).position(offset).inside(origin)
 
 
 def qualified_sources(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
@@ -70,18 +87,25 @@ def qualified_sources(ws: Workspace, statement: str, query: str) -> tuple[str, t
     try:
         return qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
     except QueryRewriteError as exc:
-        raise DefinitionError(f"{statement}: {exc}") from exc
+        raise DefinitionError(
+            str(exc), statement=statement, fix="write one Spark SQL query (run it alone with %%mtsql to try it)"
+        ) from exc
+
+
+def missing_name(ws: Workspace, name: str) -> tuple[tuple[str, ...], str | None]:
+    """(did you mean, Fix) of a table name that is not in the catalog: the closest name of its namespace, or how to
+    list them."""
+    namespace = name.rsplit(".", 1)[0]
+    near = closest_names(name.rsplit(".", 1)[1], [n.rsplit(".", 1)[1] for n in ws.catalog.names_near(name)])
+    if near:
+        return (f"{namespace}.{near[0]}",), None
+    return (), f"check the name; SHOW TABLES IN {namespace} lists the tables there (unqualified names are in it)"
 
 
 def missing_fix(ws: Workspace, name: str) -> str:
-    """The Fix of a table name that is not in the catalog: the closest name of its namespace, or how to list them."""
-    from mt_magic.sql.names import closest_name
-
-    namespace = name.rsplit(".", 1)[0]
-    near = closest_name(name.rsplit(".", 1)[1], [n.rsplit(".", 1)[1] for n in ws.catalog.names_near(name)])
-    if near is not None:
-        return f"Fix: did you mean {namespace}.{near}?"
-    return f"Fix: check the name; SHOW TABLES IN {namespace} lists the tables there (unqualified names are in it)."
+    """``Fix: …`` of :func:`missing_name`, for the messages still built by hand."""
+    near, fix = missing_name(ws, name)
+    return f"Fix: {did_you_mean(near)}" if near else f"Fix: {fix}."
 
 
 def infer_schema(
@@ -104,16 +128,15 @@ def analysis_error(
     from mt_magic.sql.ddl.lexing import Source
 
     problem = read_problem(exc, query, lambda kind: function_names(ws))
-    where, words = statement, problem.problem
+    at, words = None, problem.problem
     offset = offset_in(written, problem.token, problem.occurrence) if written is not None else None
     if written is not None and offset is not None and problem.token is not None:
-        where = f"{statement}, {Source(written).position(offset).inside(origin)}"
+        at = Source(written).position(offset).inside(origin)
         as_written = written[offset : offset + len(problem.token)]  # the rewrite may have changed its letter case
         words = words.replace(f"`{problem.token.strip('`')}`", f"`{as_written.strip('`')}`")
-    fix = f" Fix: {problem.fix}" if problem.fix else ""
-    if fix and not fix.endswith((".", "?", "!")):
-        fix += "."
-    return DefinitionError(f"{where}: Spark cannot analyse the query: {words}.{fix}")
+    return DefinitionError(
+        f"Spark cannot analyse the query: {words}", statement=statement, position=at, fix=problem.fix
+    )
 
 
 def function_names(ws: Workspace) -> list[str]:
@@ -156,12 +179,15 @@ def check_incremental_option(label: str, options: dict[str, str], mode: RefreshM
         value = declared.raw(options)
         problem = None if value is None else declared.check(value)
         if problem is not None:
-            raise DefinitionError(f"{label}: {problem}")
+            raise DefinitionError(
+                problem.describe(), statement=label, fix=problem.fix, did_you_mean=problem.did_you_mean
+            )
     why = incremental.strict_violation(mode, expanded) if is_strict(options) else None
     if why is not None:
         raise DefinitionError(
-            f"{label}: WITH ('{INCREMENTAL.key}' = 'strict') can never be honoured: {why}. Nothing was "
-            "created; remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)."
+            f"WITH ('{INCREMENTAL.key}' = 'strict') can never be honoured: {why}. Nothing was created",
+            statement=label,
+            fix="remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)",
         )
 
 

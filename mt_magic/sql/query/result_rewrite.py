@@ -16,6 +16,10 @@ from sqlglot import exp
 from mt_magic.sql.query.result_shape import result_select
 from mt_magic.sql.query.tree import DIALECT
 
+Predicate = exp.Expr
+"""A condition built here (:func:`literal`, :func:`in_list`) and handed back to :func:`with_input_filter`: callers
+outside ``mt_magic.sql`` hold it without looking inside (sqlglot stays in this package)."""
+
 
 def _result(query: str) -> tuple[exp.Expr, exp.Select]:
     tree = sqlglot.parse_one(query, read=DIALECT)

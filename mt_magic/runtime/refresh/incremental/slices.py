@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 from mt_magic.runtime.spark.quoting import identifier
-from mt_magic.sql.query.result_rewrite import in_list, literal
+from mt_magic.sql.query.result_rewrite import Predicate, in_list, literal
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-    from sqlglot import exp
 
 MAX_VALUES = 5000
 """Most values of one column listed in a slice filter."""
@@ -76,7 +75,7 @@ class SliceValues:
         parts = ([col.isin(self._literals())] if self.values else []) + ([col.isNull()] if self.has_null else [])
         return reduce(lambda a, b: a | b, parts) if parts else F.lit(False)
 
-    def predicate(self, key_sql: str) -> exp.Expr | None:
+    def predicate(self, key_sql: str) -> Predicate | None:
         """``key IN (…)`` as SQL for the aggregation's input; ``None`` when a value has no SQL literal."""
         literals = [literal(v, self.type_name) for v in self.values]
         if any(lit is None for lit in literals):

@@ -1,8 +1,9 @@
 """Small append-only refreshes in process: the same delta term and merge, run by DuckDB over Arrow, committed
 through pyiceberg — no Spark job; only where the answer is provably Spark's.
 
-- :mod:`.gate` — the query: every expression typed as Spark types it, each operator allowed only for the operand
-  types shown equal in both engines (the table in its docstring).
+- the query's gate lives with the other sqlglot code, in :mod:`mt_magic.sql.query.in_process_gate`: every
+  expression typed as Spark types it, each operator allowed only for the operand types shown equal in both
+  engines (the table in its docstring).
 - :mod:`.eligibility` — the table: engine option, strategy, partitioning, file format, SQL settings, row bound;
   the refresh and ``%mt explain``'s engine line ask it alike.
 - :mod:`.guards` — the data: valid UTF-8, decimals within precision, no sum that may pass its type, no

@@ -1,5 +1,6 @@
 """Whether a table's refreshes may run in process, from metadata alone: the engine option, the strategy, the
-partitioning, the table's SQL settings, the source's file format and the query's types (:mod:`.gate`).
+partitioning, the table's SQL settings, the source's file format and the query's types
+(:mod:`mt_magic.sql.query.in_process_gate`).
 ``%mt explain``'s engine line and the refresh ask the same function, so they agree."""
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.options import ENGINE
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
-from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type, spark_sql_type, unsupported
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, total_records
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan
 from mt_magic.sql.ddl.statements import ColumnDef
+from mt_magic.sql.query.in_process_gate import SparkType, iceberg_type, spark_sql_type, unsupported
 
 IN_PROCESS_MAX_ROWS = 1_000_000
 """Most rows a refresh reads in process, into the kernel's memory as Arrow (the delta; for a merge, plus the table)."""

@@ -1,7 +1,7 @@
 """The data the in-process path runs on must be data both engines hold exactly; otherwise the refresh is Spark's.
 
-The gate (:mod:`.gate`) proves the *query* means the same in both engines; these checks do the same for the
-*data*, before anything is written:
+The gate (:mod:`mt_magic.sql.query.in_process_gate`) proves the *query* means the same in both engines; these checks
+do the same for the *data*, before anything is written:
 
 - every string read or produced is valid UTF-8 and every decimal fits its precision (Arrow's full validation):
   Spark stores any bytes in a STRING (``CAST(unhex('FF') AS STRING)``), which Arrow and DuckDB cannot read, and

@@ -17,12 +17,12 @@ from mt_magic.runtime.refresh.context import RefreshContext
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.delta import delta_terms
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
-from mt_magic.runtime.refresh.incremental.in_process.gate import SparkType, iceberg_type
 from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql, scope_line
 from mt_magic.runtime.refresh.phases import phase
+from mt_magic.sql.query.in_process_gate import SparkType, column_names, duckdb_sql, iceberg_type
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
@@ -30,12 +30,6 @@ if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
 
 log = logging.getLogger(__name__)
-
-
-def _duckdb_sql(spark_sql: str) -> str:
-    import sqlglot
-
-    return sqlglot.transpile(spark_sql, read="spark", write="duckdb")[0]
 
 
 def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -57,13 +51,9 @@ def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _referenced_columns(query: str, source: TableInfo) -> list[str] | None:
     """The source columns the query reads (``None``: all of them, for a ``*``)."""
-    import sqlglot
-    from sqlglot import exp
-
-    tree = sqlglot.parse_one(query, read="spark")
-    if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
+    names = column_names(query)
+    if names is None:
         return None
-    names = {c.name.lower() for c in tree.find_all(exp.Column)}
     columns = [name for name, _, _ in source.columns if name.lower() in names]
     return columns or [source.columns[0][0]]  # count(*) alone still needs the rows
 
@@ -167,7 +157,7 @@ def _write(
             con.register(view, delta)
             for other_view, rows in others.values():
                 con.register(other_view, rows)
-            partial = _conformed(con.sql(_duckdb_sql(term)).to_arrow_table(), schema)
+            partial = _conformed(con.sql(duckdb_sql(term)).to_arrow_table(), schema)
             replaced: tuple[Any, ...] | None = None
             scope, rows = "", partial
             mass: dict[str, float] = {}
@@ -186,7 +176,7 @@ def _write(
                     plan.query.merge_keys,
                     plan.query.merge,
                 )
-                rows, replaced = _conformed(con.sql(_duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
+                rows, replaced = _conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
     with phase("write"):
         return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope, mass)
 
@@ -258,7 +248,7 @@ def _sum_mass(
     names = {name: str(kind) for name, kind in types.items()}
 
     def probe(sql: str) -> list[float]:
-        found = con.sql(_duckdb_sql(sql)).fetchone()
+        found = con.sql(duckdb_sql(sql)).fetchone()
         return [float(v or 0.0) for v in found or ()]
 
     def over_delta(query: str) -> list[float]:

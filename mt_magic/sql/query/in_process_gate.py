@@ -425,3 +425,21 @@ def unsupported(
     if produced:
         return f"the output column {next(iter(produced))} is not a column of the table"
     return None
+
+
+def duckdb_sql(spark_sql: str) -> str:
+    """A query the gate accepted, written in DuckDB's dialect (what runs in process)."""
+    import sqlglot
+
+    return sqlglot.transpile(spark_sql, read="spark", write="duckdb")[0]
+
+
+def column_names(query: str) -> set[str] | None:
+    """The column names ``query`` reads, lower case (``None``: every column, for a ``*`` other than ``count(*)``)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(query, read="spark")
+    if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
+        return None
+    return {c.name.lower() for c in tree.find_all(exp.Column)}
