@@ -7,9 +7,9 @@ position, so grammar code only says what was wrong and how to fix it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
+from mt_magic.errors import closest_names
 from mt_magic.sql.ddl.lexing import RawStatement, Source, Tok, TokKind
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedNameError
 from mt_magic.sql.names import Position, TableName, name_part_problem
@@ -190,7 +190,7 @@ class Cursor:
         listed = ", ".join(expected[:-1]) + f" or {expected[-1]}" if len(expected) > 1 else expected[0]
         fix = f"write one of {listed}"
         if tok is not None and tok.kind is TokKind.WORD:
-            close = difflib.get_close_matches(tok.upper, expected, n=1, cutoff=0.75)
+            close = closest_names(tok.upper, expected)
             if close:
                 fix = f"did you mean {close[0]}?"
         return self.error(SqlSyntaxError, f"unexpected {describe(tok)}: expected {listed}", tok, fix)
