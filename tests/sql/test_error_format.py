@@ -180,3 +180,18 @@ def test_the_runtime_s_checks_of_a_definition_take_the_same_shape_and_suggestion
         label,
         "remove the option, or change the query (`%mt explain` shows what blocks incremental refresh)",
     )
+
+
+def test_a_source_name_mt_magic_cannot_carry_keeps_its_own_fix_and_no_generic_one() -> None:
+    from types import SimpleNamespace
+
+    from mt_magic.runtime.statements.definition import qualified_sources
+
+    ws = SimpleNamespace(catalog=SimpleNamespace(spark_name="mt"), default_namespace="default")
+    with pytest.raises(DefinitionError) as caught:
+        qualified_sources(ws, "CREATE MATERIALIZED TABLE t", "SELECT * FROM `a.b`")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "CREATE MATERIALIZED TABLE t: source table a.b: the name part 'a.b' contains '.', which mt_magic does not "
+        "support: names travel as catalog.namespace.table text and nested namespaces are joined with '.', so a dot "
+        "inside one part would name a different table. Rename it without that character (e.g. use '_')"
+    )

@@ -68,11 +68,12 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
 
 
 def _where(written: str, name: str, origin: Position | None) -> Position | None:
-    """The cell's line and column of the first ``name`` (one identifier) in the query as written."""
+    """The cell's line and column of the first ``name`` (one identifier) in the query as written (``None`` without
+    ``origin``: a query that is not in a cell has no line and column to show)."""
     from mt_magic.runtime.spark.analysis_errors import offset_in
     from mt_magic.sql.ddl.lexing import Source
 
-    offset = offset_in(written, name, 0)
+    offset = None if origin is None else offset_in(written, name, 0)
     return None if offset is None else Source(written).position(offset).inside(origin)
 
 
@@ -86,10 +87,8 @@ def qualified_sources(ws: Workspace, statement: str, query: str) -> tuple[str, t
     known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
     try:
         return qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
-    except QueryRewriteError as exc:
-        raise DefinitionError(
-            str(exc), statement=statement, fix="write one Spark SQL query (run it alone with %%mtsql to try it)"
-        ) from exc
+    except QueryRewriteError as exc:  # its message says what and how (a name part, or sqlglot's reading)
+        raise DefinitionError(f"{statement}: {exc}") from exc
 
 
 def missing_name(ws: Workspace, name: str) -> tuple[tuple[str, ...], str | None]:
