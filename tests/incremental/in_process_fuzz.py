@@ -880,9 +880,9 @@ class Fuzzer:
         for index, item in enumerate(ok):
             found = self._spark_answer_differs(item[0]) if index in differing else None
             self._judge(item, found, differences.get(index))
-        for item in refreshed:
+        for item in refreshed:  # a failed refresh read its inputs as they are now: Spark's query is asked there
             if item[3] is not None:
-                self._judge(item, self._spark_answer_differs(item[0]))
+                self._judge(item, self._spark_answer_differs(item[0], current=True))
 
     def _canonical_rows(self, tables: list[tuple[int, Table]]):
         """(Counter of (index, side, canonical row) over ``tables`` and Spark's answers, the indexes whose
@@ -957,22 +957,26 @@ class Fuzzer:
                 self._spark_differences[table.name] = difference
             self.counts.spark_side.append((label, expected))
 
-    def _both(self, table: Table):
-        """(Spark's answer to the table's query at the snapshots of its last refresh state, the table)."""
+    def _both(self, table: Table, current: bool = False):
+        """(Spark's answer to the table's query at the snapshots of its last refresh state — ``current``: at its
+        inputs' current snapshots, which a refresh that just failed read — and the table)."""
         actual = self.spark.table(qualified(self.mt, table.name))
-        expected = self.spark.sql(self._pinned_query(table))
+        expected = self.spark.sql(self._pinned_query(table, current))
         return expected.select(*[f"`{c}`" for c in actual.columns]), actual
 
-    def _pinned_query(self, table: Table) -> str:
-        """The table's query reading its sources at the snapshots its last refresh state records."""
+    def _pinned_query(self, table: Table, current: bool = False) -> str:
+        """The table's query reading its sources at the snapshots its last refresh state records (``current``:
+        at their current snapshots)."""
         from mt_magic.sql.query.rewrite import pin_sources
 
         info, definition = self.mt.workspace.catalog.load_materialized(qualified(self.mt, table.name))
+        if current:
+            return definition.expanded_query
         last = info.last_refresh()
         assert last is not None
         return pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in last[1].source_states})
 
-    def _order_free(self, table: Table) -> str | None:
+    def _order_free(self, table: Table, current: bool = False) -> str | None:
         """The table against every answer Spark gives to its query in some order of adding: each ``sum`` from its
         values (Spark collects them, Python adds them — :func:`_spark_sums`), the other columns as Spark computes
         them: ``""`` when the table holds one of them, else what differs; ``None`` when the query has no sum.
@@ -980,7 +984,7 @@ class Fuzzer:
         Raises:
             _TotalOverflows: under ANSI a total does not fit its type — Spark's query fails in every order.
         """
-        listed, sums = _sums_as_lists(self._pinned_query(table), table.summed)
+        listed, sums = _sums_as_lists(self._pinned_query(table, current), table.summed)
         if not sums:
             return None
         ansi = self.spark.conf.get("spark.sql.ansi.enabled").lower() == "true"
@@ -1026,9 +1030,10 @@ class Fuzzer:
         info = self.mt.workspace.catalog.load(qualified(self.mt, table.name))
         return any(s.refresh_state.engine is RefreshEngine.IN_PROCESS for s in info.snapshots if s.refresh_state)
 
-    def _spark_answer_differs(self, table: Table) -> str | None:
+    def _spark_answer_differs(self, table: Table, current: bool = False) -> str | None:
         """``None`` when the table equals Spark's answer to its query at the snapshots its last refresh state
-        records (multisets, exactly: ``EXCEPT ALL`` both ways); else what differs.
+        records (``current``: at its inputs' current snapshots, for a refresh that failed) (multisets, exactly:
+        ``EXCEPT ALL`` both ways); else what differs.
 
         Spark's ``sum`` depends on the order it adds rows in when a *partial* sum overflows: a BIGINT sum under
         ANSI fails, a DECIMAL sum gives NULL (or fails under ANSI), although the total fits its type — so two
@@ -1037,7 +1042,7 @@ class Fuzzer:
         (:meth:`_order_free`): holding one of them is :data:`ORDER_DEPENDENT`."""
         overflowed = "Spark's query failed with an overflow"
         try:
-            found = _difference(*self._both(table))
+            found = _difference(*self._both(table, current))
         except Exception as exc:  # Spark's query fails on this data (e.g. an overflow under ANSI)
             if "overflow" not in str(exc).lower():
                 return "spark query failed"
@@ -1045,7 +1050,7 @@ class Fuzzer:
         if found is None:
             return None
         try:
-            order_free = self._order_free(table)
+            order_free = self._order_free(table, current)
         except _TotalOverflows:
             return "spark query failed"
         except (ValueError, OverflowError) as exc:  # a value Spark holds that Python cannot (a timestamp in year 0)
