@@ -1,23 +1,24 @@
 """Completion in IPython (so JupyterLab's Tab gets it): mt_magic answers alone inside its cells.
 
-In a ``%%materialized`` cell it completes the statements, in a ``%%mtsql`` cell the query, and on a ``%mt`` line
-the command and then the table name. Inside those SQL cells it is the only answer, also when it has nothing to
-offer: IPython's matchers (Python names, magics, files) never answer there. IPython's matcher API cannot say "this
-is mine, and there is nothing" (a matcher suppresses the others only when it has completions), so
-:class:`SqlCompleter` wraps the shell completer's :meth:`completions` — what ipykernel's ``complete_request``
-(JupyterLab's Tab) and the terminal call — and hands every other cell to IPython. Names come from a
-:class:`~mt_magic.completion.names.CatalogNames` cache, loaded in the background at ``%load_ext`` and again after
-each cell runs (IPython's ``post_run_cell`` event), so a keypress never waits on the catalog, the first included,
-and a table a cell made (a statement, ``spark.sql``, pyiceberg) is offered at the next Tab once that load is done.
+In a ``%%materialized`` cell it completes the statements, in a ``%%mtsql`` cell the query, and on a ``%mt`` line the
+command, its table name (or ``explain``'s statement) and its flags (:mod:`.mt_line`). Inside those SQL cells it is
+the only answer, also when it has nothing to offer: IPython's matchers (Python names, magics, files) never answer
+there. IPython's matcher API cannot say "this is mine, and there is nothing" (a matcher suppresses the others only
+when it has completions), so :class:`SqlCompleter` wraps the shell completer's :meth:`completions` — what
+ipykernel's ``complete_request`` (JupyterLab's Tab) and the terminal call — and hands every other cell to IPython.
+Names come from a :class:`~mt_magic.completion.names.CatalogNames` cache, loaded in the background at ``%load_ext``
+and again after each cell runs (IPython's ``post_run_cell`` event), so a keypress never waits on the catalog, the
+first included, and a table a cell made (a statement, ``spark.sql``, pyiceberg) is offered at the next Tab once that
+load is done.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.completion.grammar import complete, fragment
+from mt_magic.completion.mt_line import complete_mt_line, flags_of
 from mt_magic.completion.names import CatalogNames, catalog_snapshot
 
 if TYPE_CHECKING:
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
 
 STATEMENT_CELLS = ("%%materialized",)
 QUERY_CELLS = ("%%mtsql",)
-NAMED_COMMANDS = ("status", "history", "lineage", "explain", "refresh", "suspend", "resume")
-"""``%mt`` commands whose argument is a table name."""
-_MT_LINE = re.compile(r"^\s*%mt\s+(?:(?P<command>\w+)\s+)?(?P<word>\S*)$")
 
 
 class SqlCompleter:
@@ -44,7 +42,9 @@ class SqlCompleter:
     def __init__(self, shell: Any, service: Callable[[], MaterializedTables], mt_commands: Sequence[str]) -> None:
         self.shell = shell
         self.names = CatalogNames(lambda: catalog_snapshot(service()))
-        self.mt_commands = tuple(mt_commands)
+        line_magics = getattr(getattr(shell, "magics_manager", None), "magics", {}).get("line", {})
+        mt = line_magics.get("mt")  # its flags, read from the magic's own parser
+        self.mt_commands = flags_of(getattr(mt, "parser", None), mt_commands)
         self._ipython_completions = shell.Completer.completions
         shell.Completer.completions = self._completions
         shell.events.register("post_run_cell", self._after_cell)
@@ -71,17 +71,7 @@ class SqlCompleter:
             cursor = sum(len(text) + 1 for text in lines[1:line]) + column
             query = first.startswith(QUERY_CELLS)
             return fragment(body, cursor), complete(body, cursor, self.names.current(), query=query)
-        match = _MT_LINE.match(lines[line][:column])
-        if match is None:
-            return None
-        command, word = match.group("command"), match.group("word")
-        if command is None:
-            found = [c for c in self.mt_commands if c.startswith(word.lower()) and c != word]
-        elif command.lower() in NAMED_COMMANDS:
-            found = [n for n in self.names.current().materialized if n.lower().startswith(word.lower())]
-        else:
-            found = []
-        return (word, found) if found else None
+        return complete_mt_line(lines[line][:column], self.mt_commands, self.names.current())
 
     def _completions(self, text: str, offset: int) -> Iterator[Completion]:
         """``IPCompleter.completions``: mt_magic's answer alone where it has one, else IPython's."""

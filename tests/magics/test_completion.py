@@ -210,6 +210,44 @@ def test_the_cache_answers_while_the_catalog_is_slow() -> None:
     assert names.wait(30) and names.current().materialized == ("daily", "sales.`top 10`")
 
 
+def test_an_mt_line_part_by_part() -> None:
+    """The command, its table (``explain``: or a statement, a query), then its flags, from the magic's own parser;
+    never Python names on a ``%mt`` line."""
+    from mt_magic.completion.mt_line import complete_mt_line, flags_of
+    from mt_magic.magics import MT_COMMANDS, MaterializedMagics
+
+    spec = flags_of(MaterializedMagics.mt.parser, MT_COMMANDS)
+    assert spec.flags["refresh"] == ("--partition", "--cascade") and spec.flags["status"] == ()
+
+    def mt_line(text: str) -> list[str] | None:
+        found = complete_mt_line(text, spec, NAMES)
+        return None if found is None else found[1]
+
+    assert mt_line("%mt hi") == ["history"]
+    assert mt_line("%mt refresh ") == ["daily", "sales.`top 10`"]
+    assert mt_line("%mt refresh daily ") == ["--partition", "--cascade"]
+    assert mt_line("%mt refresh daily --c") == ["--cascade"]
+    assert mt_line("%mt refresh daily --cascade ") == ["--partition"]
+    assert mt_line("%mt refresh daily --partition ") == []  # its value is a predicate the user writes
+    assert mt_line("%mt status daily ") == mt_line("%mt config ") == mt_line("%mt nonsense ") == []
+    assert mt_line("%mt explain ") == [
+        "daily",
+        "sales.`top 10`",
+        "CREATE MATERIALIZED TABLE",
+        "CREATE OR ALTER MATERIALIZED TABLE",
+        "SELECT",
+    ]
+    assert mt_line("%mt explain SELECT amount FROM orders WHERE am") == ["amount"]
+    assert mt_line("%mt explain CREATE MATERIALIZED TABLE t AS SELECT * FROM ord") == ["orders"]
+    assert mt_line("%mt explain CREATE MATERIALIZED TABLE t FRESHNESS = INTERVAL '1' ") == [
+        "SECOND",
+        "MINUTE",
+        "HOUR",
+        "DAY",
+    ]
+    assert mt_line("%mt") is None  # still the magic's name: IPython completes magics
+
+
 @pytest.fixture(scope="module")
 def shell(spark):
     from IPython.core.interactiveshell import InteractiveShell
@@ -256,6 +294,8 @@ def test_tab_in_a_real_shell(shell) -> None:
     assert tab(shell, "%%materialized\nALTER MATERIALIZED TABLE tab_t") == ["tab_totals"]
     assert tab(shell, "%mt sta") == ["status"]
     assert tab(shell, "%mt status tab_") == ["tab_totals"]
+    assert tab(shell, "%mt refresh tab_totals --") == ["--partition", "--cascade"]
+    assert tab(shell, "%mt refresh tab_totals --cascade imp") == []  # no Python names on a %mt line
     assert "tab_totals" not in tab(shell, "tab_")  # outside our cells IPython's own matchers answer
 
 
