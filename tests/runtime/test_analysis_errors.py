@@ -53,3 +53,18 @@ def test_an_unknown_function_is_matched_against_the_names_given() -> None:
 def test_a_message_without_a_position_or_class_keeps_its_first_line() -> None:
     problem = read_problem(Exception("something broke\nat the JVM"), "SELECT 1")
     assert (problem.token, problem.problem, problem.error_class) == (None, "something broke", None)
+
+
+def test_a_refresh_spark_refuses_reads_without_the_generated_query_s_position() -> None:
+    from mt_magic.runtime.spark.analysis_errors import refresh_failure
+
+    assert str(refresh_failure("mt.ns.t", Exception(SPARK_41))) == (
+        "refresh of mt.ns.t failed: its query no longer fits its sources: A column, variable, or function parameter "
+        "with name `tms_compnay` cannot be resolved. Fix: did you mean `tms_company`? (Spark sees `tms_company`, "
+        "`v`); then ALTER MATERIALIZED TABLE mt.ns.t AS the corrected query."
+    )
+    other = Exception("[DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012")  # the data, not the query: as Spark says
+    assert (
+        str(refresh_failure("mt.ns.t", other))
+        == "refresh of mt.ns.t failed: [DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012"
+    )

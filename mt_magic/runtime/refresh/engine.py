@@ -11,10 +11,11 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError, first_line
+from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.runtime.refresh.context import load_source
 from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
+from mt_magic.runtime.spark.analysis_errors import refresh_failure
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
 from mt_magic.runtime.spark.session_cache import SessionCache
 from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest
@@ -87,7 +88,7 @@ class Engine:
             self.workspace.catalog.ping()
             if is_commit_conflict(exc):
                 raise RefreshConflictError(f"refresh of {request.table} lost a commit race: {first_line(exc)}") from exc
-            raise RefreshError(f"refresh of {request.table} failed: {first_line(exc)}") from exc
+            raise refresh_failure(request.table, exc) from exc
         if outcome.kind is not RefreshKind.NOOP:
             self.session_cache.forget(request.table)
             self._expire_old_snapshots(request)

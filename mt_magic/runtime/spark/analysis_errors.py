@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from mt_magic.errors import first_line
+from mt_magic.errors import RefreshError, first_line
 
 _POSITION = re.compile(r";?\s*line (\d+) pos (\d+);?")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?")
@@ -23,6 +23,8 @@ _SUGGESTIONS = re.compile(r"\s*Did you mean one of the following\? \[(.*?)\]\.?"
 _NAME = re.compile(r"with name ((?:`(?:[^`]|``)+`\.?)+)")
 _EXPRESSION = re.compile(r'non-aggregating expression "(.+?)"')
 _ROUTINE = re.compile(r"Cannot resolve (?:function|routine) (`(?:[^`]|``)+`)")
+ANALYSIS_KINDS = frozenset({"UNRESOLVED_COLUMN", "UNRESOLVED_ROUTINE", "MISSING_AGGREGATION", "DATATYPE_MISMATCH"})
+"""Spark's error classes of a query that does not fit its sources (read by :func:`_advice`, which has their Fix)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,20 @@ def offset_in(written: str, token: str | None, occurrence: int) -> int | None:
                 return match.start()
             seen += 1
     return None
+
+
+def refresh_failure(table: str, exc: BaseException) -> RefreshError:
+    """A refresh Spark refused, for the card, the history and ``--wait``. A query that no longer fits its sources
+    (a source's column or type changed since the table was defined) is Spark's problem without its plan or its
+    position — which would be in the query the refresh generated, not in anything the user wrote — and a Fix;
+    anything else is Spark's first line."""
+    problem = read_problem(exc, "")
+    if (problem.error_class or "").split(".")[0] not in ANALYSIS_KINDS:
+        return RefreshError(f"refresh of {table} failed: {first_line(exc)}")
+    return RefreshError(
+        f"refresh of {table} failed: its query no longer fits its sources: {problem.problem}",
+        fix=f"{problem.fix}; then ALTER MATERIALIZED TABLE {table} AS the corrected query",
+    )
 
 
 def _offset(exc: BaseException, head: str, analysed: str) -> int | None:
