@@ -11,8 +11,6 @@ mt_magic error, built by :class:`~mt_magic.errors.MtMagicError` (the facts stay 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from mt_magic.errors import MtMagicError
 from mt_magic.sql.names import Position
 
@@ -22,20 +20,7 @@ class SqlError(MtMagicError):
 
     structured = True
     position: Position | None
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        statement: str | None = None,
-        offending: str | None = None,
-        position: Position | None = None,
-        fix: str | None = None,
-        did_you_mean: str | Sequence[str] | None = None,
-    ) -> None:
-        super().__init__(
-            problem, statement=statement, offending=offending, position=position, fix=fix, did_you_mean=did_you_mean
-        )
+    """The grammar's positions (the cell's line and column)."""
 
     def located(
         self, *, statement: str | None = None, position: Position | None = None, offending: str | None = None

@@ -119,3 +119,12 @@ def test_the_readme_documents_every_option_of_mt_magic_s_own() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     own = [opt.key for opt in registered() if opt.key not in ANSWER_SETTINGS]
     assert [key for key in own if key not in readme] == []
+
+
+@pytest.mark.parametrize("key", [opt.key for opt in registered() if not opt.key.startswith("spark.")])
+def test_each_option_key_one_letter_off_is_refused_with_the_key_it_meant(key: str) -> None:
+    for typo in (key[:-1], key[:3] + key[4:], key + "s"):
+        with pytest.raises(UnsupportedOptionError) as refused:
+            parse_cell(f"CREATE MATERIALIZED TABLE t WITH ('{typo}' = 'x') AS SELECT * FROM s")
+        assert f"WITH ('{typo}' = 'x') is not an option mt_magic declares" in str(refused.value)
+        assert f"'{key}'" in refused.value.did_you_mean, (typo, refused.value.did_you_mean)
