@@ -39,7 +39,7 @@ class Inspection:
     def workspace(self) -> Workspace:
         return self.engine.workspace
 
-    def _track(self, name: str, with_downstream: bool = False) -> None:
+    def track(self, name: str, with_downstream: bool = False) -> None:
         raise NotImplementedError
 
     def airflow_run(self, name: str) -> AirflowRunView | None:
@@ -101,7 +101,7 @@ class Inspection:
 
     def status(self, name: str) -> TableStatus:
         """The table's current status (tracked on demand if the catalog has it but the manager does not)."""
-        self._track(name)
+        self.track(name)
         return self.manager.status(name)
 
     def statuses(self) -> list[TableStatus]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import ClassVar, get_args
 
 from mt_magic.sql.names import Position, TableName
 from mt_magic.vocabulary import RefreshMode
@@ -149,10 +150,15 @@ class Statement:
     text: str = field(repr=False, compare=False)
     position: Position = field(compare=False)
 
+    starts: ClassVar[tuple[str, ...]] = ()
+    """How the statement begins, as completion offers it (its first keywords)."""
+
 
 @dataclass(frozen=True)
 class CreateMaterializedTable(Statement):
     """``CREATE [OR ALTER] MATERIALIZED TABLE … AS <select>``."""
+
+    starts: ClassVar[tuple[str, ...]] = ("CREATE MATERIALIZED TABLE", "CREATE OR ALTER MATERIALIZED TABLE")
 
     name: TableName = field(kw_only=True)
     query: str = field(kw_only=True)
@@ -184,12 +190,16 @@ class CreateMaterializedTable(Statement):
 class AlterSuspend(Statement):
     """``ALTER MATERIALIZED TABLE name SUSPEND``."""
 
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
+
     name: TableName = field(kw_only=True)
 
 
 @dataclass(frozen=True)
 class AlterResume(Statement):
     """``ALTER MATERIALIZED TABLE name RESUME [WITH (…)]`` — options apply to this resumption's runs."""
+
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
 
     name: TableName = field(kw_only=True)
     options: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
@@ -199,6 +209,8 @@ class AlterResume(Statement):
 class AlterRefresh(Statement):
     """``ALTER MATERIALIZED TABLE name REFRESH [PARTITION (k = 'v', …)]`` — a manual backfill."""
 
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
+
     name: TableName = field(kw_only=True)
     partition: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
 
@@ -206,6 +218,8 @@ class AlterRefresh(Statement):
 @dataclass(frozen=True)
 class AlterQuery(Statement):
     """``ALTER MATERIALIZED TABLE name AS <select>`` — a new definition query."""
+
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
 
     name: TableName = field(kw_only=True)
     query: str = field(kw_only=True)
@@ -217,6 +231,8 @@ class AlterQuery(Statement):
 class AlterFreshness(Statement):
     """``ALTER MATERIALIZED TABLE name SET FRESHNESS = INTERVAL …`` — change the freshness (and schedule)."""
 
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
+
     name: TableName = field(kw_only=True)
     freshness: Freshness = field(kw_only=True)
 
@@ -225,6 +241,8 @@ class AlterFreshness(Statement):
 class DropMaterializedTable(Statement):
     """``DROP MATERIALIZED TABLE [IF EXISTS] name``."""
 
+    starts: ClassVar[tuple[str, ...]] = ("DROP MATERIALIZED TABLE",)
+
     name: TableName = field(kw_only=True)
     if_exists: bool = field(default=False, kw_only=True)
 
@@ -232,6 +250,8 @@ class DropMaterializedTable(Statement):
 @dataclass(frozen=True)
 class AlterRefreshMode(Statement):
     """``ALTER MATERIALIZED TABLE name SET REFRESH_MODE = CONTINUOUS | FULL`` — switch how it is kept fresh."""
+
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
 
     name: TableName = field(kw_only=True)
     mode: RefreshMode = field(kw_only=True)
@@ -242,6 +262,8 @@ class AlterScheduler(Statement):
     """``ALTER MATERIALIZED TABLE name SET ('scheduler' = 'kernel' | 'airflow')`` — move the table to another
     workflow scheduler (its only supported ``SET (…)`` option)."""
 
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
+
     name: TableName = field(kw_only=True)
     scheduler: str = field(kw_only=True)
 
@@ -249,6 +271,8 @@ class AlterScheduler(Statement):
 @dataclass(frozen=True)
 class AlterRename(Statement):
     """``ALTER MATERIALIZED TABLE name RENAME TO new_name``."""
+
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
 
     name: TableName = field(kw_only=True)
     new_name: TableName = field(kw_only=True)
@@ -258,6 +282,8 @@ class AlterRename(Statement):
 class ShowMaterializedTables(Statement):
     """``SHOW MATERIALIZED TABLES [FROM | IN namespace] [LIKE 'pattern']`` (``%`` and ``_`` wildcards)."""
 
+    starts: ClassVar[tuple[str, ...]] = ("SHOW MATERIALIZED TABLES",)
+
     namespace: str | None = field(default=None, kw_only=True)
     like: str | None = field(default=None, kw_only=True)
 
@@ -266,12 +292,16 @@ class ShowMaterializedTables(Statement):
 class ShowCreateMaterializedTable(Statement):
     """``SHOW CREATE MATERIALIZED TABLE name`` — the statement that recreates it, from the catalog."""
 
+    starts: ClassVar[tuple[str, ...]] = ("SHOW CREATE MATERIALIZED TABLE",)
+
     name: TableName = field(kw_only=True)
 
 
 @dataclass(frozen=True)
 class DescribeMaterializedTable(Statement):
     """``DESCRIBE | DESC MATERIALIZED TABLE name`` — columns, mode and why, freshness, sources, last refresh."""
+
+    starts: ClassVar[tuple[str, ...]] = ("DESCRIBE MATERIALIZED TABLE",)
 
     name: TableName = field(kw_only=True)
 
@@ -291,3 +321,12 @@ AnyStatement = (
     | ShowCreateMaterializedTable
     | DescribeMaterializedTable
 )
+
+STATEMENT_TYPES: tuple[type[Statement], ...] = get_args(AnyStatement)
+"""Every statement the grammar parses (the runtime has one handler for each: ``mt_magic.runtime.handlers``)."""
+
+STATEMENT_STARTS: tuple[str, ...] = tuple(dict.fromkeys(start for kind in STATEMENT_TYPES for start in kind.starts))
+"""How each statement begins (``CREATE MATERIALIZED TABLE``, ``ALTER MATERIALIZED TABLE``, …), in grammar order."""
+
+STATEMENT_WORDS: frozenset[str] = frozenset(start.split()[0] for start in STATEMENT_STARTS)
+"""The words a statement begins with (``CREATE``, ``ALTER``, ``DROP``, ``SHOW``, ``DESCRIBE``)."""

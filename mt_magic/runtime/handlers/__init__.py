@@ -1,0 +1,57 @@
+"""One handler per statement type: its checks before anything changes, its apply, its undo, its verb.
+
+* ``base`` — :class:`~.base.Handler` (the defaults), :class:`~.base.Runtime` (the service's parts a handler uses),
+  :class:`~.base.CellNames` (the names as a cell's earlier statements leave them).
+* ``create`` — CREATE [OR ALTER] (a new table, a new query, a plain table converted).
+* ``alter`` — ALTER … AS, SET FRESHNESS, SET REFRESH_MODE, SET ('scheduler' = …).
+* ``control`` — ALTER … SUSPEND, RESUME, REFRESH.
+* ``rename`` — ALTER … RENAME TO.  ``drop`` — DROP.  ``looks`` — SHOW, SHOW CREATE, DESCRIBE.
+
+The service applies a statement through :func:`handler_for`; a cell (``runtime.cell``) checks and undoes through it.
+Every statement type of the grammar (:data:`~mt_magic.sql.ddl.statements.STATEMENT_TYPES`) has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from mt_magic.runtime.handlers.alter import AlterAs, SetFreshness, SetRefreshMode, SetScheduler
+from mt_magic.runtime.handlers.base import Handler
+from mt_magic.runtime.handlers.control import Refresh, Resume, Suspend
+from mt_magic.runtime.handlers.create import Create
+from mt_magic.runtime.handlers.drop import Drop
+from mt_magic.runtime.handlers.looks import Describe, ShowCreate, ShowTables
+from mt_magic.runtime.handlers.rename import Rename
+from mt_magic.sql.ddl import statements as s
+
+HANDLERS: Mapping[type[s.Statement], Handler[Any]] = MappingProxyType(
+    {
+        s.CreateMaterializedTable: Create(),
+        s.AlterSuspend: Suspend(),
+        s.AlterResume: Resume(),
+        s.AlterRefresh: Refresh(),
+        s.AlterQuery: AlterAs(),
+        s.AlterFreshness: SetFreshness(),
+        s.AlterRefreshMode: SetRefreshMode(),
+        s.AlterRename: Rename(),
+        s.AlterScheduler: SetScheduler(),
+        s.DropMaterializedTable: Drop(),
+        s.ShowMaterializedTables: ShowTables(),
+        s.ShowCreateMaterializedTable: ShowCreate(),
+        s.DescribeMaterializedTable: Describe(),
+    }
+)
+
+
+def handler_for(stmt: s.AnyStatement) -> Handler[Any]:
+    """The handler of ``stmt``'s type.
+
+    Raises:
+        TypeError: not a statement of the grammar.
+    """
+    try:
+        return HANDLERS[type(stmt)]
+    except KeyError:
+        raise TypeError(f"unknown statement {stmt!r}") from None

@@ -1,0 +1,92 @@
+"""The ALTERs that change a definition: ``AS <select>``, ``SET FRESHNESS``, ``SET REFRESH_MODE`` and
+``SET ('scheduler' = …)``. Each asks Airflow first (:meth:`~mt_magic.runtime.workflows.Workflows.changing`), writes
+one catalog commit, then hands the new definition to the manager."""
+
+from __future__ import annotations
+
+from mt_magic.options import SCHEDULER
+from mt_magic.runtime.handlers.base import Handler, Runtime, Undo
+from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements import alter
+from mt_magic.sql.ddl.parser import parse_interval
+from mt_magic.sql.ddl.statements import AlterFreshness, AlterQuery, AlterRefreshMode, AlterScheduler, Freshness
+from mt_magic.sql.names import Position
+from mt_magic.vocabulary import RefreshMode, StatementAction
+
+
+class AlterAs(Handler[AlterQuery]):
+    """``ALTER … AS``: no undo (the next refresh recomputes; the table's older rows are gone)."""
+
+    def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool) -> StatementResult:
+        return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position)
+
+
+class SetFreshness(Handler[AlterFreshness]):
+    def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool) -> StatementResult:
+        return set_freshness(rt, rt.workspace.qualify(stmt.name), stmt.freshness)
+
+    def undo(self, rt: Runtime, stmt: AlterFreshness) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        _, definition = rt.workspace.catalog.load_materialized(name)
+        freshness = parse_interval(definition.freshness)
+        return f"set the freshness of {name}", lambda: set_freshness(rt, name, freshness)
+
+
+class SetRefreshMode(Handler[AlterRefreshMode]):
+    def apply(self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool) -> StatementResult:
+        return set_refresh_mode(rt, rt.workspace.qualify(stmt.name), stmt.mode)
+
+    def undo(self, rt: Runtime, stmt: AlterRefreshMode) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        _, definition = rt.workspace.catalog.load_materialized(name)
+        mode = definition.declared_refresh_mode or definition.refresh_mode
+        return f"set the refresh mode of {name}", lambda: set_refresh_mode(rt, name, mode)
+
+
+class SetScheduler(Handler[AlterScheduler]):
+    """``SET ('scheduler' = …)``: no undo (the table moved between schedulers)."""
+
+    def apply(self, rt: Runtime, stmt: AlterScheduler, cascade: bool) -> StatementResult:
+        return set_scheduler(rt, rt.workspace.qualify(stmt.name), stmt.scheduler)
+
+
+def alter_query(rt: Runtime, name: str, query: str, query_position: Position | None = None) -> StatementResult:
+    with rt.workflows.changing(rt.workspace, name):
+        definition = alter.alter_query(rt.workspace, name, query, query_position=query_position)
+    rt.retrack(name)
+    return StatementResult(
+        StatementAction.ALTERED,
+        (name,),
+        f"{name}: new query (definition version {definition.definition_version}); the next refresh uses it.",
+    )
+
+
+def set_freshness(rt: Runtime, name: str, freshness: Freshness) -> StatementResult:
+    """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
+    with rt.workflows.changing(rt.workspace, name):
+        alter.change_freshness(rt.workspace, name, freshness)
+    rt.retrack(name)
+    return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
+
+
+def set_refresh_mode(rt: Runtime, name: str, mode: RefreshMode) -> StatementResult:
+    """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
+    with rt.workflows.changing(rt.workspace, name):
+        definition = alter.change_refresh_mode(rt.workspace, name, mode)
+    rt.retrack(name)
+    schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
+    return StatementResult(StatementAction.ALTERED, (name,), f"{name}: refresh mode is now {mode.value} ({schedule}).")
+
+
+def set_scheduler(rt: Runtime, name: str, scheduler: str) -> StatementResult:
+    """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow, never
+    with two schedulers at once (:meth:`Workflows.moving`); naming its own scheduler changes nothing."""
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    given = {SCHEDULER.key: scheduler}
+    with rt.workflows.moving(rt.kernel, name, definition.options, given) as moved:
+        if moved is not None:
+            alter.update_definition(rt.workspace, name, options=moved)
+    if moved is None:
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name} is already refreshed by {scheduler}.")
+    rt.retrack(name)
+    return StatementResult(StatementAction.ALTERED, (name,), f"{name} is now refreshed by {scheduler}.")

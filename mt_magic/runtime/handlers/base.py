@@ -1,0 +1,126 @@
+"""What a statement's handler is: its checks before anything changes, its apply, its undo and its verb.
+
+A handler is stateless (one instance per statement type, :data:`mt_magic.runtime.handlers.HANDLERS`); what it
+works with comes in as a :class:`Runtime` — the service's parts (:class:`~mt_magic.runtime.service.MaterializedTables`
+is one), so a handler never imports the service above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from mt_magic.errors import NoSuchMaterializedTableError
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.manager.refresh_manager import RefreshManager
+    from mt_magic.runtime.results import StatementResult
+    from mt_magic.runtime.status import ManagedTable
+    from mt_magic.runtime.workflows import KernelWorkflows, Workflows
+    from mt_magic.runtime.workspace import Workspace
+
+S = TypeVar("S")
+
+Undo = Callable[[], object]
+"""How to take back an applied statement (called when a later statement of its cell fails to apply)."""
+
+
+def nothing_to_undo() -> None:
+    """The undo of a statement that changed nothing a user could tell apart (a look, a refresh)."""
+
+
+class Runtime(Protocol):
+    """The parts of the service a handler works with."""
+
+    manager: RefreshManager
+    background: bool
+    workflows: Workflows
+    kernel: KernelWorkflows
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    def managed(self, name: str) -> ManagedTable:
+        """The manager's record of ``name`` from one load of it."""
+        ...
+
+    def track(self, name: str, with_downstream: bool = False) -> None:
+        """Make sure the manager knows ``name`` (and, for a cascade, its downstream tables)."""
+        ...
+
+    def retrack(self, name: str) -> None:
+        """Hand a changed definition to the manager."""
+        ...
+
+    def drive(self) -> None:
+        """Inline manager: run what was just requested now, on this thread."""
+        ...
+
+    def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult: ...
+
+    def show_create(self, name: str) -> StatementResult: ...
+
+    def describe(self, name: str) -> StatementResult: ...
+
+
+class CellNames:
+    """Which names exist as a cell's statements so far leave the catalog (each read from the catalog once), and
+    which of them the cell creates (lower case: not in the catalog yet, so a CREATE reading one is validated only
+    when it is applied)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.exists: dict[str, bool] = {}
+        self.created: set[str] = set()
+
+    def present(self, name: str) -> bool:
+        if name not in self.exists:
+            self.exists[name] = self.ws.catalog.exists(name)
+        return self.exists[name]
+
+    def require(self, name: str, where: str) -> None:
+        """Raises:
+        NoSuchMaterializedTableError: ``name`` does not exist at this point of the cell."""
+        if not self.present(name):
+            raise NoSuchMaterializedTableError(
+                f"{where}: {name} does not exist, or not at that point of the cell (nothing of the cell was "
+                "applied). Fix: check the name (SHOW MATERIALIZED TABLES lists them), or create it earlier in the cell."
+            )
+
+
+class Handler(Generic[S]):
+    """One statement type's behaviour. The defaults fit an ALTER of one existing table that cannot be undone;
+    each handler overrides what differs."""
+
+    verb: str | None = "ALTER"
+    """The statement's verb in "<verb> MATERIALIZED TABLE t: t does not exist" (``None``: it names no table)."""
+
+    looks: bool = False
+    """Only reads: changes no table (the kernel's session keeps its cached tables)."""
+
+    def apply(self, rt: Runtime, stmt: S, cascade: bool) -> StatementResult:
+        """Apply the statement (its own checks first: a refused statement changes nothing)."""
+        raise NotImplementedError
+
+    def check(self, ws: Workspace, stmt: S, names: CellNames, where: str) -> None:
+        """What a cell checks before any of its statements is applied, with the names as the statements before
+        this one leave them (``names``, updated with what this statement does to them).
+
+        Raises:
+            MtMagicError: the statement cannot apply; ``where`` names it in the cell.
+        """
+        names.require(ws.qualify(_name(stmt)), where)
+
+    def undo(self, rt: Runtime, stmt: S) -> tuple[str, Undo | None]:
+        """(What the statement does, in words; how to take it back — ``None``: it cannot be), read before it is
+        applied. An empty text: nothing to say (a look)."""
+        return f"changed {rt.workspace.qualify(_name(stmt))}", None
+
+    def touched(self, ws: Workspace, stmt: S) -> list[str]:
+        """The tables the statement may have committed to (the kernel's session forgets them afterwards)."""
+        return [] if self.looks else [ws.qualify(_name(stmt))]
+
+
+def _name(stmt: Any) -> Any:
+    """The table a statement names (every statement but SHOW MATERIALIZED TABLES names one)."""
+    return stmt.name

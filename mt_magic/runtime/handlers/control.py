@@ -1,0 +1,80 @@
+"""``ALTER … SUSPEND``, ``RESUME [WITH (…)]`` and ``REFRESH [PARTITION (…)]``: the table's scheduler (this kernel's
+manager, or Airflow) is told after the catalog is written; Airflow is checked first."""
+
+from __future__ import annotations
+
+from mt_magic.runtime.handlers.base import Handler, Runtime, Undo, nothing_to_undo
+from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements import alter
+from mt_magic.sql.ddl.statements import AlterRefresh, AlterResume, AlterSuspend
+from mt_magic.vocabulary import RefreshTrigger, StatementAction
+
+Partition = tuple[tuple[str, str], ...]
+
+
+class Suspend(Handler[AlterSuspend]):
+    def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
+        return suspend(rt, rt.workspace.qualify(stmt.name))
+
+    def undo(self, rt: Runtime, stmt: AlterSuspend) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        return f"suspended {name}", lambda: resume(rt, name, ())
+
+
+class Resume(Handler[AlterResume]):
+    def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
+        return resume(rt, rt.workspace.qualify(stmt.name), stmt.options)
+
+    def undo(self, rt: Runtime, stmt: AlterResume) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        return f"resumed {name}", lambda: suspend(rt, name)
+
+
+class Refresh(Handler[AlterRefresh]):
+    """No undo needed: a refresh changes no definition, and a refresh is never wrong."""
+
+    def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> StatementResult:
+        return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade)
+
+    def undo(self, rt: Runtime, stmt: AlterRefresh) -> tuple[str, Undo | None]:
+        return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
+
+
+def suspend(rt: Runtime, name: str) -> StatementResult:
+    elsewhere = rt.workflows.checked(rt.workspace, name)
+    alter.update_definition(rt.workspace, name, suspended=True)
+    rt.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
+    if elsewhere is not None:
+        elsewhere.suspend(name)
+    return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
+
+
+def resume(rt: Runtime, name: str, options: Partition = ()) -> StatementResult:
+    elsewhere = rt.workflows.checked(rt.workspace, name)
+    alter.resume(rt.workspace, name, dict(options))
+    rt.kernel.resume(name, options)
+    if elsewhere is not None:
+        elsewhere.resume(name, options)
+    extra = f" with {dict(options)} for this resumption" if options else ""
+    return StatementResult(StatementAction.RESUMED, (name,), f"{name} is resumed{extra}.")
+
+
+def refresh(
+    rt: Runtime,
+    name: str,
+    partition: Partition = (),
+    cascade: bool = False,
+    trigger: RefreshTrigger = RefreshTrigger.MANUAL,
+) -> StatementResult:
+    """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
+    A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
+    elsewhere = rt.workflows.checked(rt.workspace, name)
+    alter.check_partition(rt.workspace, name, partition)
+    where = f" partition {dict(partition)}" if partition else ""
+    if elsewhere is not None:
+        run = elsewhere.refresh(name, partition)
+        return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}: {run.description}.")
+    rt.track(name, with_downstream=cascade)
+    future = rt.kernel.refresh(name, partition, cascade, trigger).future
+    also = " and its downstream tables" if cascade else ""
+    return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}{also}.", future)

@@ -1,0 +1,128 @@
+"""``CREATE [OR ALTER] MATERIALIZED TABLE``: a new table and its first refresh; over an existing materialized table
+a new query (CREATE OR ALTER); over a plain Iceberg table a conversion in place."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mt_magic.errors import MaterializedTableExistsError, MtMagicError
+from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo
+from mt_magic.runtime.handlers.drop import drop
+from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements import alter, convert, create
+from mt_magic.runtime.statements import drop as drop_statement
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.vocabulary import StatementAction
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.workspace import Workspace
+
+
+class Create(Handler[CreateMaterializedTable]):
+    verb = "CREATE OR ALTER"
+
+    def apply(self, rt: Runtime, stmt: CreateMaterializedTable, cascade: bool) -> StatementResult:
+        return create_table(rt, stmt)
+
+    def check(self, ws: Workspace, stmt: CreateMaterializedTable, names: CellNames, where: str) -> None:
+        """The name is free (or OR ALTER), and a CREATE whose sources all exist already is validated in full."""
+        from mt_magic.runtime.statements.definition import build_definition
+
+        name = ws.qualify(stmt.name)
+        if names.present(name) and not stmt.or_alter:
+            raise MaterializedTableExistsError(
+                f"{where} (CREATE MATERIALIZED TABLE {stmt.name}): {name} already exists (nothing of the "
+                "cell was applied). Fix: use CREATE OR ALTER MATERIALIZED TABLE to change its query, or DROP it "
+                "first."
+            )
+        if not names.present(name) and not _reads_any(ws, stmt, names.created):
+            build_definition(ws, stmt)
+        if not names.present(name):
+            names.created.add(name.lower())
+        names.exists[name] = True
+
+    def undo(self, rt: Runtime, stmt: CreateMaterializedTable) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        if stmt.or_alter and rt.workspace.catalog.exists(name):
+            return f"replaced the query of {name}", None
+        return f"created {name}", lambda: drop(rt, name, True, False)
+
+
+def create_table(rt: Runtime, stmt: CreateMaterializedTable) -> StatementResult:
+    """CREATE (or CREATE OR ALTER): Airflow checked before the catalog changes; inline, a failed first refresh
+    drops the table again."""
+    ws = rt.workspace
+    name = ws.qualify(stmt.name)
+    if stmt.or_alter and ws.catalog.exists(name):
+        existing = ws.catalog.load(name)
+        if existing.definition is None:  # a plain Iceberg table: converted only when the option asks
+            convert.convert_table(ws, stmt, existing)
+            return _populate(rt, name, f"Converted {name} in place (its rows and history stay)")
+        with (
+            rt.workflows.changing(ws, name),
+            rt.workflows.moving(rt.kernel, name, existing.definition.options, stmt.options_dict) as moved,
+        ):
+            alter.alter_query(
+                ws,
+                name,
+                stmt.query,
+                stmt.columns,
+                stmt.start_mode,
+                stmt.options_dict,
+                query_position=stmt.query_position,
+                options=moved,
+            )
+        rt.retrack(name)
+        return StatementResult(
+            StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
+        )
+    stmt, elsewhere = rt.workflows.for_create(stmt, name)  # Airflow checked before the catalog changes
+    name, definition = create.create_table(ws, stmt)
+    if elsewhere is not None:
+        rt.manager.upsert(rt.managed(name))  # shown on cards and in %mt; refreshed by its scheduler
+        return rt.workflows.created(elsewhere, name, definition, ws)
+    try:
+        future = rt.manager.add(rt.managed(name), initial=True)
+    except BaseException:
+        drop_statement.drop_tables(ws, [name])
+        raise
+    assert future is not None
+    rt.drive()
+    # Inline: all-or-nothing for catalog and manager; subscribers see the table appear, fail and go. With the
+    # thread, CREATE returned before the first refresh ended: a failure stays on the card, the table stays.
+    if not rt.background and future.exception() is not None:
+        rt.manager.remove(name)
+        rt.drive()  # delivers the removal to subscribers now, not with the next statement
+        drop_statement.drop_tables(ws, [name])
+        raise future.exception()  # type: ignore[misc]
+    mode = definition.refresh_mode.value
+    return StatementResult(
+        StatementAction.CREATED,
+        (name,),
+        f"Created {name} ({mode}, {definition.freshness}); populating it as its first refresh.",
+        future,
+    )
+
+
+def _populate(rt: Runtime, name: str, what: str) -> StatementResult:
+    """A converted table joins the manager and its first refresh starts, as after CREATE; a failure of that
+    refresh stays on the card (the conversion is not undone: the table's rows and history are the user's)."""
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    future = rt.manager.add(rt.managed(name), initial=True)
+    assert future is not None
+    rt.drive()
+    mode = f"{definition.refresh_mode.value}, {definition.freshness}"
+    return StatementResult(StatementAction.CREATED, (name,), f"{what} ({mode}); its first refresh runs now.", future)
+
+
+def _reads_any(ws: Workspace, stmt: CreateMaterializedTable, names: set[str]) -> bool:
+    """Whether the CREATE's query reads one of ``names`` (lower case: tables the cell creates before it)."""
+    if not names:
+        return False
+    from mt_magic.runtime.statements.definition import qualified_sources
+
+    try:
+        _, upstream = qualified_sources(ws, "", stmt.query)
+    except MtMagicError:
+        return False  # refused when it is validated, with its position
+    return any(source.lower() in names for source in upstream)
