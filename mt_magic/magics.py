@@ -20,7 +20,7 @@ from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
-from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.ddl.statements import STATEMENT_WORDS, CreateMaterializedTable
 from mt_magic.sql.names import Position, TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
@@ -483,7 +483,7 @@ class MaterializedMagics(Magics):
             )
             explained = str(service.explain(stmt))
             return ExplainView(explained.replace(str(service.workspace.qualify(stmt.name)), "this query", 1))
-        if first not in ("CREATE", "ALTER", "DROP"):  # a name, perhaps backquoted with spaces
+        if first not in STATEMENT_WORDS:  # a name, perhaps backquoted with spaces
             return ExplainView(str(service.explain(self._qualify(text.strip()))))
         statements = parse_cell(text, self.rules)
         if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):

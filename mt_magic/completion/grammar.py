@@ -1,9 +1,10 @@
 """What may come next at the cursor of a ``%%materialized`` cell (or a query cell), from the tokens before it.
 
 The statement's words so far (our grammar's lexer, :mod:`mt_magic.sql.ddl.lexing`) decide the context: the next
-keywords in Flink's grammar order (:data:`~mt_magic.sql.ddl.create.CLAUSE_ORDER` for CREATE's clauses, the
-parser's ALTER actions, ``(`` for CREATE's column list), table names where a statement names one (part by part
-after ``mt.``), WITH option keys and their values, and FRESHNESS units; inside a query :mod:`.queries` answers.
+keywords in Flink's grammar order (:data:`~mt_magic.sql.ddl.statements.STATEMENT_STARTS` to begin a statement,
+:data:`~mt_magic.sql.ddl.create.CLAUSE_ORDER` for CREATE's clauses, the parser's ALTER actions, ``(`` for CREATE's
+column list), table names where a statement names one (part by part after ``mt.``), WITH option keys and their
+values, and FRESHNESS units; inside a query :mod:`.queries` answers.
 Pure: the catalog's names come in as a :class:`~mt_magic.completion.names.NameSnapshot`.
 """
 
@@ -17,18 +18,9 @@ from mt_magic.completion.queries import NAME_KINDS, Cursor, new_columns, next_pa
 from mt_magic.sql.ddl.create import CLAUSE_ORDER
 from mt_magic.sql.ddl.lexing import Tok, TokKind, tokenize
 from mt_magic.sql.ddl.parser import ALTER_ACTIONS
-from mt_magic.sql.ddl.statements import FreshnessUnit, StartFrom
+from mt_magic.sql.ddl.statements import STATEMENT_STARTS, FreshnessUnit, StartFrom
 from mt_magic.vocabulary import RefreshMode
 
-STATEMENT_STARTS = (
-    "CREATE MATERIALIZED TABLE",
-    "CREATE OR ALTER MATERIALIZED TABLE",
-    "ALTER MATERIALIZED TABLE",
-    "DROP MATERIALIZED TABLE",
-    "SHOW MATERIALIZED TABLES",
-    "SHOW CREATE MATERIALIZED TABLE",
-    "DESCRIBE MATERIALIZED TABLE",
-)
 UNITS = tuple(unit.value for unit in FreshnessUnit)
 MODES = tuple(mode.value for mode in RefreshMode)
 START_MODES = tuple(start.value for start in StartFrom) + tuple(f"RESUME_OR_{s.value}" for s in StartFrom)

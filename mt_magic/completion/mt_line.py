@@ -15,10 +15,11 @@ from typing import Any
 
 from mt_magic.completion.grammar import complete, fragment
 from mt_magic.completion.names import NameSnapshot
+from mt_magic.sql.ddl.statements import CreateMaterializedTable
 
 NAMED_COMMANDS = frozenset({"status", "history", "lineage", "explain", "refresh", "suspend", "resume"})
 """``%mt`` commands whose argument is a table name."""
-EXPLAINED_STATEMENTS = ("CREATE MATERIALIZED TABLE", "CREATE OR ALTER MATERIALIZED TABLE", "SELECT")
+EXPLAINED_STATEMENTS = (*CreateMaterializedTable.starts, "SELECT")
 """What ``%mt explain`` takes besides a table name: a CREATE (or CREATE OR ALTER) statement, or a query."""
 QUERY_WORDS = frozenset({"SELECT", "WITH"})
 _LINE = re.compile(r"^\s*%mt\s(?P<rest>.*)$", re.DOTALL)
