@@ -86,3 +86,27 @@ def test_a_statement_failing_to_apply_undoes_the_ones_before_it(mt, source) -> N
     assert sorted(_tables(mt)) == ["base_mt", "tms_source"]
     after = mt.workspace.catalog.load_materialized(name)[1]
     assert (after.freshness, after.suspended, after.refresh_mode) == (before.freshness, False, before.refresh_mode)
+
+
+def test_a_rename_and_a_refresh_mode_are_undone_by_their_handlers(mt, source) -> None:
+    """Each statement's undo is its handler's (``runtime.handlers``): the RENAME goes back first, then the mode;
+    the manager follows the name back."""
+    _cell(mt, "CREATE MATERIALIZED TABLE base_rn FRESHNESS = INTERVAL '1' MINUTE AS SELECT * FROM tms_source")
+    prefix = f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}"
+    before = mt.workspace.catalog.load_materialized(f"{prefix}.base_rn")[1]
+    with pytest.raises(CellNotAppliedError) as failed:
+        _cell(
+            mt,
+            "ALTER MATERIALIZED TABLE base_rn SET REFRESH_MODE = FULL;\n"
+            "ALTER MATERIALIZED TABLE base_rn RENAME TO moved_rn;\n"
+            "CREATE MATERIALIZED TABLE after_rn AS SELECT nope FROM moved_rn",
+        )
+    assert str(failed.value).splitlines()[1:] == [
+        f"Undone, so the cell changed nothing: renamed {prefix}.base_rn to {prefix}.moved_rn; "
+        f"set the refresh mode of {prefix}.base_rn."
+    ], str(failed.value)
+    assert "base_rn" in _tables(mt) and not {"moved_rn", "after_rn"} & set(_tables(mt))
+    after = mt.workspace.catalog.load_materialized(f"{prefix}.base_rn")[1]
+    assert (after.refresh_mode, after.freshness) == (before.refresh_mode, before.freshness)
+    assert {s.name for s in mt.statuses()} >= {f"{prefix}.base_rn"}
+    assert f"{prefix}.moved_rn" not in {s.name for s in mt.statuses()}

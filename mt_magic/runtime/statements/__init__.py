@@ -1,4 +1,4 @@
-"""What each statement changes, checked first and written in order (the service calls these; nothing else does).
+"""What each statement changes, checked first and written in order (its handler calls these; nothing else does).
 
 * ``definition`` — a definition checked against Spark and the catalog (sources, schema under the recorded SQL
   settings, schedule, incremental options) before anything is written; shared by CREATE, ALTER and converting.
