@@ -7,6 +7,7 @@ catalog has in Spark; pyiceberg identifiers drop that first part.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -276,7 +280,12 @@ class MaterializedCatalog:
             self.catalog.list_namespaces()
 
     def _namespaces(self, parent: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-        for ns in self.catalog.list_namespaces(parent):
+        try:
+            children = self.catalog.list_namespaces(parent)
+        except ValueError:  # pyiceberg writes the parent into a format string: one holding "{" or "}" cannot be
+            log.warning("the namespaces inside %s cannot be listed (its name holds a brace)", ".".join(parent))
+            return  # asked for (its own tables are listed); one such name must not hide the whole catalog
+        for ns in children:
             yield tuple(ns)
             yield from self._namespaces(tuple(ns))
 
