@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
 from mt_magic.catalog.revalidation import Revalidated
@@ -73,6 +73,9 @@ class TableInfo:
     """How many partition specs the table has had (more than one: partitioning evolved)."""
     format_version: int = 2
     """The table's Iceberg format version (metadata, not a property)."""
+    iceberg: Any = field(default=None, compare=False, hash=False, repr=False)
+    """The pyiceberg ``Table`` this view was read from (``None``: built otherwise): what reads the table's data at
+    this point in time uses it (:meth:`MaterializedCatalog.iceberg_table_of`) rather than loading the table again."""
 
     @cached_property
     def definition(self) -> MaterializedTableDefinition | None:
@@ -167,6 +170,7 @@ def table_info(name: str, table: Table) -> TableInfo:
         partition_transforms=tuple(str(f.transform) for f in spec.fields),
         partition_spec_count=len(table.metadata.partition_specs),
         format_version=int(table.metadata.format_version),
+        iceberg=table,
     )
 
 
@@ -222,6 +226,11 @@ class MaterializedCatalog:
                 return self.catalog.load_table(self.identifier(name))
         except NoSuchTableError as exc:
             raise NoSuchMaterializedTableError(f"Table {name} does not exist in catalog {self.spark_name}.") from exc
+
+    def iceberg_table_of(self, info: TableInfo) -> Table:
+        """The pyiceberg table ``info`` was read from, at that point in time (loaded now only when ``info`` was not
+        read from one)."""
+        return info.iceberg if info.iceberg is not None else self.iceberg_table(info.name)
 
     def load(self, name: str, *, reuse_unchanged: bool = False) -> TableInfo:
         """Metadata of any Iceberg table in this catalog.

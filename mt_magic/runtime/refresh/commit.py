@@ -98,6 +98,8 @@ class Committed:
     snapshot_id: int | None
     rows_written: int
     committed_at: datetime | None
+    table: TableInfo | None = None
+    """The table as the commit left it (its read back): what follows the commit reads it here, not again."""
 
 
 def commit(
@@ -232,5 +234,5 @@ def committed_snapshot(catalog: MaterializedCatalog, table: str, refresh_id: str
 def _tagged(info: TableInfo, refresh_id: str) -> Committed:
     for snap in reversed(info.snapshots):
         if snap.summary.get(REFRESH_ID_KEY) == refresh_id:
-            return Committed(snap.snapshot_id, int(snap.summary.get("added-records", "0")), snap.committed_at)
-    return Committed(None, 0, None)
+            return Committed(snap.snapshot_id, int(snap.summary.get("added-records", "0")), snap.committed_at, info)
+    return Committed(None, 0, None, info)

@@ -6,14 +6,12 @@ snapshot summaries), so a new kernel or a headless runner picks up exactly where
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.runtime.refresh.context import load_source
-from mt_magic.runtime.refresh.retention import expire_if_due
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.analysis_errors import refresh_failure
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
@@ -22,9 +20,6 @@ from mt_magic.runtime.status import JobProgress, ManagedTable, RefreshOutcome, R
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.scheduling.workflow import scheduler_of
 from mt_magic.vocabulary import RefreshKind
-
-log = logging.getLogger(__name__)
-
 
 CONFLICT_MARKERS = (
     "CommitFailedException",
@@ -91,17 +86,7 @@ class Engine:
             raise refresh_failure(request.table, exc) from exc
         if outcome.kind is not RefreshKind.NOOP:
             self.session_cache.forget(request.table)
-            self._expire_old_snapshots(request)
         return outcome
-
-    def _expire_old_snapshots(self, request: RefreshRequest) -> None:
-        """Housekeeping after a committed refresh (see :mod:`.retention`); a failure here is only logged."""
-        try:
-            info = self.workspace.catalog.load(request.table)
-            with self.jobs.job_group(request.job_group, f"expire old snapshots of {request.table}"):
-                expire_if_due(self.jobs.child_session(), info, self.workspace.clock())
-        except Exception as exc:  # cancelled by a DROP, catalog hiccup: the refresh itself has committed
-            log.warning("snapshot retention for %s skipped: %s", request.table, str(exc).splitlines()[0])
 
     def cancel(self, job_group: str) -> None:
         self.jobs.cancel(job_group)

@@ -28,6 +28,10 @@ from mt_magic.runtime.spark.quoting import procedure
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from mt_magic.runtime.refresh.commit import Committed
+    from mt_magic.runtime.refresh.context import RefreshContext
+    from mt_magic.runtime.status import RefreshRequest
+
 log = logging.getLogger(__name__)
 
 MAX_AGE_MS = MAX_AGE_OPTION.key
@@ -84,3 +88,15 @@ def expire_if_due(session: SparkSession, info: TableInfo, now: datetime) -> int:
         log.warning("expiring old snapshots of %s failed: %s", info.name, first_line(exc))
         return 0
     return due
+
+
+def expire_after(ctx: RefreshContext, request: RefreshRequest, committed: Committed) -> None:
+    """Housekeeping after a refresh committed: :func:`expire_if_due` on the table as the commit left it (no load
+    of its own); a failure here is only logged — the refresh has committed."""
+    if committed.table is None or committed.snapshot_id is None:
+        return
+    try:
+        with ctx.jobs.job_group(request.job_group, f"expire old snapshots of {request.table}"):
+            expire_if_due(ctx.jobs.child_session(), committed.table, ctx.clock())
+    except Exception as exc:  # cancelled by a DROP, catalog hiccup: the refresh itself has committed
+        log.warning("snapshot retention for %s skipped: %s", request.table, first_line(exc))

@@ -33,6 +33,7 @@ from mt_magic.runtime.refresh.context import (
 )
 from mt_magic.runtime.refresh.incremental.runner import run_incremental
 from mt_magic.runtime.refresh.phases import phase, recording
+from mt_magic.runtime.refresh.retention import expire_after
 from mt_magic.runtime.refresh.start import kept_rows, window_views
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
@@ -139,6 +140,7 @@ def _recompute(
             uuid.uuid4().hex,
             info.current_snapshot_id,
         )
+    expire_after(ctx, request, done)
     return RefreshOutcome(kind, done.snapshot_id, done.rows_written, done.committed_at, strategy)
 
 

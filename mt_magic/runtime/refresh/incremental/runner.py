@@ -23,6 +23,7 @@ from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TableLayout, execute
 from mt_magic.runtime.refresh.phases import phase
+from mt_magic.runtime.refresh.retention import expire_after
 from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
@@ -115,7 +116,7 @@ def run_incremental(
             if cheaper is not None:
                 return cheaper
     if in_process_plan(plan, info, sources, definition) is None:
-        rows = in_process_write(ctx, request.table, definition, plan, sources)
+        rows = in_process_write(ctx, info, definition, plan, sources)
         if rows is not None:
             text = f"{describe(plan.strategy, plan, rows.scope)} · {IN_PROCESS}"
             return _committed(ctx, request, definition, plan, states, started, rows, text)
@@ -216,6 +217,7 @@ def _committed(
     )
     ctx.jobs.check_cancelled(request.job_group)
     done = commit(ctx.catalog, request.table, write, state, uuid.uuid4().hex, plan.table_snapshot)
+    expire_after(ctx, request, done)
     return RefreshOutcome(
         RefreshKind.INCREMENTAL, done.snapshot_id, done.rows_written, done.committed_at, text, engine=engine
     )

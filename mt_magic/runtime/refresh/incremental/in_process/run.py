@@ -110,24 +110,25 @@ def _set_time_zone(con: Any, zone: str) -> None:
 
 def in_process_write(
     ctx: RefreshContext,
-    table_name: str,
+    info: TableInfo,
     definition: MaterializedTableDefinition,
     plan: RefreshPlan,
     sources: Sequence[TableInfo],
 ) -> RowsWrite | None:
     """The data files of an eligible refresh (:func:`.eligibility.in_process_plan`), computed and written without
     Spark but not committed; ``None`` when they could not be — for any reason, data the engines do not hold alike
-    included (the refresh then runs on Spark; no snapshot was committed)."""
+    included (the refresh then runs on Spark; no snapshot was committed). ``info`` and ``sources`` are the table
+    and its sources as the refresh read them at its start: their data is read through them, not loaded again."""
     try:
-        return _write(ctx, table_name, definition, plan, sources)
+        return _write(ctx, info, definition, plan, sources)
     except Exception as exc:  # the accelerator never fails a refresh: Spark runs it
-        log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", table_name, exc)
+        log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", info.name, exc)
         return None
 
 
 def _write(
     ctx: RefreshContext,
-    table_name: str,
+    info: TableInfo,
     definition: MaterializedTableDefinition,
     plan: RefreshPlan,
     sources: Sequence[TableInfo],
@@ -140,14 +141,14 @@ def _write(
     source = next(s for s in sources if s.name == change.name)
     view = f"__mt_ins_{uuid.uuid4().hex[:12]}"
     with phase("deltas"):
-        source_table = ctx.catalog.iceberg_table(change.name)
+        source_table = ctx.catalog.iceberg_table_of(source)
         assert change.pinned is not None, "an append change has a pinned snapshot"
         columns = _referenced_columns(definition.expanded_query, source)
         delta = appended_rows(source_table, change.consumed, change.pinned, columns)
         check_readable(delta, f"the delta of {change.name}")
         others = _unchanged_sources(ctx, definition.expanded_query, plan, sources, change.name)
     with phase("strategy"):
-        table = ctx.catalog.iceberg_table(table_name)
+        table = ctx.catalog.iceberg_table_of(info)
         schema = table.schema().as_arrow()
         types: dict[str, SparkType] = {f.name.lower(): iceberg_type(str(f.field_type)) for f in table.schema().fields}
         views = {change.name: view, **{name: other_view for name, (other_view, _) in others.items()}}
@@ -168,7 +169,7 @@ def _write(
                 touched, scope = _touched_partitions(partial, plan.partition_columns)
                 max_rows = eligibility.IN_PROCESS_MAX_ROWS - delta.num_rows
                 current, files = rows_at(table, plan.table_snapshot, touched, max_rows)
-                check_readable(current, f"the table {table_name}")
+                check_readable(current, f"the table {info.name}")
                 con.register("__mt_current", current)
                 con.register("__mt_partial", partial)
                 merged = combine_sql(
@@ -195,7 +196,7 @@ def _unchanged_sources(
         info = next(s for s in sources if s.name == change.name)
         if change.pinned is None:
             raise DataNotExact(f"the source {change.name} has no snapshot")
-        table = ctx.catalog.iceberg_table(change.name)
+        table = ctx.catalog.iceberg_table_of(info)
         rows = appended_rows(table, None, change.pinned, _referenced_columns(query, info))
         check_readable(rows, f"the source {change.name}")
         found[change.name] = (f"__mt_src_{uuid.uuid4().hex[:12]}", rows)
