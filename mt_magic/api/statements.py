@@ -10,6 +10,7 @@ clause into the text, and a query must be one statement.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 
 from mt_magic.runtime.spark.quoting import identifier, string_literal
@@ -17,7 +18,7 @@ from mt_magic.sql.ddl.freshness import FreshnessRules
 from mt_magic.sql.ddl.parser import parse_cell, parse_interval, parse_partition, parse_table_name
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, FreshnessUnit
 from mt_magic.sql.errors import FreshnessError, SqlSyntaxError
-from mt_magic.sql.names import TableName
+from mt_magic.sql.names import Position, TableName
 from mt_magic.vocabulary import RefreshMode
 
 OptionValue = str | int | float | bool
@@ -144,7 +145,16 @@ def create_or_alter(
             statement=f"{MATERIALIZE}({name!r})",
             fix="pass one SELECT (a ';' ends the statement)",
         )
-    return stmt
+    # what Spark or the rules find inside the query is placed in the query as the caller passed it, not in the
+    # statement built around it (whose text the caller never saw)
+    return replace(stmt, query_position=_start_of(query))
+
+
+def _start_of(query: str) -> Position:
+    """Where ``query.strip()`` starts in ``query``: line and column, 1-based."""
+    leading = query[: len(query) - len(query.lstrip())]
+    line = leading.count("\n")
+    return Position(1 + line, 1 + len(leading) - (leading.rfind("\n") + 1))
 
 
 def option_text(value: OptionValue) -> str:
