@@ -107,9 +107,12 @@ test-quick: setup-test  ## no JVM, under 2 minutes
 	; status=$$?; $(TIMING_TABLE) quick; exit $$status
 
 # The default line with a real Spark, without kernels, the cluster, the browser, Airflow, slow kits; 2 differential
-# rounds.
+# rounds. Two pytest processes (pytest-xdist), each module whole in one of them with its own Spark, catalog server and
+# MT_MAGIC_HOME: about half of the line's time is spent waiting on Spark and the catalog, so two share 2 cores well.
+TEST_SPARK_PROCESSES ?= 2
 test-spark: setup-test  ## one PySpark line, no kernels/cluster/browser/Airflow, short differential rounds
 	MT_DIFFERENTIAL_ROUNDS=2 $(RUN_LINE) spark -- .venv/bin/python -m pytest tests -q \
+	-n $(TEST_SPARK_PROCESSES) --dist loadfile \
 	-m "not browser and not slow and not kernel and not cluster and not airflow" \
 	; status=$$?; $(TIMING_TABLE) spark; exit $$status
 
