@@ -39,7 +39,9 @@ def _server_cpu(home: Path) -> float:
         return 0.0
 
 
-def _tables(rest, count: int, source_uuid: str) -> None:  # type: ignore[no-untyped-def]
+def idle_tables(rest, count: int, source_uuid: str, namespace: str = "bench") -> None:  # type: ignore[no-untyped-def]
+    """``count`` daily FULL materialized tables ``t0…`` over ``<namespace>.orders`` in the catalog ``mt``, written as
+    CREATE writes them, each with a refresh state committed half an hour ago (so none is due for a day)."""
     import pyarrow as pa
 
     from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
@@ -48,24 +50,24 @@ def _tables(rest, count: int, source_uuid: str) -> None:  # type: ignore[no-unty
     rows = pa.table({"k": pa.array([1], pa.int64())})
     definition = MaterializedTableDefinition(
         query="SELECT k FROM orders",
-        expanded_query="SELECT k FROM mt.bench.orders",
+        expanded_query=f"SELECT k FROM mt.{namespace}.orders",
         freshness="INTERVAL '1' DAY",
         refresh_mode=RefreshMode.FULL,
         interval=timedelta(days=1),
         cron="0 0 * * *",
-        upstream=("mt.bench.orders",),
+        upstream=(f"mt.{namespace}.orders",),
     )
     now = datetime.now(timezone.utc)
     state = RefreshState(
-        (SourceState(("bench",), "orders", source_uuid, None, "mt"),),
+        (SourceState((namespace,), "orders", source_uuid, None, "mt"),),
         now - timedelta(minutes=30),
         RefreshKind.FULL,
         RefreshTrigger.SCHEDULED,
         now - timedelta(minutes=30),
     )
-    existing = len(rest.list_tables("bench")) - 1
+    existing = len(rest.list_tables(namespace)) - 1
     for number in range(max(existing, 0), count):
-        table = rest.create_table(("bench", f"t{number}"), schema=rows.schema, properties=definition.to_properties())
+        table = rest.create_table((namespace, f"t{number}"), schema=rows.schema, properties=definition.to_properties())
         table.append(rows, snapshot_properties=state.to_summary())
 
 
@@ -119,7 +121,7 @@ def main() -> int:
     print(f"{'tables':>6}  {'rule':>6}  {'kernel CPU s/min':>16}  {'server CPU s/min':>16}  {'together':>8}")
     try:
         for count in (int(n) for n in args.tables.split(",")):
-            _tables(rest, count, str(source.metadata.table_uuid))
+            idle_tables(rest, count, str(source.metadata.table_uuid))
             leases = LeaseKeeper(CatalogLeases(rest, "mt"), holder_id("bench"), timedelta(seconds=30))
             manager = RefreshManager(engine, clock=workspace.clock, leases=leases)
             manager.start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger(__name__)
+
+LIST_WORKERS = 8
+"""Tables a listing asks the catalog about at once (their requests wait on the server, not on this process)."""
 
 
 @dataclass(frozen=True)
@@ -324,25 +328,29 @@ class MaterializedCatalog:
         """
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-        found = []
+        def answer(ident: tuple[str, ...]) -> TableInfo | None:
+            name = ".".join((self.spark_name, *ident))
+            try:
+                info = self._revalidated.last(name) if name in reuse_last else None
+                info = info or (self._revalidated.get(name, ident) if reuse_unchanged else None)
+                return info or table_info(name, self.catalog.load_table(ident))
+            except NoSuchTableError:  # dropped between list and load
+                return None
+
+        idents: list[tuple[str, ...]] = []
         with reaching(f"the tables of catalog {self.spark_name}"):
             spaces = list(self._namespaces()) if namespace is None else [tuple(namespace.split("."))]
             for ns in spaces:
                 try:
-                    idents = self.catalog.list_tables(ns)
+                    idents.extend(tuple(ident) for ident in self.catalog.list_tables(ns))
                 except NoSuchNamespaceError:  # dropped while listing
                     continue
-                for ident in idents:
-                    name = ".".join((self.spark_name, *ident))
-                    try:
-                        info = self._revalidated.last(name) if name in reuse_last else None
-                        info = info or (self._revalidated.get(name, ident) if reuse_unchanged else None)
-                        info = info or table_info(name, self.catalog.load_table(ident))
-                    except NoSuchTableError:  # dropped between list and load
-                        continue
-                    if info.definition is not None:
-                        found.append(info)
-        return found
+            if len(idents) <= 1:
+                answers = [answer(ident) for ident in idents]
+            else:  # one request per table, each mostly waiting on the server: LIST_WORKERS of them at a time
+                with ThreadPoolExecutor(min(LIST_WORKERS, len(idents)), thread_name_prefix="mt-list") as pool:
+                    answers = list(pool.map(answer, idents))
+        return [info for info in answers if info is not None and info.definition is not None]
 
     def update_properties(
         self,

@@ -51,7 +51,9 @@ class Inspection:
         statuses = {s.name: s for s in self.manager.statuses()}
         if namespace is not None:
             namespace = self.workspace.qualify_namespace(namespace)
-        listing = tables_listing(self.workspace.catalog.list_materialized(namespace), statuses, namespace, like)
+        # each table unchanged since this process last read it (the manager's discovery) is a 304, not parsed again
+        tables = self.workspace.catalog.list_materialized(namespace, reuse_unchanged=True)
+        listing = tables_listing(tables, statuses, namespace, like)
         where = f" in {namespace}" if namespace else ""
         return StatementResult(
             StatementAction.SHOWN, (), f"{len(listing.rows)} materialized table(s){where}.", listing=listing
