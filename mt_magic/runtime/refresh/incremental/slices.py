@@ -50,13 +50,21 @@ class SliceValues:
     def _literals(self) -> list[Column]:
         """Exact literals: timestamps from epoch microseconds, dates from ISO text cast by Spark (proleptic, as
         Spark's dates are). Not ``F.lit(date)``: PySpark sends it through ``java.sql.Date.valueOf`` of
-        ``strftime``, which fails before year 1000 and moves a date of the Julian-Gregorian gap to another day."""
+        ``strftime``, which fails before year 1000 and moves a date of the Julian-Gregorian gap to another day.
+
+        Decimals are cast to the column's type: ``F.lit(Decimal)`` is typed by the value's own digits, and a value
+        collected from Spark may come back at a larger scale (PySpark's pickler sends ``toEngineeringString``:
+        1E-10 of a DECIMAL(38, 10) arrives as ``Decimal('1.00E-10')``, a DECIMAL(12, 12) literal). ``IN`` compares
+        in the common type, DECIMAL(38, 12) there, which holds 26 integer digits, not 28: a value with more became
+        NULL (ANSI off), matched no listed value, and its slice's recomputed rows were dropped."""
         from pyspark.sql import functions as F
 
         if self.type_name == "timestamp":
             return [F.timestamp_micros(F.lit(v)) for v in self.values]
         if self.type_name == "date":
             return [F.lit(v.isoformat()).cast("date") for v in self.values]  # type: ignore[attr-defined]
+        if self.type_name.startswith("decimal"):
+            return [F.lit(v).cast(self.type_name) for v in self.values]
         return [F.lit(v) for v in self.values]
 
     def member(self, column: Column | None = None) -> Column:
