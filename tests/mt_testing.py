@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -36,3 +38,23 @@ class OneTable:
 
     def __getattr__(self, attribute: str) -> object:
         return getattr(self._engine, attribute)
+
+
+@contextmanager
+def catalog_requests(mt, key: Callable[[object], object | None]) -> Iterator[Counter]:  # type: ignore[no-untyped-def]
+    """Count the REST requests the service's catalog client sends, by ``key(request)`` (``None``: not counted)."""
+    session = mt.workspace.catalog.catalog._session
+    counts: Counter = Counter()
+    send = session.send
+
+    def counted(request, **kwargs):  # type: ignore[no-untyped-def]
+        found = key(request)
+        if found is not None:
+            counts[found] += 1
+        return send(request, **kwargs)
+
+    session.send = counted
+    try:
+        yield counts
+    finally:
+        del session.send

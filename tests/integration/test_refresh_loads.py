@@ -6,13 +6,10 @@ Before, the snapshot retention after the commit loaded the table once more."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import pytest
-from mt_testing import run
+from mt_testing import catalog_requests, run
 from shared_catalog import CATALOG
 
 from mt_magic.runtime.status import RefreshRequest
@@ -21,24 +18,14 @@ from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshTrigger
 pytestmark = pytest.mark.spark
 
 
-@contextmanager
-def table_reads(mt) -> Iterator[Counter]:  # type: ignore[no-untyped-def]
+def table_reads(mt):  # type: ignore[no-untyped-def]
     """The GETs of each table's metadata the catalog client sends, by table name."""
-    session = mt.workspace.catalog.catalog._session
-    counts: Counter = Counter()
-    send = session.send
 
-    def counted(request, **kwargs):  # type: ignore[no-untyped-def]
+    def table(request):  # type: ignore[no-untyped-def]
         path = request.url.split("?")[0]
-        if request.method == "GET" and "/tables/" in path:
-            counts[path.rsplit("/", 1)[-1]] += 1
-        return send(request, **kwargs)
+        return path.rsplit("/", 1)[-1] if request.method == "GET" and "/tables/" in path else None
 
-    session.send = counted
-    try:
-        yield counts
-    finally:
-        del session.send
+    return catalog_requests(mt, table)
 
 
 @pytest.mark.parametrize(

@@ -6,32 +6,18 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
+from mt_testing import catalog_requests
 
 from mt_magic.sql import parse_cell
 
 _tables = itertools.count()
 
 
-@contextmanager
-def counting(mt) -> Iterator[Counter]:
-    """Count the REST requests the service's catalog client sends (by method and path shape)."""
-    session = mt.workspace.catalog.catalog._session
-    counts: Counter = Counter()
-    send = session.send
-
-    def counted(request, **kwargs):  # type: ignore[no-untyped-def]
-        counts[request.method] += 1
-        return send(request, **kwargs)
-
-    session.send = counted
-    try:
-        yield counts
-    finally:
-        del session.send
+def counting(mt):  # type: ignore[no-untyped-def]
+    """Count the REST requests the service's catalog client sends (by method)."""
+    return catalog_requests(mt, lambda request: request.method)
 
 
 def statements(mt, table: str) -> Counter:
