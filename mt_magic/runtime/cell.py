@@ -4,12 +4,15 @@ apply, the ones applied before it are undone in reverse order.
 Each statement's part lives in its handler (:mod:`mt_magic.runtime.handlers`): its check, what it did in words,
 and how to take it back; this module only runs them in order.
 
-The checks before anything changes, for a cell of several statements (a single statement checks itself first):
-each name a statement changes exists, or does not, as the statements before it leave the catalog (CREATE of a
-name that exists, ALTER or DROP of one that does not); and each CREATE whose sources all exist already is
-validated in full, as it would be when applied (Spark analyses its query, its options and schedule are checked:
-:func:`.statements.definition.build_definition`, which writes nothing). A CREATE reading a table created earlier
-in the cell is validated when it is applied.
+The checks before anything changes, for a cell of several statements (a single statement checks the catalog and
+its scheduler first, :meth:`~.handlers.base.Handler.check_current`, and its apply reads the rest): each name a
+statement changes exists, or does not, as the statements before it leave the catalog (CREATE of a name that exists,
+ALTER or DROP of one that does not); each CREATE whose sources all exist already is validated in full, as it would
+be when applied (Spark analyses its query, its options and schedule are checked:
+:func:`.statements.definition.build_definition`, which writes nothing); and the scheduler of each table the cell
+changes can take the statement now (Airflow reachable, for a table on Airflow or a CREATE for it). A CREATE reading
+a table created earlier in the cell is validated when it is applied. No apply checks any of this again: one that
+fails after all (a race) is undone with the others.
 
 The undo, when a statement fails after others were applied: a created table is dropped, SUSPEND and RESUME are
 reversed, SET FRESHNESS and SET REFRESH_MODE go back to the values before, RENAME renames back; a REFRESH needs
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import CellNotAppliedError, MtMagicError
+from mt_magic.errors import CellNotAppliedError, MtMagicError, WorkflowSchedulerError
 from mt_magic.runtime.handlers import handler_for
 from mt_magic.runtime.handlers.base import CellNames, Undo
 from mt_magic.runtime.results import StatementResult
@@ -42,14 +45,15 @@ def execute_cell(
         MtMagicError: a check failed; nothing was applied.
         CellNotAppliedError: statement k failed to apply; the message says which and what was undone.
     """
-    if len(statements) > 1:
-        check_cell(service, statements)
+    checked = len(statements) > 1
+    if checked:
+        check_cell(service, statements, cascade)
     results: list[StatementResult] = []
     applied: list[tuple[str, Undo | None]] = []
     for number, statement in enumerate(statements, 1):
         label, undo = handler_for(statement).undo(service, statement)
         try:
-            results.append(service.execute(statement, cascade=cascade))
+            results.append(service.execute(statement, cascade=cascade, checked=checked))
         except MtMagicError as exc:
             if not applied:
                 raise
@@ -58,7 +62,7 @@ def execute_cell(
     return results
 
 
-def check_cell(service: MaterializedTables, statements: Sequence[AnyStatement]) -> None:
+def check_cell(service: MaterializedTables, statements: Sequence[AnyStatement], cascade: bool = False) -> None:
     """Every check that needs nothing applied first, over the whole cell: each statement's handler checks it with
     the names as the statements before it leave them (see the module docstring).
 
@@ -67,7 +71,14 @@ def check_cell(service: MaterializedTables, statements: Sequence[AnyStatement]) 
     """
     names = CellNames(service.workspace)
     for number, statement in enumerate(statements, 1):
-        handler_for(statement).check(service.workspace, statement, names, f"Statement {number} of the cell")
+        where = f"Statement {number} of the cell"
+        try:
+            handler_for(statement).check(service, statement, names, where, cascade)
+        except WorkflowSchedulerError as exc:  # its own message says nothing was changed; it names the statement
+            if exc.statement is None:
+                exc.statement = where
+                exc.args = (exc.message(),)
+            raise
 
 
 def _undo_all(failure: MtMagicError, number: int, applied: list[tuple[str, Undo | None]]) -> str:

@@ -74,9 +74,10 @@ class MaterializedTables(Inspection):
 
     # --- statements -------------------------------------------------------------------------------------
 
-    def execute(self, stmt: AnyStatement, cascade: bool = False) -> StatementResult:
-        """Apply one statement through its handler (:mod:`.handlers`). ``cascade`` extends REFRESH and DROP to
-        downstream materialized tables.
+    def execute(self, stmt: AnyStatement, cascade: bool = False, *, checked: bool = False) -> StatementResult:
+        """Apply one statement through its handler (:mod:`.handlers`), after its checks against the catalog and its
+        scheduler (``checked``: its cell ran them, :func:`.cell.check_cell`). ``cascade`` extends REFRESH and DROP
+        to downstream materialized tables.
 
         Each handler resolves nothing itself but the names it is given, and reads the table it changes once, first
         (an unknown name fails there, before anything changes). After a statement that may have committed, the
@@ -84,6 +85,8 @@ class MaterializedTables(Inspection):
         """
         handler = handler_for(stmt)
         try:
+            if not checked:
+                handler.check_current(self, stmt, cascade)
             result = handler.apply(self, stmt, cascade)
         except NoSuchMaterializedTableError as exc:
             raise self._named_table_missing(stmt) or exc from None
@@ -108,34 +111,42 @@ class MaterializedTables(Inspection):
             f"{verb} MATERIALIZED TABLE {stmt.name}: {name} does not exist. {missing_fix(self.workspace, name)}{skip}"
         )
 
-    # The entry points of the widgets, the Python API and the runner: the handlers' own paths, by name.
+    # The entry points of the widgets, the Python API and the runner: the handlers' own checks and paths, by name.
 
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
+        create.check_create(self, stmt)
         return create.create_table(self, stmt)
 
     def alter_query(self, name: str, query: str, query_position: Position | None = None) -> StatementResult:
+        self.workflows.check(self.workspace, name, exists=False)
         return alter.alter_query(self, name, query, query_position)
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
+        self.workflows.check(self.workspace, name, exists=False)
         return alter.set_freshness(self, name, freshness)
 
     def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
         """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
+        self.workflows.check(self.workspace, name, exists=False)
         return alter.set_refresh_mode(self, name, mode)
 
     def set_scheduler(self, name: str, scheduler: str) -> StatementResult:
         """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow."""
+        alter.check_scheduler_move(self, name, scheduler)
         return alter.set_scheduler(self, name, scheduler)
 
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
+        self.workflows.check(self.workspace, name, exists=False)
         return rename.rename(self, name, new_name)
 
     def suspend(self, name: str) -> StatementResult:
+        self.workflows.check(self.workspace, name, exists=True)
         return control.suspend(self, name)
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
+        self.workflows.check(self.workspace, name, exists=True)
         return control.resume(self, name, options)
 
     def refresh(
@@ -147,10 +158,12 @@ class MaterializedTables(Inspection):
     ) -> StatementResult:
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
         A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
+        control.check_refresh(self, name, partition)
         return control.refresh(self, name, partition, cascade, trigger)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
+        drop.check_drop(self, name, if_exists, cascade)
         return drop.drop(self, name, if_exists, cascade)
 
     def cancel(self, name: str) -> StatementResult:

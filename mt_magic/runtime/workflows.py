@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import MtMagicError, WorkflowSchedulerError
+from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, WorkflowSchedulerError
 from mt_magic.options import SCHEDULER
 from mt_magic.runtime.results import StatementResult
 from mt_magic.scheduling.airflow import PARSE_FOLLOW_UPS, AirflowWorkflows
@@ -168,34 +168,64 @@ class Workflows:
         kind = scheduler_of(options)
         return self.airflow() if kind is WorkflowSchedulerKind.AIRFLOW else None
 
-    # --- what the service's statements ask (each before the catalog changes) -----------------------------
+    # --- what a statement's handler checks before anything changes (Handler.check) -------------------------
 
-    def checked(self, workspace: Workspace, name: str, *, exists: bool = True) -> WorkflowScheduler | None:
-        """The scheduler of an existing table when it is not this kernel, after its check (``None``: the kernel).
-        ``exists=False`` (a change of definition): reachable is enough, the next parse builds a missing DAG.
+    def check(self, workspace: Workspace, name: str, *, exists: bool = True) -> None:
+        """The scheduler of an existing table, when it is not this kernel, can take a statement now. ``exists=False``
+        (a change of definition): reachable is enough, the next parse builds a missing DAG.
 
         Raises:
             WorkflowSchedulerError: that scheduler cannot take the statement now (nothing was changed).
         """
+        scheduler = self._scheduler_of(workspace, name)
+        if scheduler is not None:
+            scheduler.check(name, exists=exists)
+
+    def check_drop(self, workspace: Workspace, names: Sequence[str]) -> None:
+        """Each table of a DROP on another scheduler is reachable there (a DAG not parsed yet is fine); a name that
+        is no materialized table is left to the DROP's own refusal."""
+        for name in names:
+            try:
+                scheduler = self._scheduler_of(workspace, name)
+            except NoSuchMaterializedTableError:
+                continue
+            if scheduler is not None:
+                scheduler.check(name, exists=False)
+
+    def check_move(self, name: str, current: Mapping[str, str], given: Mapping[str, str]) -> None:
+        """A move between schedulers (:meth:`moving`) can happen now: Airflow is configured and reachable."""
+        if self._move_to(current, given) is not None:
+            self.airflow().check(name, exists=False)
+
+    def check_create(self, stmt: CreateMaterializedTable, name: str) -> None:
+        """A CREATE's scheduler (its own, or the default), when it is not the kernel, is reachable (the table does
+        not exist yet, nor its DAG)."""
+        _, scheduler = self.for_create(stmt, name)
+        if scheduler is not None:
+            scheduler.check(name, exists=False)
+
+    # --- what the statements do (checked before: a failure here is a race, which the cell undoes) -----------
+
+    def _scheduler_of(self, workspace: Workspace, name: str) -> WorkflowScheduler | None:
         if self.run_here:
             return None
         _, definition = workspace.catalog.load_materialized(name)
-        scheduler = self.external(definition.options)
+        return self.external(definition.options)
+
+    def scheduler(self, workspace: Workspace, name: str) -> WorkflowScheduler | None:
+        """The scheduler of an existing table about to be changed, when it is not this kernel (``None``: the
+        kernel); what Airflow last said of it is forgotten."""
+        scheduler = self._scheduler_of(workspace, name)
         if scheduler is not None:
-            scheduler.check(name, exists=exists)
             self.runs.forget(name)
         return scheduler
 
     @contextmanager
     def changing(self, workspace: Workspace, name: str) -> Iterator[None]:
         """Around a statement that changes ``name``'s schedule or query (ALTER … AS, SET FRESHNESS, SET
-        REFRESH_MODE, CREATE OR ALTER): its scheduler is checked before the body writes the catalog, and told
-        after (Airflow parses the DAG file now, so the DAG's schedule changes at once).
-
-        Raises:
-            WorkflowSchedulerError: before the body runs; nothing was changed.
-        """
-        scheduler = self.checked(workspace, name, exists=False)
+        REFRESH_MODE, CREATE OR ALTER): its scheduler is told after the body writes the catalog (Airflow parses the
+        DAG file now, so the DAG's schedule changes at once)."""
+        scheduler = self.scheduler(workspace, name)
         yield
         if scheduler is not None:
             scheduler.modify(name)
@@ -204,7 +234,7 @@ class Workflows:
     def renaming(self, workspace: Workspace, name: str, new_name: str) -> Iterator[None]:
         """Around RENAME: on Airflow the old DAG is paused and the file parsed now, so the new DAG id appears
         (and runs, unless suspended) and the old one goes stale."""
-        scheduler = self.checked(workspace, name, exists=False)
+        scheduler = self.scheduler(workspace, name)
         yield
         if scheduler is not None:
             scheduler.delete(name)
@@ -214,45 +244,47 @@ class Workflows:
             else:
                 scheduler.create(new_name)
 
-    def checked_for_drop(self, workspace: Workspace, names: list[str]) -> dict[str, WorkflowScheduler]:
-        """The tables of a DROP on another scheduler, each checked reachable (a DAG not parsed yet is fine)."""
+    def for_drop(self, workspace: Workspace, names: list[str]) -> dict[str, WorkflowScheduler]:
+        """The tables of a DROP on another scheduler, and their schedulers."""
         found: dict[str, WorkflowScheduler] = {}
         for name in names:
-            _, definition = workspace.catalog.load_materialized(name)
-            scheduler = None if self.run_here else self.external(definition.options)
+            scheduler = self._scheduler_of(workspace, name)
             if scheduler is not None:
-                scheduler.check(name, exists=False)
                 found[name] = scheduler
         return found
+
+    def _move_to(self, current: Mapping[str, str], given: Mapping[str, str]) -> WorkflowSchedulerKind | None:
+        """The scheduler ``given`` moves a table with options ``current`` to (``None``: it stays where it is)."""
+        if self.run_here or not any(key.lower() == SCHEDULER.key for key in given):
+            return None
+        wanted = scheduler_of(given)
+        return None if wanted is scheduler_of(current) else wanted
 
     @contextmanager
     def moving(
         self, kernel: KernelWorkflows, name: str, current: Mapping[str, str], given: Mapping[str, str]
     ) -> Iterator[dict[str, str] | None]:
-        """Move ``name`` to the scheduler ``given`` names around the statement's one catalog write (the body).
+        """Move ``name`` to the scheduler ``given`` names around the statement's one catalog write (the body);
+        :meth:`check_move` checked Airflow before.
 
         Yields the table's new options (``None``: ``given`` names no other scheduler, nothing moves). A table
-        never has two schedulers at once: *to Airflow*, Airflow is checked reachable, this kernel's manager
-        forgets the table (a running refresh is cancelled and waited for), the body writes the catalog, then
-        Airflow is asked to parse the DAG now; *to the kernel*, the DAG is paused first, the body writes the
-        catalog, then the manager takes the table and Airflow is asked for the parse that drops the DAG. If a
-        step before the write or the write itself fails, the old scheduler is put back in charge and the error
-        raised. (The refresh lease keeps a kernel and an Airflow task from refreshing at the same time anyway.)
+        never has two schedulers at once: *to Airflow*, this kernel's manager forgets the table (a running refresh
+        is cancelled and waited for), the body writes the catalog, then Airflow is asked to parse the DAG now; *to
+        the kernel*, the DAG is paused first, the body writes the catalog, then the manager takes the table and
+        Airflow is asked for the parse that drops the DAG. If a step before the write or the write itself fails,
+        the old scheduler is put back in charge and the error raised. (The refresh lease keeps a kernel and an
+        Airflow task from refreshing at the same time anyway.)
 
         Raises:
-            WorkflowSchedulerError: Airflow not configured, unreachable or refusing (nothing was changed).
+            WorkflowSchedulerError: Airflow not configured (nothing was changed).
         """
-        if self.run_here or not any(key.lower() == SCHEDULER.key for key in given):
-            yield None
-            return
-        wanted, has = scheduler_of(given), scheduler_of(current)
-        if wanted is has:
+        wanted = self._move_to(current, given)
+        if wanted is None:
             yield None
             return
         options = {k: v for k, v in current.items() if k.lower() != SCHEDULER.key}
         options[SCHEDULER.key] = wanted.value
         airflow = self.airflow()
-        airflow.check(name, exists=False)
         self.runs.forget(name)
         if wanted is WorkflowSchedulerKind.AIRFLOW:
             with _to_airflow(kernel, airflow, name):
@@ -265,16 +297,13 @@ class Workflows:
         self, stmt: CreateMaterializedTable, name: str
     ) -> tuple[CreateMaterializedTable, WorkflowScheduler | None]:
         """The CREATE with the default scheduler written into its WITH, and that scheduler when it is not the
-        kernel, checked reachable (the table does not exist yet, nor its DAG)."""
+        kernel (:meth:`check_create` checked it before)."""
         from dataclasses import replace
 
         options = self.with_default(stmt.options_dict)
         if options != stmt.options_dict:
             stmt = replace(stmt, options=tuple(options.items()))
-        scheduler = self.external(options)
-        if scheduler is not None:
-            scheduler.check(name, exists=False)
-        return stmt, scheduler
+        return stmt, self.external(options)
 
     def created(
         self, scheduler: WorkflowScheduler, name: str, definition: MaterializedTableDefinition, workspace: Workspace

@@ -7,15 +7,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from mt_magic.errors import CellNotAppliedError, MtMagicError, NoSuchMaterializedTableError
+from mt_magic.errors import CellNotAppliedError, MtMagicError, NoSuchMaterializedTableError, WorkflowSchedulerError
+from mt_magic.loopback import free_port
 from mt_magic.runtime.cell import execute_cell
 from mt_magic.runtime.handlers import HANDLERS, handler_for
 from mt_magic.runtime.handlers.base import Handler
 from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.workflows import Workflows
+from mt_magic.scheduling.airflow_api import AirflowSettings
 from mt_magic.sql import parse_cell
 from mt_magic.sql.ddl.statements import STATEMENT_STARTS, STATEMENT_TYPES, Statement
 from mt_magic.sql.names import TableName
-from mt_magic.vocabulary import RefreshMode, StatementAction
+from mt_magic.vocabulary import RefreshMode, StatementAction, WorkflowSchedulerKind
 
 
 def test_every_statement_type_of_the_grammar_has_one_handler() -> None:
@@ -49,6 +52,8 @@ def test_the_verb_of_a_missing_table_comes_from_its_handler() -> None:
 
 
 class _Catalog:
+    """Every table but ``missing`` exists; those named ``air…`` are scheduled by Airflow."""
+
     def __init__(self, missing: set[str]) -> None:
         self.missing = missing
 
@@ -56,8 +61,13 @@ class _Catalog:
         return name not in self.missing
 
     def load_materialized(self, name: str) -> tuple[object, object]:
+        if name in self.missing:
+            raise NoSuchMaterializedTableError(f"{name} does not exist")
         definition = SimpleNamespace(
-            freshness="INTERVAL '1' MINUTE", declared_refresh_mode=None, refresh_mode=RefreshMode.CONTINUOUS
+            freshness="INTERVAL '1' MINUTE",
+            declared_refresh_mode=None,
+            refresh_mode=RefreshMode.CONTINUOUS,
+            options={"scheduler": "airflow"} if name.split(".")[-1].startswith("air") else {},
         )
         return SimpleNamespace(name=name), definition
 
@@ -71,14 +81,16 @@ class _Workspace:
 
 
 class _Service:
-    """What a cell needs of the service: its workspace and ``execute`` (here: statement ``fail_at`` fails)."""
+    """What a cell needs of the service: its workspace, its workflow schedulers (the real ones: Airflow, when
+    configured, is asked over HTTP) and ``execute`` (here: statement ``fail_at`` fails)."""
 
     def __init__(self, fail_at: int, missing: set[str] = frozenset()) -> None:  # type: ignore[assignment]
         self.workspace = _Workspace(set(missing))
+        self.workflows = Workflows()
         self.fail_at = fail_at
         self.applied: list[str] = []
 
-    def execute(self, stmt: Statement, cascade: bool = False) -> StatementResult:
+    def execute(self, stmt: Statement, cascade: bool = False, *, checked: bool = False) -> StatementResult:
         if len(self.applied) + 1 == self.fail_at:
             raise MtMagicError("the apply failed")
         self.applied.append(type(stmt).__name__)
@@ -152,3 +164,23 @@ def test_a_cell_is_checked_by_the_handlers_before_anything_is_applied(undone: li
         parse_cell("ALTER MATERIALIZED TABLE e RENAME TO f; ALTER MATERIALIZED TABLE f SUSPEND"),
     )
     assert service.applied == ["AlterRename", "AlterSuspend"]
+
+
+def test_a_cell_is_checked_against_airflow_before_anything_is_applied(
+    undone: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Airflow unreachable (a closed port): a cell whose second statement changes a table on Airflow applies
+    nothing, and the error names that statement and says nothing was changed. The first statement alone applies
+    (the kernel's tables need no Airflow)."""
+    monkeypatch.delenv("MT_MAGIC_AIRFLOW_URL", raising=False)
+    service = _Service(fail_at=0)
+    closed = AirflowSettings(url=f"http://127.0.0.1:{free_port()}", token="t", timeout=5)
+    service.workflows.configure(WorkflowSchedulerKind.KERNEL, closed)
+    cell = "ALTER MATERIALIZED TABLE a SUSPEND; ALTER MATERIALIZED TABLE air SET FRESHNESS = INTERVAL '5' MINUTE"
+    with pytest.raises(
+        WorkflowSchedulerError, match=r"^Statement 2 of the cell: .*cannot be reached.*nothing was changed"
+    ):
+        execute_cell(service, parse_cell(cell))  # type: ignore[arg-type]
+    assert service.applied == [] and undone == []
+    execute_cell(service, parse_cell("ALTER MATERIALIZED TABLE a SUSPEND; ALTER MATERIALIZED TABLE b RESUME"))  # type: ignore[arg-type]
+    assert service.applied == ["AlterSuspend", "AlterResume"]

@@ -1,6 +1,7 @@
 """The ALTERs that change a definition: ``AS <select>``, ``SET FRESHNESS``, ``SET REFRESH_MODE`` and
-``SET ('scheduler' = …)``. Each asks Airflow first (:meth:`~mt_magic.runtime.workflows.Workflows.changing`), writes
-one catalog commit, then hands the new definition to the manager."""
+``SET ('scheduler' = …)``. Each writes one catalog commit (Airflow was checked before:
+:meth:`~mt_magic.runtime.handlers.base.Handler.check_current`), tells the table's scheduler
+(:meth:`~mt_magic.runtime.workflows.Workflows.changing`), then hands the new definition to the manager."""
 
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ class SetScheduler(Handler[AlterScheduler]):
 
     def apply(self, rt: Runtime, stmt: AlterScheduler, cascade: bool) -> StatementResult:
         return set_scheduler(rt, rt.workspace.qualify(stmt.name), stmt.scheduler)
+
+    def check_current(self, rt: Runtime, stmt: AlterScheduler, cascade: bool) -> None:
+        check_scheduler_move(rt, rt.workspace.qualify(stmt.name), stmt.scheduler)
+
+
+def check_scheduler_move(rt: Runtime, name: str, scheduler: str) -> None:
+    """A move to ``scheduler`` can happen now: Airflow configured and reachable (:meth:`Workflows.check_move`)."""
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    rt.workflows.check_move(name, definition.options, {SCHEDULER.key: scheduler})
 
 
 def alter_query(rt: Runtime, name: str, query: str, query_position: Position | None = None) -> StatementResult:

@@ -78,6 +78,11 @@ class CellNames:
             self.exists[name] = self.ws.catalog.exists(name)
         return self.exists[name]
 
+    def made_here(self, name: str) -> bool:
+        """Whether an earlier statement of the cell creates ``name`` (a CREATE, or a RENAME to it): its checks
+        against the catalog and the schedulers ran with that statement."""
+        return name.lower() in self.created
+
     def require(self, name: str, where: str) -> None:
         """Raises:
         NoSuchMaterializedTableError: ``name`` does not exist at this point of the cell."""
@@ -99,17 +104,36 @@ class Handler(Generic[S]):
     """Only reads: changes no table (the kernel's session keeps its cached tables)."""
 
     def apply(self, rt: Runtime, stmt: S, cascade: bool) -> StatementResult:
-        """Apply the statement (its own checks first: a refused statement changes nothing)."""
+        """Apply the statement, checked before (:meth:`check` in a cell, else :meth:`check_current`): it fails
+        only on a race (another process changed the table, Airflow went away), which a cell undoes."""
         raise NotImplementedError
 
-    def check(self, ws: Workspace, stmt: S, names: CellNames, where: str) -> None:
-        """What a cell checks before any of its statements is applied, with the names as the statements before
-        this one leave them (``names``, updated with what this statement does to them).
+    needs_dag: bool = False
+    """On Airflow the statement acts on the table's DAG, which must be parsed already (SUSPEND, RESUME, REFRESH);
+    a change of definition only needs Airflow reachable (the next parse builds a missing DAG)."""
+
+    def check(self, rt: Runtime, stmt: S, names: CellNames, where: str, cascade: bool = False) -> None:
+        """Everything knowable before any statement of a cell is applied, with the names as the statements before
+        this one leave them (``names``, updated with what this statement does to them); then, for a table that
+        exists before the cell, :meth:`check_current`.
 
         Raises:
             MtMagicError: the statement cannot apply; ``where`` names it in the cell.
         """
-        names.require(ws.qualify(_name(stmt)), where)
+        name = rt.workspace.qualify(_name(stmt))
+        names.require(name, where)
+        if not names.made_here(name):
+            self.check_current(rt, stmt, cascade)
+
+    def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> None:
+        """The checks against the table as the catalog and its scheduler hold it now: Airflow reachable for a table
+        on Airflow (:meth:`Workflows.check`). All a single statement checks before it applies (its apply reads
+        the table once, which is the rest of its check); :meth:`apply` checks none of it again.
+
+        Raises:
+            MtMagicError: the statement cannot apply now (nothing was changed).
+        """
+        rt.workflows.check(rt.workspace, rt.workspace.qualify(_name(stmt)), exists=self.needs_dag)
 
     def undo(self, rt: Runtime, stmt: S) -> tuple[str, Undo | None]:
         """(What the statement does, in words; how to take it back — ``None``: it cannot be), read before it is

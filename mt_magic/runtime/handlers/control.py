@@ -1,5 +1,6 @@
 """``ALTER … SUSPEND``, ``RESUME [WITH (…)]`` and ``REFRESH [PARTITION (…)]``: the table's scheduler (this kernel's
-manager, or Airflow) is told after the catalog is written; Airflow is checked first."""
+manager, or Airflow) is told after the catalog is written; Airflow is checked before (:meth:`Handler.check_current`:
+the table's DAG must be parsed already)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ Partition = tuple[tuple[str, str], ...]
 
 
 class Suspend(Handler[AlterSuspend]):
+    needs_dag = True
+
     def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
         return suspend(rt, rt.workspace.qualify(stmt.name))
 
@@ -22,6 +25,8 @@ class Suspend(Handler[AlterSuspend]):
 
 
 class Resume(Handler[AlterResume]):
+    needs_dag = True
+
     def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
         return resume(rt, rt.workspace.qualify(stmt.name), stmt.options)
 
@@ -33,15 +38,27 @@ class Resume(Handler[AlterResume]):
 class Refresh(Handler[AlterRefresh]):
     """No undo needed: a refresh changes no definition, and a refresh is never wrong."""
 
+    needs_dag = True
+
     def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> StatementResult:
         return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade)
+
+    def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> None:
+        check_refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition)
 
     def undo(self, rt: Runtime, stmt: AlterRefresh) -> tuple[str, Undo | None]:
         return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
 
 
+def check_refresh(rt: Runtime, name: str, partition: Partition = ()) -> None:
+    """REFRESH's checks before anything changes: its scheduler has the table's DAG, a backfill's partition keys
+    are partition columns of the table."""
+    rt.workflows.check(rt.workspace, name, exists=True)
+    alter.check_partition(rt.workspace, name, partition)
+
+
 def suspend(rt: Runtime, name: str) -> StatementResult:
-    elsewhere = rt.workflows.checked(rt.workspace, name)
+    elsewhere = rt.workflows.scheduler(rt.workspace, name)
     alter.update_definition(rt.workspace, name, suspended=True)
     rt.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
     if elsewhere is not None:
@@ -50,7 +67,7 @@ def suspend(rt: Runtime, name: str) -> StatementResult:
 
 
 def resume(rt: Runtime, name: str, options: Partition = ()) -> StatementResult:
-    elsewhere = rt.workflows.checked(rt.workspace, name)
+    elsewhere = rt.workflows.scheduler(rt.workspace, name)
     alter.resume(rt.workspace, name, dict(options))
     rt.kernel.resume(name, options)
     if elsewhere is not None:
@@ -68,8 +85,7 @@ def refresh(
 ) -> StatementResult:
     """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
     A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
-    elsewhere = rt.workflows.checked(rt.workspace, name)
-    alter.check_partition(rt.workspace, name, partition)
+    elsewhere = rt.workflows.scheduler(rt.workspace, name)
     where = f" partition {dict(partition)}" if partition else ""
     if elsewhere is not None:
         run = elsewhere.refresh(name, partition)

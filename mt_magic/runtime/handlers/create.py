@@ -24,22 +24,32 @@ class Create(Handler[CreateMaterializedTable]):
     def apply(self, rt: Runtime, stmt: CreateMaterializedTable, cascade: bool) -> StatementResult:
         return create_table(rt, stmt)
 
-    def check(self, ws: Workspace, stmt: CreateMaterializedTable, names: CellNames, where: str) -> None:
-        """The name is free (or OR ALTER), and a CREATE whose sources all exist already is validated in full."""
+    def check(
+        self, rt: Runtime, stmt: CreateMaterializedTable, names: CellNames, where: str, cascade: bool = False
+    ) -> None:
+        """The name is free (or OR ALTER), a CREATE whose sources all exist already is validated in full, and its
+        scheduler can take it (:func:`check_schedulers`)."""
         from mt_magic.runtime.statements.definition import build_definition
 
+        ws = rt.workspace
         name = ws.qualify(stmt.name)
-        if names.present(name) and not stmt.or_alter:
+        exists = names.present(name)
+        if exists and not stmt.or_alter:
             raise MaterializedTableExistsError(
                 f"{where} (CREATE MATERIALIZED TABLE {stmt.name}): {name} already exists (nothing of the "
                 "cell was applied). Fix: use CREATE OR ALTER MATERIALIZED TABLE to change its query, or DROP it "
                 "first."
             )
-        if not names.present(name) and not _reads_any(ws, stmt, names.created):
+        if not exists and not _reads_any(ws, stmt, names.created):
             build_definition(ws, stmt)
-        if not names.present(name):
+        if not (exists and names.made_here(name)):
+            check_schedulers(rt, stmt, exists)
+        if not exists:
             names.created.add(name.lower())
         names.exists[name] = True
+
+    def check_current(self, rt: Runtime, stmt: CreateMaterializedTable, cascade: bool) -> None:
+        check_create(rt, stmt)
 
     def undo(self, rt: Runtime, stmt: CreateMaterializedTable) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
@@ -48,8 +58,31 @@ class Create(Handler[CreateMaterializedTable]):
         return f"created {name}", lambda: drop(rt, name, True, False)
 
 
+def check_create(rt: Runtime, stmt: CreateMaterializedTable) -> None:
+    """CREATE's checks before anything changes, on its own (:func:`check_schedulers`, the table's existence read
+    from the catalog for CREATE OR ALTER)."""
+    exists = stmt.or_alter and rt.workspace.catalog.exists(rt.workspace.qualify(stmt.name))
+    check_schedulers(rt, stmt, exists)
+
+
+def check_schedulers(rt: Runtime, stmt: CreateMaterializedTable, exists: bool) -> None:
+    """CREATE's checks against the schedulers before anything changes: a new table's scheduler (named, or the
+    default) is reachable; CREATE OR ALTER of an existing materialized table checks its scheduler and, when its WITH
+    names another, the move; a plain table converted in place asks no scheduler."""
+    ws = rt.workspace
+    name = ws.qualify(stmt.name)
+    if not exists:
+        rt.workflows.check_create(stmt, name)
+        return
+    definition = ws.catalog.load(name).definition
+    if definition is None:
+        return
+    rt.workflows.check(ws, name, exists=False)
+    rt.workflows.check_move(name, definition.options, stmt.options_dict)
+
+
 def create_table(rt: Runtime, stmt: CreateMaterializedTable) -> StatementResult:
-    """CREATE (or CREATE OR ALTER): Airflow checked before the catalog changes; inline, a failed first refresh
+    """CREATE (or CREATE OR ALTER), checked before (:func:`check_schedulers`); inline, a failed first refresh
     drops the table again."""
     ws = rt.workspace
     name = ws.qualify(stmt.name)
@@ -76,7 +109,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable) -> StatementResult:
         return StatementResult(
             StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
         )
-    stmt, elsewhere = rt.workflows.for_create(stmt, name)  # Airflow checked before the catalog changes
+    stmt, elsewhere = rt.workflows.for_create(stmt, name)
     name, definition = create.create_table(ws, stmt)
     if elsewhere is not None:
         rt.manager.upsert(rt.managed(name))  # shown on cards and in %mt; refreshed by its scheduler

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import drop as drop_statement
 from mt_magic.sql.ddl.statements import DropMaterializedTable
 from mt_magic.vocabulary import StatementAction
-
-if TYPE_CHECKING:
-    from mt_magic.runtime.workspace import Workspace
 
 DROP_WAIT_SECONDS = 60.0
 """How long a DROP waits for a cancelled refresh of the table to abort before purging its files."""
@@ -23,23 +18,38 @@ class Drop(Handler[DropMaterializedTable]):
     def apply(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> StatementResult:
         return drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade)
 
-    def check(self, ws: Workspace, stmt: DropMaterializedTable, names: CellNames, where: str) -> None:
-        name = ws.qualify(stmt.name)
+    def check(
+        self, rt: Runtime, stmt: DropMaterializedTable, names: CellNames, where: str, cascade: bool = False
+    ) -> None:
+        name = rt.workspace.qualify(stmt.name)
         if not stmt.if_exists:
             names.require(name, where)
+        if names.present(name) and not names.made_here(name):
+            self.check_current(rt, stmt, cascade)
         names.exists[name] = False
+
+    def check_current(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> None:
+        check_drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade)
 
     def undo(self, rt: Runtime, stmt: DropMaterializedTable) -> tuple[str, Undo | None]:
         return f"dropped {rt.workspace.qualify(stmt.name)}", None  # its files are purged
 
 
+def check_drop(rt: Runtime, name: str, if_exists: bool, cascade: bool) -> None:
+    """DROP's checks against other schedulers before anything changes: each table it would drop that is on
+    Airflow is reachable there (with ``cascade``, the tables reading it too: :func:`plan_drop` finds them)."""
+    ws = rt.workspace
+    victims = drop_statement.plan_drop(ws, name, if_exists, cascade) if cascade else [name]
+    rt.workflows.check_drop(ws, victims)
+
+
 def drop(rt: Runtime, name: str, if_exists: bool, cascade: bool) -> StatementResult:
-    """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
+    """Plan (refused: nothing changes), then stop the tables' refreshes, then drop them."""
     ws = rt.workspace
     victims = drop_statement.plan_drop(ws, name, if_exists, cascade)
     if not victims:
         return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
-    elsewhere = rt.workflows.checked_for_drop(ws, victims)
+    elsewhere = rt.workflows.for_drop(ws, victims)
     for victim in victims:
         if rt.manager.knows(victim):
             rt.manager.remove(victim, wait=DROP_WAIT_SECONDS)

@@ -3,47 +3,48 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo, nothing_to_undo
 from mt_magic.runtime.results import StatementResult
 from mt_magic.sql.ddl.statements import DescribeMaterializedTable, ShowCreateMaterializedTable, ShowMaterializedTables
 
-if TYPE_CHECKING:
-    from mt_magic.runtime.workspace import Workspace
+L = TypeVar("L", ShowMaterializedTables, ShowCreateMaterializedTable, DescribeMaterializedTable)
 
 
-class ShowTables(Handler[ShowMaterializedTables]):
-    verb = None
+class Look(Handler[L]):
+    """A statement that only reads: it asks no scheduler and has nothing to undo."""
+
     looks = True
+
+    def check_current(self, rt: Runtime, stmt: L, cascade: bool) -> None:
+        """Nothing to check against the schedulers: a look changes nothing."""
+
+    def undo(self, rt: Runtime, stmt: L) -> tuple[str, Undo | None]:
+        return "", nothing_to_undo
+
+
+class ShowTables(Look[ShowMaterializedTables]):
+    verb = None
 
     def apply(self, rt: Runtime, stmt: ShowMaterializedTables, cascade: bool) -> StatementResult:
         return rt.show_tables(stmt.namespace, stmt.like)
 
-    def check(self, ws: Workspace, stmt: ShowMaterializedTables, names: CellNames, where: str) -> None:
+    def check(
+        self, rt: Runtime, stmt: ShowMaterializedTables, names: CellNames, where: str, cascade: bool = False
+    ) -> None:
         """Names no table: nothing to check."""
 
-    def undo(self, rt: Runtime, stmt: ShowMaterializedTables) -> tuple[str, Undo | None]:
-        return "", nothing_to_undo
 
-
-class ShowCreate(Handler[ShowCreateMaterializedTable]):
+class ShowCreate(Look[ShowCreateMaterializedTable]):
     verb = "SHOW CREATE"
-    looks = True
 
     def apply(self, rt: Runtime, stmt: ShowCreateMaterializedTable, cascade: bool) -> StatementResult:
         return rt.show_create(rt.workspace.qualify(stmt.name))
 
-    def undo(self, rt: Runtime, stmt: ShowCreateMaterializedTable) -> tuple[str, Undo | None]:
-        return "", nothing_to_undo
 
-
-class Describe(Handler[DescribeMaterializedTable]):
+class Describe(Look[DescribeMaterializedTable]):
     verb = "DESCRIBE"
-    looks = True
 
     def apply(self, rt: Runtime, stmt: DescribeMaterializedTable, cascade: bool) -> StatementResult:
         return rt.describe(rt.workspace.qualify(stmt.name))
-
-    def undo(self, rt: Runtime, stmt: DescribeMaterializedTable) -> tuple[str, Undo | None]:
-        return "", nothing_to_undo

@@ -21,9 +21,11 @@ class Rename(Handler[AlterRename]):
     def apply(self, rt: Runtime, stmt: AlterRename, cascade: bool) -> StatementResult:
         return rename(rt, *names_of(rt.workspace, stmt))
 
-    def check(self, ws: Workspace, stmt: AlterRename, names: CellNames, where: str) -> None:
-        name, new = names_of(ws, stmt)
+    def check(self, rt: Runtime, stmt: AlterRename, names: CellNames, where: str, cascade: bool = False) -> None:
+        name, new = names_of(rt.workspace, stmt)
         names.require(name, where)
+        if not names.made_here(name):
+            self.check_current(rt, stmt, cascade)
         names.exists[name] = False
         names.exists[new] = True
         names.created.add(new.lower())
