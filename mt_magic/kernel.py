@@ -63,5 +63,5 @@ def require_kernel_session(alternative: str = "") -> KernelSession:
     session = kernel_session()
     if session is None:
         also = f", or {alternative}" if alternative else ""
-        raise MtMagicError(f"No mt_magic connection in this kernel. Fix: run `%load_ext mt_magic` first{also}.")
+        raise MtMagicError("No mt_magic connection in this kernel", fix=f"run `%load_ext mt_magic` first{also}")
     return session

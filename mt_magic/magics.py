@@ -13,12 +13,12 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Float, Integer, TraitError, Unicode, observe, validate
 
-from mt_magic.errors import MtMagicError
+from mt_magic.errors import MtMagicError, closest_names
 from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
-from mt_magic.sql.ddl.freshness import FreshnessRules, full_mode_problem
+from mt_magic.sql.ddl.freshness import FreshnessRules, freshness_to_cron
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.sql.ddl.statements import STATEMENT_WORDS, CreateMaterializedTable
 from mt_magic.sql.names import Position, TableName
@@ -138,7 +138,12 @@ class MaterializedMagics(Magics):
     )
     def _positive(self, proposal):  # type: ignore[no-untyped-def]
         if proposal["value"] < 1:
-            raise TraitError(f"{proposal['trait'].name} must be at least 1, got {proposal['value']}")
+            name = proposal["trait"].name
+            refusal = MtMagicError(
+                f"{name} must be at least 1, got {proposal['value']}",
+                fix=f"%config MaterializedMagics.{name} = 1 or more (default {self.trait_defaults(name)})",
+            )
+            raise TraitError(str(refusal))
         return proposal["value"]
 
     @validate("stall_factor", "stall_floor_seconds", "stall_limit_factor", "stall_limit_floor_seconds")
@@ -171,7 +176,13 @@ class MaterializedMagics(Magics):
     def _identifier(self, proposal):  # type: ignore[no-untyped-def]
         value = proposal["value"].strip()
         if not value or any(c.isspace() or c == "." for c in value):
-            raise TraitError(f"{proposal['trait'].name} must be one identifier, got {proposal['value']!r}")
+            name = proposal["trait"].name
+            refusal = MtMagicError(
+                f"{name} must be one identifier, got {proposal['value']!r}",
+                fix=f"give one name without spaces or dots, e.g. %config MaterializedMagics.{name} = "
+                f"'{self.trait_defaults(name)}'",
+            )
+            raise TraitError(str(refusal))
         return value
 
     @validate("default_freshness_continuous", "default_freshness_full", "freshness_threshold")
@@ -180,8 +191,13 @@ class MaterializedMagics(Magics):
             freshness = parse_interval(proposal["value"])
         except (MtMagicError, ValueError) as exc:
             raise TraitError(f"{proposal['trait'].name}: {exc}") from None
-        if proposal["trait"].name == "default_freshness_full" and full_mode_problem(freshness):
-            raise TraitError(f"default_freshness_full: {full_mode_problem(freshness)}")
+        if proposal["trait"].name == "default_freshness_full":
+            try:
+                freshness_to_cron(freshness)  # refuses one FULL mode cannot schedule, with the values that fit
+            except MtMagicError as exc:
+                raise TraitError(
+                    str(MtMagicError(exc.problem, statement="default_freshness_full", fix=exc.fix))
+                ) from None
         return freshness.sql()
 
     @property
@@ -278,7 +294,7 @@ class MaterializedMagics(Magics):
     def _completion_service(self):  # type: ignore[no-untyped-def]  # -> MaterializedTables
         """The service the names cache reads (on its thread): never connects again after ``close()``."""
         if self._connection is None:
-            raise UsageError("mt_magic is not connected (run %load_ext mt_magic)")
+            raise UsageError(str(MtMagicError("mt_magic is not connected", fix="run %load_ext mt_magic")))
         return self._connection.service
 
     def live_views(self):  # type: ignore[no-untyped-def]
@@ -340,7 +356,7 @@ class MaterializedMagics(Magics):
         from mt_magic.runtime.cell import execute_cell
         from mt_magic.sql import parse_cell
 
-        args = parse_argstring(self.materialized, line)
+        args = _arguments(self.materialized, line, "%%materialized")
         service = self.connection.service
         try:
             results = execute_cell(service, parse_cell(cell, self.rules), cascade=args.cascade)
@@ -377,7 +393,7 @@ class MaterializedMagics(Magics):
         """
         from mt_magic import queries
 
-        args = parse_argstring(self.mtsql, line)
+        args = _arguments(self.mtsql, line, "%%mtsql")
         limit = self.query_rows if args.limit is None else args.limit
         try:
             if args.live:
@@ -413,11 +429,16 @@ class MaterializedMagics(Magics):
         command, _, rest = line.strip().partition(" ")
         command = command.lower() or "list"
         if command not in MT_COMMANDS:
-            raise UsageError(f"Unknown %mt command {command!r}; use {', '.join(MT_COMMANDS)}.")
+            refusal = MtMagicError(
+                f"Unknown %mt command {command!r}",
+                did_you_mean=[f"%mt {near}" for near in closest_names(command, MT_COMMANDS)],
+                fix=f"use {', '.join(MT_COMMANDS)} (%mt? describes each)",
+            )
+            raise UsageError(str(refusal))
         try:
             if command == "explain":
                 return self._explain(rest.strip())
-            args = parse_argstring(self.mt, line)
+            args = _arguments(self.mt, line, "%mt")
             handler: Callable[[Any], object] = getattr(self, f"_mt_{command}")
             return handler(args)
         except MtMagicError as exc:
@@ -472,7 +493,12 @@ class MaterializedMagics(Magics):
         from mt_magic.widgets.static_views import ExplainView
 
         if not text:
-            raise UsageError("%mt explain needs a table name or a statement, e.g. %mt explain daily_orders")
+            refusal = MtMagicError(
+                "%mt explain needs a table name or a statement",
+                fix="name the table, e.g. %mt explain daily_orders, or write the CREATE MATERIALIZED TABLE statement "
+                "or the query after %mt explain",
+            )
+            raise UsageError(str(refusal))
         service = self.connection.service
         first = text.split()[0].upper()
         if first in ("SELECT", "WITH", "(", "VALUES") or first.startswith("("):  # a query: as a table defined by it
@@ -487,7 +513,15 @@ class MaterializedMagics(Magics):
             return ExplainView(str(service.explain(self._qualify(text.strip()))))
         statements = parse_cell(text, self.rules)
         if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):
-            raise UsageError("%mt explain takes a table name or one CREATE MATERIALIZED TABLE statement.")
+            found = (
+                " ".join(statements[0].text.split()[:3]) if len(statements) == 1 else f"{len(statements)} statements"
+            )
+            refusal = MtMagicError(
+                f"%mt explain takes a table name or one CREATE MATERIALIZED TABLE statement, got {found}",
+                fix="explain the table the statement names (%mt explain daily_orders), or write one CREATE "
+                "MATERIALIZED TABLE … AS SELECT …",
+            )
+            raise UsageError(str(refusal))
         return ExplainView(str(service.explain(statements[0])))
 
     # -- helpers -----------------------------------------------------------------------------------------
@@ -497,14 +531,42 @@ class MaterializedMagics(Magics):
 
     def _one_name(self, args: Any) -> str:
         if not args.target:
-            raise UsageError(f"%mt {args.command} needs one table name, e.g. %mt {args.command} daily_orders")
+            refusal = MtMagicError(
+                f"%mt {args.command} needs one table name",
+                fix=f"name it, e.g. %mt {args.command} daily_orders (%mt list shows the tables)",
+            )
+            raise UsageError(str(refusal))
         return self._qualify(" ".join(args.target))  # a backquoted name may hold spaces; the grammar reads it
 
     def _required_live(self, command: str):  # type: ignore[no-untyped-def]
         live = self.live_views()
         if live is None:
-            raise UsageError(f"%mt {command} needs the refresh manager, which is not running in this kernel.")
+            refusal = MtMagicError(
+                f"%mt {command} needs the refresh manager, which is not running in this kernel",
+                fix="connect with the manager started (%load_ext mt_magic starts it); %mt history NAME and "
+                "%mt explain NAME work without it",
+            )
+            raise UsageError(str(refusal))
         return live
+
+
+def _arguments(magic: Callable[..., object], line: str, label: str) -> Any:
+    """The options of ``magic`` (called ``label``, e.g. ``%%mtsql``) parsed from ``line``; a flag it does not know
+    is refused with the one it most likely meant (``--cascde``: did you mean --cascade?) and the flags it has."""
+    try:
+        return parse_argstring(magic, line)
+    except UsageError as exc:
+        said = str(exc)
+        unknown = [w for w in said.partition("unrecognized arguments:")[2].split() if w.startswith("-")]
+        if not unknown:
+            raise
+        flags = [flag for action in magic.parser._actions for flag in action.option_strings if flag.startswith("--")]  # type: ignore[attr-defined]
+        refusal = MtMagicError(
+            f"{label} does not know the option {unknown[0]}",
+            did_you_mean=closest_names(unknown[0], flags),
+            fix=f"use {', '.join(flags)} ({label}? describes each)",
+        )
+        raise UsageError(str(refusal)) from None
 
 
 def _unquoted(value: str) -> str:

@@ -84,7 +84,8 @@ def live(
     if views is None:
         raise MtMagicError(
             "A live query needs the refresh manager, which is not running in this kernel: without it no commit is "
-            "reported. Fix: run the query without --live, or connect with the manager started."
+            "reported",
+            fix="run the query without --live, or connect with the manager started",
         )
     service = connection.service
     source = QuerySource(lambda: service.workspace, resolve(service.workspace, sql), _checked(limit), views.clock)
@@ -100,8 +101,6 @@ def live(
 
 
 def _checked(limit: int) -> int:
-    from mt_magic.runtime.inspect.query import QueryCellError
+    from mt_magic.runtime.inspect.query import checked_limit
 
-    if limit < 1:
-        raise QueryCellError(f"%%mtsql: the row limit must be at least 1, got {limit}.")
-    return limit
+    return checked_limit(limit)

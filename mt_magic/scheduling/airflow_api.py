@@ -49,14 +49,15 @@ class AirflowSettings:
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
             raise WorkflowSchedulerError(
-                f"Airflow URL {self.url!r} is not an http(s) URL; set MT_MAGIC_AIRFLOW_URL=http://host:8080 or "
-                "%config MaterializedMagics.airflow_url"
+                f"Airflow URL {self.url!r} is not an http(s) URL",
+                fix="set MT_MAGIC_AIRFLOW_URL=http://host:8080 or %config MaterializedMagics.airflow_url",
             )
         if not self.token and not (self.username and self.password):
             raise WorkflowSchedulerError(
-                f"no credentials for Airflow at {self.url}. Fix: set MT_MAGIC_AIRFLOW_USERNAME and "
-                "MT_MAGIC_AIRFLOW_PASSWORD_FILE (or _PASSWORD, or MT_MAGIC_AIRFLOW_TOKEN), or the matching %config "
-                "MaterializedMagics.airflow_* settings, before airflow_url"
+                f"no credentials for Airflow at {self.url}",
+                fix="set MT_MAGIC_AIRFLOW_USERNAME and MT_MAGIC_AIRFLOW_PASSWORD_FILE (or _PASSWORD, or "
+                "MT_MAGIC_AIRFLOW_TOKEN), or the matching %config MaterializedMagics.airflow_* settings, before "
+                "airflow_url",
             )
 
     @classmethod
@@ -86,17 +87,19 @@ def password_from_file(path: str, username: str, where: str) -> str:
         text = Path(path).expanduser().read_text()
     except OSError as exc:
         raise WorkflowSchedulerError(
-            f"{where} = {path!r}: cannot read it ({exc.strerror}). Fix: name the password file that "
-            "python -m mt_magic.scheduling.local_airflow printed, or set the password itself"
+            f"{where} = {path!r}: cannot read it ({exc.strerror})",
+            fix="name the password file that python -m mt_magic.scheduling.local_airflow printed, or set the "
+            "password itself",
         ) from None
     try:
         users = json.loads(text)
     except ValueError:
         return text.strip()
     if not isinstance(users, dict) or not isinstance(users.get(username), str):
+        named = list(users) if isinstance(users, dict) else []
         raise WorkflowSchedulerError(
-            f"{where} = {path!r} holds no password of user {username!r}. Fix: set the Airflow user the file "
-            f"names ({', '.join(map(repr, users)) if isinstance(users, dict) else 'none'}) as airflow_username"
+            f"{where} = {path!r} holds no password of user {username!r}",
+            fix=f"set the Airflow user the file names ({', '.join(map(repr, named)) or 'none'}) as airflow_username",
         )
     return str(users[username])
 
@@ -198,15 +201,18 @@ class AirflowClient:
                 timeout=self.settings.timeout,
             )
         except requests.RequestException as exc:
-            raise AirflowUnavailableError(_unreachable(where, exc)) from exc
+            raise _unreachable(where, exc) from exc
         if response.status_code in (400, 401, 403):
             raise AirflowAuthError(
-                f"{where} refused user {self.settings.username!r} ({response.status_code}: {_detail(response)}); "
-                "check MT_MAGIC_AIRFLOW_USERNAME / MT_MAGIC_AIRFLOW_PASSWORD (or %config "
-                "MaterializedMagics.airflow_username / airflow_password)"
+                f"{where} refused user {self.settings.username!r} ({response.status_code}: {_detail(response)})",
+                fix="check MT_MAGIC_AIRFLOW_USERNAME / MT_MAGIC_AIRFLOW_PASSWORD (or %config "
+                "MaterializedMagics.airflow_username / airflow_password)",
             )
         if response.status_code >= 300:
-            raise AirflowUnavailableError(f"{where} could not log in: {response.status_code} {_detail(response)}")
+            raise AirflowUnavailableError(
+                f"{where} could not log in: {response.status_code} {_detail(response)}",
+                fix=_AGAIN,
+            )
         return str(response.json()["access_token"])
 
     def _call(
@@ -233,7 +239,7 @@ class AirflowClient:
                     timeout=self.settings.timeout,
                 )
             except requests.RequestException as exc:
-                raise AirflowUnavailableError(_unreachable(where, exc)) from exc
+                raise _unreachable(where, exc) from exc
             if response.status_code == 401 and attempt == 1 and self.settings.username and self.settings.password:
                 self._token = ""  # expired: log in again once
                 continue
@@ -242,24 +248,29 @@ class AirflowClient:
             return {}
         if response.status_code == 401:
             raise AirflowAuthError(
-                f"{where} refused the token ({_detail(response)}); set a valid MT_MAGIC_AIRFLOW_TOKEN or a user "
-                "and password (MT_MAGIC_AIRFLOW_USERNAME / MT_MAGIC_AIRFLOW_PASSWORD)"
+                f"{where} refused the token ({_detail(response)})",
+                fix="set a valid MT_MAGIC_AIRFLOW_TOKEN or a user and password (MT_MAGIC_AIRFLOW_USERNAME / "
+                "MT_MAGIC_AIRFLOW_PASSWORD)",
             )
         if response.status_code == 403:
             raise AirflowAuthError(
-                f"{where}: user {self.settings.username or '(token)'} may not {method} {path} "
-                f"({_detail(response)}); give it a role that can edit and trigger DAGs"
+                f"{where}: user {self.settings.username or '(token)'} may not {method} {path} ({_detail(response)})",
+                fix="give it a role that can edit and trigger DAGs",
             )
         if response.status_code == 404 and dag_id:
             raise DagNotFoundError(
-                f"{where} has no DAG {dag_id!r} yet: its DAG processor builds it from the catalog at its next parse "
-                "(put a file importing mt_magic.scheduling.airflow_dags in the DAGs folder, see the README's "
-                "'Scheduling on Airflow'), then run the statement again"
+                f"{where} has no DAG {dag_id!r} yet: its DAG processor builds it from the catalog at its next parse",
+                fix="put a file importing mt_magic.scheduling.airflow_dags in the DAGs folder (see the README's "
+                "'Scheduling on Airflow'), then run the statement again",
             )
         if response.status_code >= 500:
-            raise AirflowUnavailableError(f"{where} failed: {response.status_code} {_detail(response)}")
+            raise AirflowUnavailableError(f"{where} failed: {response.status_code} {_detail(response)}", fix=_AGAIN)
         if response.status_code >= 300:
-            raise WorkflowSchedulerError(f"{where} refused {method} {path}: {response.status_code} {_detail(response)}")
+            raise WorkflowSchedulerError(
+                f"{where} refused {method} {path}: {response.status_code} {_detail(response)}",
+                fix="mt_magic speaks Airflow 3's REST API (/api/v2): point MT_MAGIC_AIRFLOW_URL at an Airflow 3 API "
+                "server, or start one with python -m mt_magic.scheduling.local_airflow",
+            )
         return response.json() if response.content else {}
 
 
@@ -300,10 +311,13 @@ def _detail(response: Any) -> str:
     return str(detail)[:300]
 
 
-def _unreachable(where: str, exc: Exception) -> str:
-    return (
-        f"{where} cannot be reached ({type(exc).__name__}); nothing was changed. Fix: start it the README's way, "
-        "`.venv/bin/python -m mt_magic.scheduling.local_airflow` (its DAG file reads this catalog; a plain "
-        "`airflow standalone` has neither), or point MT_MAGIC_AIRFLOW_URL / %config MaterializedMagics.airflow_url "
-        "at your Airflow's API server"
+def _unreachable(where: str, exc: Exception) -> AirflowUnavailableError:
+    return AirflowUnavailableError(
+        f"{where} cannot be reached ({type(exc).__name__}); nothing was changed",
+        fix="start it the README's way, `.venv/bin/python -m mt_magic.scheduling.local_airflow` (its DAG file reads "
+        "this catalog; a plain `airflow standalone` has neither), or point MT_MAGIC_AIRFLOW_URL / %config "
+        "MaterializedMagics.airflow_url at your Airflow's API server",
     )
+
+
+_AGAIN = "Airflow's API server log says why; run the statement again once it answers"

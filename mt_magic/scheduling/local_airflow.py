@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from mt_magic.errors import MtMagicError
 from mt_magic.loopback import HOST, free_port
 from mt_magic.scheduling.stop_signals import StopRequested, StopSignals
 
@@ -150,12 +151,13 @@ def port_is_free(url: str) -> None:
         try:
             sock.bind((HOST, port))
         except OSError as exc:
-            raise RuntimeError(
+            refusal = MtMagicError(
                 f"cannot start Airflow on {url}: port {port} on {HOST} is taken ({exc.strerror}), perhaps by an "
-                "Airflow started earlier that is still running. "
-                f"Fix: stop what listens there (`ss -ltnp 'sport = :{port}'` names it), or start on another port: "
-                f"python -m mt_magic.scheduling.local_airflow --port {port + 1}"
-            ) from None
+                "Airflow started earlier that is still running",
+                fix=f"stop what listens there (`ss -ltnp 'sport = :{port}'` names it), or start on another port: "
+                f"python -m mt_magic.scheduling.local_airflow --port {port + 1}",
+            )
+            raise RuntimeError(str(refusal)) from None
 
 
 def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = None, port: int = 0) -> LocalAirflow:
@@ -166,7 +168,9 @@ def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = N
     """
     venv = airflow_venv()
     if not (venv / "bin" / "airflow").exists():
-        raise RuntimeError(f"no Airflow at {venv}: run scripts/setup.sh --test (make setup-test) first")
+        raise RuntimeError(
+            str(MtMagicError(f"no Airflow at {venv}", fix="run scripts/setup.sh --test (make setup-test) first"))
+        )
     url = f"http://127.0.0.1:{port or free_port()}"
     dags = home / "dags"
     dags.mkdir(parents=True, exist_ok=True)

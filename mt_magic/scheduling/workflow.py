@@ -29,8 +29,8 @@ def parse_scheduler(value: str, where: str | None = None) -> WorkflowSchedulerKi
     """
     problem = SCHEDULER.check(value)
     if problem is not None:
-        said = str(problem) if where is None else f"{where} = '{value}' {problem.problem}. Fix: {problem.fix}."
-        raise DefinitionError(said)
+        said = problem.describe() if where is None else f"{where} = '{value}' {problem.problem}"
+        raise DefinitionError(said, fix=problem.fix, did_you_mean=problem.did_you_mean)
     return WorkflowSchedulerKind(value.strip().lower())
 
 

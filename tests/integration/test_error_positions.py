@@ -37,3 +37,28 @@ def test_alter_as_names_a_missing_source_at_its_line_and_column(mt, names: str) 
         f"ALTER MATERIALIZED TABLE {names}.pos_table AS, line 3, column 8: source table {names}.pos_sourc does not "
         f"exist in the catalog. Fix: did you mean {names}.pos_source?"
     )
+
+
+def _query_refusal(mt, text: str) -> str:  # type: ignore[no-untyped-def]
+    from mt_magic.runtime.inspect.query import QueryCellError, resolve, to_pandas
+
+    with pytest.raises(QueryCellError) as refused:
+        to_pandas(mt.workspace, resolve(mt.workspace, text), 10)
+    return str(refused.value)
+
+
+def test_a_query_cell_s_unknown_column_is_placed_where_it_was_typed_with_the_column_meant(mt, spark) -> None:
+    spark.sql("CREATE TABLE pos_amounts (amount INT) USING iceberg")
+    message = _query_refusal(mt, "SELECT\n  amout\nFROM pos_amounts")
+    said = "A column, variable, or function parameter" if "variable" in message else "A column or function parameter"
+    assert message == (
+        f"%%mtsql, line 2, column 3: Spark cannot analyse the query: {said} with name `amout` cannot be resolved. "
+        "Fix: did you mean `amount`? (Spark sees `amount`)."
+    )
+
+
+def test_a_query_cell_s_unknown_function_is_placed_and_the_function_meant_suggested(mt, names: str) -> None:
+    message = _query_refusal(mt, "SELECT k,\n       lenght(k) AS n FROM pos_source")
+    assert message.startswith("%%mtsql, line 2, column 8: Spark cannot analyse the query: "), message
+    assert "`lenght`" in message and "line 1 pos" not in message, message
+    assert message.endswith("Fix: did you mean length?"), message

@@ -49,7 +49,7 @@ def test_a_password_file_without_the_user_says_which_users_it_has(tmp_path: Path
         password_from_file(str(tmp_path / "p.json"), "mt_admin", "MT_MAGIC_AIRFLOW_PASSWORD_FILE")
     assert str(raised.value) == (
         f"MT_MAGIC_AIRFLOW_PASSWORD_FILE = '{tmp_path}/p.json' holds no password of user 'mt_admin'. "
-        "Fix: set the Airflow user the file names ('admin') as airflow_username"
+        "Fix: set the Airflow user the file names ('admin') as airflow_username."
     )
     (tmp_path / "plain").write_text("s3cret\n")
     assert password_from_file(str(tmp_path / "plain"), "anyone", "here") == "s3cret"

@@ -291,5 +291,5 @@ def test_an_unreachable_airflow_names_the_readme_s_launcher() -> None:
         f"Airflow at {url} cannot be reached (ConnectionError); nothing was changed. Fix: start it the README's way, "
         "`.venv/bin/python -m mt_magic.scheduling.local_airflow` (its DAG file reads this catalog; a plain `airflow "
         "standalone` has neither), or point MT_MAGIC_AIRFLOW_URL / %config MaterializedMagics.airflow_url at your "
-        "Airflow's API server"
+        "Airflow's API server."
     )

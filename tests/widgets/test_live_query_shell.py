@@ -68,7 +68,7 @@ def test_the_row_limit_keeps_the_first_rows_and_says_so(shell, capsys) -> None: 
     ("cell", "message"),
     [
         ("SELECT * FROM lq_no_such_table", "table mt.default.lq_no_such_table does not exist in catalog mt"),
-        ("SELECT no_such_column FROM lq_totals", "Spark could not analyse the query: .*no_such_column"),
+        ("SELECT no_such_column FROM lq_totals", "Spark cannot analyse the query: .*no_such_column"),
         ("DROP TABLE lq_totals", "%%mtsql runs exactly one query, found Drop"),
         ("SELECT page FROM lq_totals WHERE (", "cannot be read as Spark SQL"),
     ],

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, first_line
+from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, closest_names, first_line
 from mt_magic.runtime.spark.quoting import is_temp_view
 from mt_magic.sql.errors import QueryAnalysisError
+from mt_magic.sql.names import Position
 from mt_magic.sql.query.rewrite import QueryRewriteError, pin_sources, qualify_sources
 
 if TYPE_CHECKING:
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
 
 LABEL = "%%mtsql"
+ORIGIN = Position(1, 1)
+"""Where a query cell's query starts: the cell (or the string given to ``mt_magic.query``) is the query."""
+CORRECT_IT = "correct the query there; DESCRIBE a table lists its columns"
 ONE_QUERY = "the AS body must be exactly one query"
 
 
@@ -73,6 +77,8 @@ class PinnedQuery:
 
     sql: str
     as_of: tuple[SourceSnapshot, ...]
+    written: str | None = None
+    """The query as the user typed it (a refusal of ``sql`` is placed there)."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +109,15 @@ def resolve(ws: Workspace, text: str) -> ResolvedQuery:
         if exc.problem.startswith(ONE_QUERY):
             found = exc.problem.rpartition("found ")[2]
             raise QueryCellError(
-                f"{LABEL} runs exactly one query, found {found}. Fix: write one SELECT (or WITH … SELECT); "
-                "statements go in a %%materialized cell or spark.sql()."
+                f"{LABEL} runs exactly one query, found {found}",
+                fix="write one SELECT (or WITH … SELECT); statements go in a %%materialized cell or spark.sql()",
             ) from None
         raise QueryCellError(str(exc)) from None
     known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
     try:
         expanded, sources = qualify_sources(text, ws.catalog.spark_name, ws.default_namespace, known)
     except QueryRewriteError as exc:
-        raise QueryCellError(f"{LABEL}: {exc}") from None
+        raise QueryCellError(str(exc), statement=LABEL) from None
     temp = {s.name for s in facts.sources if s.namespace is None and is_temp_view(ws.spark, s.name)}
     views = {f"{ws.catalog.spark_name}.{ws.default_namespace}.{name}": name for name in temp}
     ours = f"{ws.catalog.spark_name}."
@@ -122,10 +128,14 @@ def resolve(ws: Workspace, text: str) -> ResolvedQuery:
         try:
             info = ws.catalog.load(name)
         except NoSuchMaterializedTableError:
+            namespace, _, table = name.rpartition(".")
+            near = closest_names(table, [n.rpartition(".")[2] for n in ws.catalog.names_near(name)])
             raise QueryCellError(
-                f"{LABEL}: table {name} does not exist in catalog {ws.catalog.spark_name}. Fix: check the name "
-                f"(unqualified names are in namespace {ws.default_namespace!r}); SHOW MATERIALIZED TABLES lists "
-                "the materialized ones."
+                f"table {name} does not exist in catalog {ws.catalog.spark_name}",
+                statement=LABEL,
+                did_you_mean=[f"{namespace}.{n}" for n in near],
+                fix=f"check the name (unqualified names are in namespace {ws.default_namespace!r}); SHOW "
+                "MATERIALIZED TABLES lists the materialized ones",
             ) from None
         tables.append(name)
         if info.definition is not None:
@@ -143,7 +153,7 @@ def pin(ws: Workspace, query: ResolvedQuery) -> PinnedQuery:
     as_of = tuple(_current(ws, name, name in query.materialized) for name in query.tables)
     snapshots: dict[str, int | None] = {s.table: s.snapshot_id for s in as_of}
     snapshots.update(dict.fromkeys(query.unpinned))
-    return PinnedQuery(pin_sources(query.expanded, snapshots, dict(query.views)), as_of)
+    return PinnedQuery(pin_sources(query.expanded, snapshots, dict(query.views)), as_of, query.text)
 
 
 def current_snapshots(ws: Workspace, query: ResolvedQuery) -> dict[str, int | None]:
@@ -159,7 +169,11 @@ def _current(ws: Workspace, name: str, materialized: bool) -> SourceSnapshot:
     try:
         info = ws.catalog.load(name, reuse_unchanged=True)  # a live query's poll repeats: revalidate, not reload
     except NoSuchMaterializedTableError:
-        raise QueryCellError(f"{LABEL}: table {name} no longer exists in catalog {ws.catalog.spark_name}.") from None
+        raise QueryCellError(
+            f"table {name} no longer exists in catalog {ws.catalog.spark_name}",
+            statement=LABEL,
+            fix=f"re-create {name}, or run a query that does not read it",
+        ) from None
     committed = next((s.committed_at for s in info.snapshots if s.snapshot_id == info.current_snapshot_id), None)
     return SourceSnapshot(name, info.current_snapshot_id, committed, materialized)
 
@@ -168,9 +182,21 @@ def frame(ws: Workspace, pinned: PinnedQuery) -> DataFrame:
     """The pinned query as a Spark DataFrame (analysed now, lazy otherwise).
 
     Raises:
-        QueryCellError: Spark refused the query (unknown column, type error, …).
+        QueryCellError: Spark refused the query (unknown column, type error, …), said at the line and column of the
+            text as typed, with the column or function meant.
     """
-    return _spark("analyse", lambda: ws.spark.sql(pinned.sql))
+    from mt_magic.runtime.spark.analysis_errors import placed_refusal
+
+    try:
+        return ws.spark.sql(pinned.sql)
+    except Exception as exc:  # AnalysisException, ParseException: placed in the text as typed, as CREATE's are
+        refusal = placed_refusal(exc, pinned.sql, pinned.written, ORIGIN, ws.spark, otherwise=CORRECT_IT)
+        raise QueryCellError(
+            f"Spark cannot analyse the query: {refusal.problem}",
+            statement=LABEL,
+            position=refusal.position,
+            fix=refusal.fix,
+        ) from None
 
 
 def collect(ws: Workspace, query: ResolvedQuery, limit: int, clock: Callable[[], datetime]) -> QueryResult:
@@ -216,7 +242,26 @@ def _spark(what: str, action: Callable[[], Any]) -> Any:
     except MtMagicError:
         raise
     except Exception as exc:  # Spark's AnalysisException, ParseException, a failed job: said in one line
-        raise QueryCellError(f"{LABEL}: Spark could not {what} the query: {first_line(exc)}") from None
+        raise QueryCellError(
+            f"Spark could not {what} the query: {first_line(exc)}",
+            statement=LABEL,
+            fix="Spark's words say what failed: correct the query (or the rows it reads) and run it again",
+        ) from None
+
+
+def checked_limit(limit: int) -> int:
+    """``limit``, the rows a query cell keeps, when it is at least 1.
+
+    Raises:
+        QueryCellError: it is less.
+    """
+    if limit < 1:
+        raise QueryCellError(
+            f"the row limit must be at least 1, got {limit}",
+            statement=LABEL,
+            fix="give 1 or more: %%mtsql --limit 100, or limit=100 from Python",
+        )
+    return limit
 
 
 class QuerySource:
@@ -231,11 +276,9 @@ class QuerySource:
     def __init__(
         self, workspace: Callable[[], Workspace], query: ResolvedQuery, limit: int, clock: Callable[[], datetime]
     ) -> None:
-        if limit < 1:
-            raise QueryCellError(f"{LABEL}: the row limit must be at least 1, got {limit}.")
         self._workspace = workspace
         self.query = query
-        self.limit = limit
+        self.limit = checked_limit(limit)
         self.clock = clock
 
     @property

@@ -12,8 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mt_magic.errors import RefreshError, first_line
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from mt_magic.sql.names import Position
 
 _POSITION = re.compile(r";?\s*line (\d+) pos (\d+);?")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?")
@@ -25,6 +31,8 @@ _EXPRESSION = re.compile(r'non-aggregating expression "(.+?)"')
 _ROUTINE = re.compile(r"Cannot resolve (?:function|routine) (`(?:[^`]|``)+`)")
 ANALYSIS_KINDS = frozenset({"UNRESOLVED_COLUMN", "UNRESOLVED_ROUTINE", "MISSING_AGGREGATION", "DATATYPE_MISMATCH"})
 """Spark's error classes of a query that does not fit its sources (read by :func:`_advice`, which has their Fix)."""
+TRY_ALONE = "correct the query there (run it alone with %%mtsql to try a change on Spark)"
+"""The Fix of a refusal whose kind has no advice of its own (a query cell says its own)."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +49,13 @@ class SparkProblem:
 
 
 def read_problem(
-    exc: BaseException, analysed: str, names: Callable[[str], Iterable[str]] | None = None
+    exc: BaseException,
+    analysed: str,
+    names: Callable[[str], Iterable[str]] | None = None,
+    otherwise: str = TRY_ALONE,
 ) -> SparkProblem:
     """Read ``exc`` (raised analysing ``analysed``). ``names(kind)``: candidate names for a "did you mean" of an
-    unresolved ``"function"`` (called only then; may be slow)."""
+    unresolved ``"function"`` (called only then; may be slow). ``otherwise``: the Fix of a kind without advice."""
     message = str(exc).strip()
     head = message.split(";\n", 1)[0]  # the plan follows the first ';\n'
     offset = _offset(exc, head, analysed)
@@ -52,7 +63,7 @@ def read_problem(
     found = _CLASS.match(head)
     error_class = found.group(1) if found else None
     words = head[found.end() :] if found else first_line(exc)
-    problem, fix = _advice(error_class, words, names)
+    problem, fix = _advice(error_class, words, names, otherwise)
     token, occurrence = _token_at(analysed, offset)
     expression = _EXPRESSION.search(words)
     if token is None and expression is not None:  # e.g. MISSING_AGGREGATION names the expression, not a position
@@ -72,6 +83,48 @@ def offset_in(written: str, token: str | None, occurrence: int) -> int | None:
                 return match.start()
             seen += 1
     return None
+
+
+@dataclass(frozen=True)
+class PlacedRefusal:
+    """Spark's refusal of a query as the user wrote it: ``problem`` (Spark's words, the offending token spelt as
+    written), ``position`` (the cell's line and column of that token; ``None`` when it cannot be found) and ``fix``."""
+
+    problem: str
+    position: Position | None
+    fix: str | None
+
+
+def placed_refusal(
+    exc: BaseException,
+    analysed: str,
+    written: str | None,
+    origin: Position | None,
+    spark: SparkSession | None = None,
+    otherwise: str = TRY_ALONE,
+) -> PlacedRefusal:
+    """The one mapping of Spark's refusal of ``analysed`` (a rewrite: sources qualified, snapshots pinned) to the
+    text the user typed: the token Spark points at is found again in ``written`` (which starts at ``origin`` of the
+    cell) and placed at its line and column; ``spark``: the session whose functions an unknown one is judged
+    against for the "did you mean" (asked only then)."""
+    from mt_magic.sql.ddl.lexing import Source
+
+    problem = read_problem(exc, analysed, None if spark is None else lambda kind: session_functions(spark), otherwise)
+    at, words = None, problem.problem
+    offset = offset_in(written, problem.token, problem.occurrence) if written is not None else None
+    if written is not None and offset is not None and problem.token is not None:
+        at = Source(written).position(offset).inside(origin)
+        as_written = written[offset : offset + len(problem.token)]  # the rewrite may have changed its letter case
+        words = words.replace(f"`{problem.token.strip('`')}`", f"`{as_written.strip('`')}`")
+    return PlacedRefusal(words, at, problem.fix)
+
+
+def session_functions(spark: SparkSession) -> list[str]:
+    """Every function the session knows (for the "did you mean" of an unknown one; only on that error path)."""
+    try:
+        return [row[0] for row in spark.sql("SHOW FUNCTIONS").collect()]
+    except Exception:  # a suggestion is a courtesy; the error is said without it
+        return []
 
 
 def refresh_failure(table: str, exc: BaseException) -> RefreshError:
@@ -123,7 +176,7 @@ def _same(a: str, b: str) -> bool:
 
 
 def _advice(
-    error_class: str | None, words: str, names: Callable[[str], Iterable[str]] | None
+    error_class: str | None, words: str, names: Callable[[str], Iterable[str]] | None, otherwise: str = TRY_ALONE
 ) -> tuple[str, str | None]:
     """(the problem, the Fix) from Spark's words: its suggestions and advice become the Fix."""
     kind = (error_class or "").split(".")[0]
@@ -152,7 +205,7 @@ def _advice(
         return problem.rstrip(". "), advice[:1].lower() + advice[1:]
     if kind == "DATATYPE_MISMATCH":
         return words.rstrip(". "), "make the types agree, e.g. CAST one side to the other's type"
-    return words.rstrip(". "), "correct the query there (run it alone with %%mtsql to try a change on Spark)"
+    return words.rstrip(". "), otherwise
 
 
 def _closest(written: str, names: Iterable[str]) -> str | None:

@@ -110,7 +110,8 @@ def expanded(label: str, options: Mapping[str, str]) -> dict[str, str]:
     if name not in BASELINES:
         known = ", ".join(f"'{n}'" for n in BASELINES) or "none"
         raise DefinitionError(
-            f"{label}: WITH ('{BASELINE_OPTION}' = '{name}') names no baseline of SQL settings known here. Nothing "
-            f"changed. Fix: use one of {known}, or write the settings themselves ('spark.sql.…' = '…')."
+            f"WITH ('{BASELINE_OPTION}' = '{name}') names no baseline of SQL settings known here. Nothing changed",
+            statement=label,
+            fix=f"use one of {known}, or write the settings themselves ('spark.sql.…' = '…')",
         )
     return dict(BASELINES[name])

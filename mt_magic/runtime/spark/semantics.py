@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import DefinitionError, first_line
+from mt_magic.errors import DefinitionError, closest_names, first_line
 from mt_magic.options.settings import ANSWER_SETTINGS
 
 if TYPE_CHECKING:
@@ -62,11 +62,16 @@ def split_pinned(label: str, options: Mapping[str, str]) -> tuple[dict[str, str]
     pinned = {**baseline, **{k: v for k, v in options.items() if k in ANSWER_SETTINGS}}
     stray = [k for k in options if k.lower().startswith("spark.") and k not in ANSWER_SETTINGS]
     if stray:
+        key = stray[0]
+        near = tuple(f"'{name}'" for name in closest_names(key, ANSWER_SETTINGS, n=2))
+        elsewhere = f"per-refresh Spark settings go in ALTER MATERIALIZED TABLE … RESUME WITH ('{key}' = …)"
+        pins = f"a definition pins only these (names are case-sensitive): {', '.join(sorted(ANSWER_SETTINGS))}"
         raise DefinitionError(
-            f"{label}: WITH ('{stray[0]}' = '{options[stray[0]]}') is not a Spark setting that changes a query's "
-            "answer, so it cannot belong to the definition. Nothing changed. Per-refresh Spark settings go in "
-            f"ALTER MATERIALIZED TABLE … RESUME WITH ('{stray[0]}' = …); a definition pins only these (names are "
-            f"case-sensitive): {', '.join(sorted(ANSWER_SETTINGS))}."
+            f"WITH ('{key}' = '{options[key]}') is not a Spark setting that changes a query's answer, so it cannot "
+            "belong to the definition. Nothing changed",
+            statement=label,
+            did_you_mean=near,
+            fix=elsewhere if near else f"{elsewhere}; {pins}",
         )
     return pinned, {k: v for k, v in options.items() if k not in pinned}
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mt_magic.errors import MtMagicError
 from mt_magic.runtime.spark.quoting import qualified
 
 if TYPE_CHECKING:
@@ -39,11 +40,11 @@ class SessionCache:
         """What the user should know when the kernel connects; ``None`` when nothing caches."""
         if self.spark is None:
             return None
-        return (
+        return MtMagicError(
             f"Note: catalog {self.catalog!r} caches tables (Iceberg's default): mt_magic makes this session forget "
-            "each table it commits, but other sessions on this catalog read a table up to 30 s behind. Fix: set "
-            f"spark.sql.catalog.{self.catalog}.cache-enabled=false where the catalog is defined."
-        )
+            "each table it commits, but other sessions on this catalog read a table up to 30 s behind",
+            fix=f"set spark.sql.catalog.{self.catalog}.cache-enabled=false where the catalog is defined",
+        ).message()
 
     def forget(self, *tables: str) -> None:
         """Drop ``tables`` (``catalog.namespace.table``) from the session's cache, so its next read loads the

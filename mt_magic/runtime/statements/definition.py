@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import DefinitionError, closest_names, did_you_mean
+from mt_magic.errors import DefinitionError, closest_names
 from mt_magic.options import CONVERT, ENGINE, INCREMENTAL, MAX_CHANGE
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import is_strict
@@ -102,9 +102,9 @@ def missing_name(ws: Workspace, name: str) -> tuple[tuple[str, ...], str | None]
 
 
 def missing_fix(ws: Workspace, name: str) -> str:
-    """``Fix: …`` of :func:`missing_name`, for the messages still built by hand."""
+    """The formatter's ``Fix: …`` of :func:`missing_name`, for a message that adds text after it (the service's)."""
     near, fix = missing_name(ws, name)
-    return f"Fix: {did_you_mean(near)}" if near else f"Fix: {fix}."
+    return DefinitionError(fix=None if near else fix, did_you_mean=near).fix_line()
 
 
 def infer_schema(
@@ -123,27 +123,15 @@ def analysis_error(
 ) -> DefinitionError:
     """Spark's refusal of ``query`` as the statement's error: the cell's line and column of the token Spark points
     at (found again in ``written``), Spark's problem without its plan, and a Fix."""
-    from mt_magic.runtime.spark.analysis_errors import offset_in, read_problem
-    from mt_magic.sql.ddl.lexing import Source
+    from mt_magic.runtime.spark.analysis_errors import placed_refusal
 
-    problem = read_problem(exc, query, lambda kind: function_names(ws))
-    at, words = None, problem.problem
-    offset = offset_in(written, problem.token, problem.occurrence) if written is not None else None
-    if written is not None and offset is not None and problem.token is not None:
-        at = Source(written).position(offset).inside(origin)
-        as_written = written[offset : offset + len(problem.token)]  # the rewrite may have changed its letter case
-        words = words.replace(f"`{problem.token.strip('`')}`", f"`{as_written.strip('`')}`")
+    refusal = placed_refusal(exc, query, written, origin, ws.spark)
     return DefinitionError(
-        f"Spark cannot analyse the query: {words}", statement=statement, position=at, fix=problem.fix
+        f"Spark cannot analyse the query: {refusal.problem}",
+        statement=statement,
+        position=refusal.position,
+        fix=refusal.fix,
     )
-
-
-def function_names(ws: Workspace) -> list[str]:
-    """Every function the session knows (for the "did you mean" of an unknown one; only on that error path)."""
-    try:
-        return [row[0] for row in ws.spark.sql("SHOW FUNCTIONS").collect()]
-    except Exception:  # a suggestion is a courtesy; the error is said without it
-        return []
 
 
 def with_row_identity(
