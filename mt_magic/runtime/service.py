@@ -31,7 +31,6 @@ from mt_magic.vocabulary import RefreshMode, RefreshTrigger, StatementAction
 if TYPE_CHECKING:
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.runtime.status import ManagedTable
-    from mt_magic.scheduling.airflow_runs import AirflowRunView
     from mt_magic.sql.ddl.freshness import FreshnessRules
 
 
@@ -45,11 +44,10 @@ class MaterializedTables(Inspection):
     """
 
     def __init__(self, engine: Engine, manager: RefreshManager, *, background: bool) -> None:
-        self.engine = engine
-        self.manager = manager
         self.background = background
         self.workflows = Workflows()
         """Which workflow scheduler runs each table (FLIP-448's seam): this kernel's manager, or Airflow."""
+        super().__init__(engine, manager, track=self.track, airflow_runs=self.workflows.airflow_run)
         self.kernel = KernelWorkflows(manager, self.managed, self.drive)
         """The kernel's side of every table (on Airflow too: the cards show it)."""
 
@@ -177,10 +175,6 @@ class MaterializedTables(Inspection):
         else:
             message = f"No refresh of {name} is running in this process: nothing to cancel."
         return StatementResult(StatementAction.CANCELLED, (name,), message)
-
-    def airflow_run(self, name: str) -> AirflowRunView | None:
-        """Airflow's last run, log link and next run of a table on Airflow, as last polled (never waits)."""
-        return self.workflows.airflow_run(name)
 
     # --- keeping the manager in step with the catalog (what handlers use: handlers.base.Runtime) -----------
 

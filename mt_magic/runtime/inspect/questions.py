@@ -30,20 +30,35 @@ if TYPE_CHECKING:
 
 
 class Inspection:
-    """The read-only half of :class:`~mt_magic.runtime.service.MaterializedTables`."""
+    """The read-only half of :class:`~mt_magic.runtime.service.MaterializedTables`.
 
-    engine: Engine
-    manager: RefreshManager
+    Args:
+        engine: reads the catalog and the tables.
+        manager: what this kernel knows of each table (statuses, events, failures).
+        track: makes sure the manager knows a table the catalog has (a status asked for before it is tracked).
+        airflow_runs: what Airflow last said of a table on Airflow, at once (``None``: not asked yet).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        manager: RefreshManager,
+        *,
+        track: Callable[[str], None],
+        airflow_runs: Callable[[str], AirflowRunView | None],
+    ) -> None:
+        self.engine = engine
+        self.manager = manager
+        self._track = track
+        self._airflow_runs = airflow_runs
 
     @property
     def workspace(self) -> Workspace:
         return self.engine.workspace
 
-    def track(self, name: str, with_downstream: bool = False) -> None:
-        raise NotImplementedError
-
     def airflow_run(self, name: str) -> AirflowRunView | None:
-        raise NotImplementedError
+        """Airflow's last run, log link and next run of a table on Airflow, as last polled (never waits)."""
+        return self._airflow_runs(name)
 
     # --- statements that only look --------------------------------------------------------------------
 
@@ -103,7 +118,7 @@ class Inspection:
 
     def status(self, name: str) -> TableStatus:
         """The table's current status (tracked on demand if the catalog has it but the manager does not)."""
-        self.track(name)
+        self._track(name)
         return self.manager.status(name)
 
     def statuses(self) -> list[TableStatus]:
