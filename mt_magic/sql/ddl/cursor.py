@@ -188,9 +188,8 @@ class Cursor:
     def unexpected(self, tok: Tok | None, expected: list[str]) -> SqlError:
         """ "Unexpected X: expected A, B or C", with a did-you-mean when X is a near miss."""
         listed = ", ".join(expected[:-1]) + f" or {expected[-1]}" if len(expected) > 1 else expected[0]
-        fix = f"write one of {listed}"
-        if tok is not None and tok.kind is TokKind.WORD:
-            close = closest_names(tok.upper, expected)
-            if close:
-                fix = f"did you mean {close[0]}?"
-        return self.error(SqlSyntaxError, f"unexpected {describe(tok)}: expected {listed}", tok, fix)
+        close = closest_names(tok.upper, expected) if tok is not None and tok.kind is TokKind.WORD else []
+        problem = f"unexpected {describe(tok)}: expected {listed}"
+        if close:
+            return self.error(SqlSyntaxError, problem, tok, did_you_mean=close[:1])
+        return self.error(SqlSyntaxError, problem, tok, f"write one of {listed}")

@@ -202,7 +202,7 @@ def _require_materialized(cur: Cursor, first: Tok, skip: tuple[str, ...] = ()) -
         words.append(tok.upper)
     what = " ".join(words)
     if tok is not None and tok.is_word() and closest_name(tok.upper, ["MATERIALIZED"]) is not None:  # MATERIALISED
-        raise cur.error(SqlSyntaxError, f"{tok.text} is not a keyword", tok, "did you mean MATERIALIZED?")
+        raise cur.error(SqlSyntaxError, f"{tok.text} is not a keyword", tok, did_you_mean=["MATERIALIZED"])
     raise cur.error(
         UnsupportedStatementError,
         f"{what} is not a materialized-table statement",
