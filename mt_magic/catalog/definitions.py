@@ -3,10 +3,16 @@
 * The **definition** lives in table properties with the ``mt.`` prefix (query, freshness, modes, options,
   formatters, upstream tables, suspended flag, format version).
 * The **refresh state** lives in the snapshot summary of every refresh commit, written in the same commit
-  as the data. The ``refresh-state`` key follows the Iceberg materialized-view proposal
-  (``view-version-id``: the version of the table's view, ``catalog.views``, holding the definition that ran;
-  ``source-states`` entries with namespace, name, uuid, snapshot-id; ``refresh-start-timestamp-ms``) so
-  other engines can judge freshness; ``mt.``-prefixed keys add what only mt_magic needs.
+  as the data. The ``refresh-state`` key holds exactly the record of the Iceberg materialized-view draft
+  (apache/iceberg PR #11041, as of its September 2026 text): ``view-version-id`` (the version of the table's
+  view, ``catalog.views``, holding the definition that ran), ``source-states`` (one ``type`` = ``table`` entry
+  per source: ``namespace``, ``name``, ``uuid``, ``snapshot-id``; no ``catalog``, as every source is in the
+  table's own catalog, and no ``ref``, as refreshes read ``main``) and ``refresh-start-timestamp-ms``, so other
+  engines can judge freshness. ``mt.``-prefixed keys add what only mt_magic needs, among them
+  ``mt.source-catalog`` (the Spark name under which the sources were read). A refresh of a table that has no
+  view version to name writes the same record under ``mt.refresh-state`` instead: the draft requires
+  ``view-version-id``. Commits written before this shape (``catalog`` in each entry, ``snapshot-id`` null for
+  an empty source, ``refresh-state`` without ``view-version-id``) are read as before.
 
 Pure encoding and decoding, no I/O: a catalog client reads the raw properties and summaries.
 """
@@ -23,6 +29,14 @@ from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, Refresh
 FORMAT_VERSION = "1"
 PREFIX = "mt."
 REFRESH_STATE_KEY = "refresh-state"
+"""The draft's snapshot-summary key: its refresh-state record as a JSON string."""
+OWN_REFRESH_STATE_KEY = f"{PREFIX}refresh-state"
+"""The same record where the draft's key would be malformed: the refresh had no view version to name."""
+SOURCE_CATALOG_KEY = f"{PREFIX}source-catalog"
+"""The Spark catalog name of the sources (the draft's entries leave ``catalog`` out for the view's own catalog)."""
+NO_SNAPSHOT = -1
+"""``snapshot-id`` of a source that had no snapshot when the refresh read it: the table spec's own spelling of
+"no current snapshot" (``current-snapshot-id`` -1), as the draft's field is a required long."""
 
 
 def _ms(dt: datetime) -> int:
@@ -164,25 +178,27 @@ class SourceState:
     def qualified_name(self) -> str:
         return ".".join((self.catalog, *self.namespace, self.name) if self.catalog else (*self.namespace, self.name))
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "type": "table",
-            "catalog": self.catalog,
-            "namespace": list(self.namespace),
-            "name": self.name,
-            "uuid": self.uuid,
-            "snapshot-id": self.snapshot_id,
-        }
+    def to_json(self, home_catalog: str = "") -> dict[str, object]:
+        """The draft's source-table record; ``catalog`` only for a source outside ``home_catalog``."""
+        record: dict[str, object] = {"type": "table", "namespace": list(self.namespace), "name": self.name}
+        if self.catalog and self.catalog != home_catalog:
+            record["catalog"] = self.catalog
+        record["uuid"] = self.uuid
+        record["snapshot-id"] = NO_SNAPSHOT if self.snapshot_id is None else self.snapshot_id
+        return record
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> SourceState:
+    def from_json(cls, data: Mapping[str, object], home_catalog: str = "") -> SourceState:
+        """A source-table record of either shape (the draft's, or the older one with ``catalog`` in every entry
+        and a null ``snapshot-id`` for an empty source); an entry without ``catalog`` is in ``home_catalog``."""
         snapshot = data.get("snapshot-id")
+        snapshot_id = None if snapshot is None else int(str(snapshot))
         return cls(
             namespace=tuple(data.get("namespace", ())),  # type: ignore[arg-type]
             name=str(data["name"]),
             uuid=str(data.get("uuid", "")),
-            snapshot_id=None if snapshot is None else int(str(snapshot)),
-            catalog=str(data.get("catalog", "")),
+            snapshot_id=None if snapshot_id == NO_SNAPSHOT else snapshot_id,
+            catalog=str(data["catalog"]) if "catalog" in data else home_catalog,
         )
 
 
@@ -215,11 +231,14 @@ class RefreshState:
 
     def to_summary(self) -> dict[str, str]:
         """Snapshot-summary entries (all strings, as Iceberg requires)."""
+        home = self.source_states[0].catalog if self.source_states else ""
         state: dict[str, object] = {} if self.view_version_id is None else {"view-version-id": self.view_version_id}
-        state["source-states"] = [s.to_json() for s in self.source_states]
+        state["source-states"] = [s.to_json(home) for s in self.source_states]
         state["refresh-start-timestamp-ms"] = _ms(self.refresh_start)
+        key = REFRESH_STATE_KEY if self.view_version_id is not None else OWN_REFRESH_STATE_KEY
         return {
-            REFRESH_STATE_KEY: json.dumps(state, separators=(",", ":")),
+            key: json.dumps(state, separators=(",", ":")),
+            **({SOURCE_CATALOG_KEY: home} if home else {}),
             f"{PREFIX}refresh-kind": self.kind.value,
             f"{PREFIX}refresh-trigger": self.trigger.value,
             f"{PREFIX}scheduled-time-ms": str(_ms(self.scheduled_time)),
@@ -233,12 +252,13 @@ class RefreshState:
     @classmethod
     def from_summary(cls, summary: Mapping[str, str]) -> RefreshState | None:
         """The refresh state of a snapshot, or ``None`` for commits that were not refreshes."""
-        raw = summary.get(REFRESH_STATE_KEY)
+        raw = summary.get(REFRESH_STATE_KEY, summary.get(OWN_REFRESH_STATE_KEY))
         if raw is None:
             return None
         state = json.loads(raw)
+        home = summary.get(SOURCE_CATALOG_KEY, "")
         return cls(
-            source_states=tuple(SourceState.from_json(s) for s in state.get("source-states", [])),
+            source_states=tuple(SourceState.from_json(s, home) for s in state.get("source-states", [])),
             refresh_start=_from_ms(state.get("refresh-start-timestamp-ms", 0)),
             kind=RefreshKind(summary.get(f"{PREFIX}refresh-kind", "full")),
             trigger=RefreshTrigger(summary.get(f"{PREFIX}refresh-trigger", "manual")),
