@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -104,7 +105,7 @@ class RefreshRunner:
         now = self.clock()
         if self.state.scheduling and self.discovery_due(now):
             self.discover(now)
-        if self.state.leases is not None and (self.state.lease_at is None or now >= self.state.lease_at):
+        if self.state.lease_turn_due(now):
             self._apply_if_any(lease_pass(self.state, self.lock, now))  # the runs it allows start below
         self._poll_progress(now)
         self._watch(now)
@@ -388,6 +389,72 @@ class RefreshRunner:
                 ]
         upcoming = [t for t in times if t is not None and t > now]
         return (min(upcoming) - now).total_seconds() if upcoming else self.rediscover_every.total_seconds()
+
+    # -- what the manager asks of its runner ----------------------------------------------------------
+
+    def wake_up(self) -> None:
+        """Something may be due now: the scheduler thread steps at once instead of waiting out its timeout."""
+        self.wake.set()
+
+    def sleep_until_due(self) -> None:
+        """The scheduler thread's wait between steps: until woken, or until a run, a discovery or a poll is due."""
+        self.wake.wait(self.seconds_to_next_wakeup())
+        self.wake.clear()
+
+    def allow_running(self) -> None:
+        """A (re)started manager's thread may loop."""
+        self.stopping.clear()
+
+    def request_stop(self) -> None:
+        """The thread ends after its current step; :meth:`is_idle` no longer waits for due runs."""
+        self.stopping.set()
+
+    def stop_requested(self) -> bool:
+        return self.stopping.is_set()
+
+    def set_stall_policy(self, policy: StallPolicy) -> None:
+        """A new stall policy, used from the next step (which starts now)."""
+        with self.lock:
+            self.stall_policy = policy
+        self.wake.set()
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Deliver every event to ``callback`` from now on; returns the function that stops it."""
+        subscribers = self.subscribers
+        with self.lock:
+            subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self.lock:
+                if callback in subscribers:
+                    subscribers.remove(callback)
+
+        return unsubscribe
+
+    def wait_stopped(self, table: str, timeout: float) -> bool:
+        """Wait (holding no lock) until a cancelled job's work on ``table`` has stopped."""
+        return self.backend.wait_stopped(table, timeout)
+
+    def wait_for_jobs(self, deadline: float) -> bool:
+        """Wait until every (cancelled) job has ended, cancelling lingering ones again as the thread would.
+
+        Args:
+            deadline: a :func:`time.monotonic` time.
+        """
+        step = self.progress_every.total_seconds()
+        while True:
+            with self.changed:
+                wait = min(max(deadline - time.monotonic(), 0), step)
+                if self.changed.wait_for(lambda: not self.state.has_jobs(), wait):
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            self.recancel(self.clock())
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Block until :meth:`is_idle` (``timeout`` seconds at most; ``None``: as long as it takes)."""
+        with self.changed:
+            return self.changed.wait_for(self.is_idle, timeout)
 
     def is_idle(self) -> bool:
         """Nothing runs, nothing is due now, every event was delivered (call holding the lock)."""

@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future
 from datetime import datetime, timedelta
 
-from mt_magic.errors import NoSuchMaterializedTableError, RefreshCancelledError
+from mt_magic.errors import RefreshCancelledError
 from mt_magic.runtime.manager.backend import RefreshBackend
 from mt_magic.runtime.manager.lease_keeper import LeaseKeeper
 from mt_magic.runtime.manager.lease_pass import release
 from mt_magic.runtime.manager.loop import RefreshRunner, Subscriber
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.state import Effects, SchedulerState
-from mt_magic.runtime.manager.tracked import CascadeGroup, PendingRun, ScheduledTable
+from mt_magic.runtime.manager.tracked import CascadeGroup, PendingRun
 from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.status import ManagedTable, RefreshOutcome, RefreshRecord, RefreshRequest, TableStatus
 from mt_magic.runtime.workspace import utc_now
@@ -99,9 +99,12 @@ class RefreshManager:
         if leases is not None and not scheduling:
             raise ValueError("leases need a scheduling manager (an inline manager refreshes only when asked)")
         self._state = SchedulerState(
-            retry, rng if rng is not None else random.Random(), max_concurrent_jobs, scheduling=scheduling
+            retry,
+            rng if rng is not None else random.Random(),
+            max_concurrent_jobs,
+            scheduling=scheduling,
+            leases=leases,
         )
-        self._state.leases = leases
         self._lock = threading.RLock()
         self._runner = RefreshRunner(
             backend,
@@ -135,7 +138,7 @@ class RefreshManager:
     @property
     def lease_holder(self) -> str | None:
         """This manager's name in the catalog's lease map (``None``: leasing is off)."""
-        return self._state.leases.holder if self._state.leases is not None else None
+        return self._state.lease_holder()
 
     @property
     def stall_policy(self) -> StallPolicy:
@@ -144,9 +147,7 @@ class RefreshManager:
 
     @stall_policy.setter
     def stall_policy(self, policy: StallPolicy) -> None:
-        with self._lock:
-            self._runner.stall_policy = policy
-        self._runner.wake.set()
+        self._runner.set_stall_policy(policy)
 
     @property
     def pause_reason(self) -> str | None:
@@ -161,7 +162,7 @@ class RefreshManager:
         with self._lifecycle:
             if self._thread is not None:
                 return
-            self._runner.stopping.clear()
+            self._runner.allow_running()
             now = self._clock()
             if self._runner.discovery_due(now):
                 self._runner.discover(now)
@@ -185,35 +186,21 @@ class RefreshManager:
             deadline = time.monotonic() + timeout
             with self._lock:
                 thread, self._thread = self._thread, None
-                if thread is None and not self._state.jobs:
+                if thread is None and not self._state.has_jobs():
                     release(self._state)
                     return True
-                self._runner.stopping.set()
-                effects = Effects()
-                for name in list(self._state.jobs):
-                    effects.cancel_group(self._state.cancel_job(name, "manager stopped", requeue=True))
-                effects.fail(self._detach_waiters(), RefreshCancelledError("the refresh manager stopped"))
+                self._runner.request_stop()
+                effects = self._state.cancel_jobs("manager stopped", requeue=True)
+                effects.fail(self._state.detach_waiters(), RefreshCancelledError("the refresh manager stopped"))
             self._runner.apply(effects)
             if thread is not None:
                 thread.join(max(deadline - time.monotonic(), 0))
                 atexit.unregister(self._stop_at_exit)
-            ended = self._wait_for_jobs(deadline)
+            ended = self._runner.wait_for_jobs(deadline)
             self._runner.shutdown_executor(wait=ended)
             release(self._state)
             self._runner.dispatch_events()
             return ended and (thread is None or not thread.is_alive())
-
-    def _wait_for_jobs(self, deadline: float) -> bool:
-        """Wait until every (cancelled) job has ended, cancelling lingering ones again as the thread would."""
-        step = self._runner.progress_every.total_seconds()
-        while True:
-            with self._runner.changed:
-                wait = min(max(deadline - time.monotonic(), 0), step)
-                if self._runner.changed.wait_for(lambda: not self._state.jobs, wait):
-                    return True
-            if time.monotonic() >= deadline:
-                return False
-            self._runner.recancel(self._clock())
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing runs, nothing is due now, and every event has been delivered.
@@ -224,8 +211,7 @@ class RefreshManager:
         Returns:
             True if idle, False if ``timeout`` passed first.
         """
-        with self._runner.changed:
-            return self._runner.changed.wait_for(self._runner.is_idle, timeout)
+        return self._runner.wait_idle(timeout)
 
     def _register_exit_hooks(self) -> None:
         atexit.register(self._stop_at_exit)
@@ -254,13 +240,12 @@ class RefreshManager:
             self.stop(timeout=5.0)
 
     def _run_loop(self) -> None:
-        while not self._runner.stopping.is_set():
+        while not self._runner.stop_requested():
             try:
                 self.step()
             except Exception:
                 log.exception("refresh manager step failed; continuing")
-            self._runner.wake.wait(self._runner.seconds_to_next_wakeup())
-            self._runner.wake.clear()
+            self._runner.sleep_until_due()
 
     # -- control ---------------------------------------------------------------------------------------
 
@@ -290,12 +275,12 @@ class RefreshManager:
             group.track(future)
             run.groups.append(group)
         with self._lock:
-            entry, now = self._entry(name), self._clock()
+            entry, now = self._state.table(name), self._clock()
             entry.request(run)
             self._state.note_state(entry, now)
             if not self._state.may_run(name, now):
-                self._state.lease_at = None  # ask whoever holds it to hand it over, now
-        self._runner.wake.set()
+                self._state.want_leases_now()  # ask whoever holds it to hand it over, now
+        self._runner.wake_up()
         return run.groups[0].future if cascade else future
 
     def suspend(self, name: str) -> None:
@@ -305,7 +290,7 @@ class RefreshManager:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
-            effects = self._state.suspend(self._entry(name), self._clock(), "suspended")
+            effects = self._state.suspend(self._state.table(name), self._clock(), "suspended")
         self._runner.apply(effects)
 
     def cancel(self, name: str, reason: str = "cancelled by the user") -> bool:
@@ -319,7 +304,7 @@ class RefreshManager:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
-            self._entry(name)
+            self._state.table(name)
             group = self._state.cancel_job(name, reason, requeue=False)
         effects = Effects()
         effects.cancel_group(group)
@@ -333,8 +318,8 @@ class RefreshManager:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
-            self._state.resume(self._entry(name), _pairs(options), self._clock())
-        self._runner.wake.set()
+            self._state.resume(self._state.table(name), _pairs(options), self._clock())
+        self._runner.wake_up()
 
     def remove(self, name: str, reason: str = "dropped", wait: float = 0.0) -> None:
         """Forget a dropped (or renamed) table: cancel its running job, fail its pending runs' waiters.
@@ -347,12 +332,11 @@ class RefreshManager:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
-            self._entry(name)
-            effects = self._state.forget(name, self._clock(), reason)
-            self._state.removed.add(name)
+            self._state.table(name)
+            effects = self._state.remove(name, self._clock(), reason)
         self._runner.apply(effects)
         if wait > 0:
-            self._runner.backend.wait_stopped(name, wait)
+            self._runner.wait_stopped(name, wait)
 
     def upsert(self, table: ManagedTable) -> None:
         """Adopt a new or changed definition (ALTER AS, freshness, suspended); a running job starts over.
@@ -361,7 +345,7 @@ class RefreshManager:
             ValueError: the table's cron or freshness is invalid.
         """
         with self._lock:
-            now, entry = self._clock(), self._state.tables.get(table.name)
+            now, entry = self._clock(), self._state.find(table.name)
             if entry is None:
                 self._state.insert(table, None, now)
                 effects = Effects()
@@ -383,10 +367,10 @@ class RefreshManager:
             return None
         future: Future[RefreshOutcome] = Future()
         with self._lock:
-            entry, now = self._state.tables[table.name], self._clock()
+            entry, now = self._state.table(table.name), self._clock()
             entry.request(PendingRun(RefreshTrigger.INITIAL, now, now, futures=[future]))
             self._state.note_state(entry, now)
-        self._runner.wake.set()
+        self._runner.wake_up()
         return future
 
     # -- status and events -----------------------------------------------------------------------------
@@ -398,12 +382,12 @@ class RefreshManager:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
-            return self._state.snapshot(self._entry(name), self._clock())
+            return self._state.snapshot(self._state.table(name), self._clock())
 
     def knows(self, name: str) -> bool:
         """Whether the manager tracks ``name``."""
         with self._lock:
-            return name in self._state.tables
+            return self._state.knows(name)
 
     def failures(self, name: str) -> list[RefreshRecord]:
         """The latest failed refreshes of ``name`` in this process, newest first.
@@ -412,13 +396,12 @@ class RefreshManager:
             NoSuchMaterializedTableError: the manager does not know ``name``.
         """
         with self._lock:
-            return list(reversed(self._entry(name).failure_records))
+            return self._state.table(name).latest_failures()
 
     def statuses(self) -> list[TableStatus]:
         """Immutable snapshots of every known table, sorted by name."""
         with self._lock:
-            now = self._clock()
-            return [self._state.snapshot(self._state.tables[name], now) for name in sorted(self._state.tables)]
+            return self._state.snapshots(self._clock())
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback`` with every event, in order, on the manager's thread.
@@ -428,16 +411,7 @@ class RefreshManager:
         Returns:
             A function that unsubscribes ``callback``.
         """
-        subscribers = self._runner.subscribers
-        with self._lock:
-            subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in subscribers:
-                    subscribers.remove(callback)
-
-        return unsubscribe
+        return self._runner.subscribe(callback)
 
     # -- one scheduling pass ---------------------------------------------------------------------------
 
@@ -449,17 +423,3 @@ class RefreshManager:
             The requests started, in start order.
         """
         return self._runner.step()
-
-    def _entry(self, name: str) -> ScheduledTable:
-        entry = self._state.tables.get(name)
-        if entry is None:
-            raise NoSuchMaterializedTableError(f"{name!r} is not a materialized table the refresh manager knows")
-        return entry
-
-    def _detach_waiters(self) -> list[Future[RefreshOutcome]]:
-        runs = [run for entry in self._state.tables.values() for run in entry.pending.values()]
-        runs += [job.run for job in self._state.jobs.values()]
-        waiters = [future for run in runs for future in run.futures]
-        for run in runs:
-            run.futures = []
-        return waiters

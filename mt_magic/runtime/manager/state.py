@@ -14,7 +14,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mt_magic.errors import CatalogUnavailableError, RefreshCancelledError, RefreshConflictError
+from mt_magic.errors import (
+    CatalogUnavailableError,
+    NoSuchMaterializedTableError,
+    RefreshCancelledError,
+    RefreshConflictError,
+)
 from mt_magic.runtime.graph import blocking_ancestors, cascaded_partition, dependents
 from mt_magic.runtime.manager.lease_keeper import LeaseKeeper
 from mt_magic.runtime.manager.schedule import RetryPolicy
@@ -64,7 +69,15 @@ class Effects:
 class SchedulerState:
     """Every table, every running job, the event queue and the catalog pause, with their transitions."""
 
-    def __init__(self, policy: RetryPolicy, rng: random.Random, max_jobs: int, *, scheduling: bool = True) -> None:
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        rng: random.Random,
+        max_jobs: int,
+        *,
+        scheduling: bool = True,
+        leases: LeaseKeeper | None = None,
+    ) -> None:
         self.policy = policy
         self.scheduling = scheduling
         """``False`` for an inline manager: no schedules, no automatic cascades, no discovery of its own."""
@@ -80,12 +93,43 @@ class SchedulerState:
         self.catalog_failures = 0
         self.discover_at: datetime | None = None
         """When to list the catalog next; ``None`` means at the next step."""
-        self.leases: LeaseKeeper | None = None
+        self.leases = leases
         """One refresher per table: runs start only for tables whose lease this manager holds (``None``: all)."""
         self.lease_at: datetime | None = None
         """When to take this manager's turn at the lease map next; ``None`` means at the next step."""
 
     # -- tables ----------------------------------------------------------------------------------------
+
+    def find(self, name: str) -> ScheduledTable | None:
+        """The tracked table ``name`` (``None``: not tracked)."""
+        return self.tables.get(name)
+
+    def table(self, name: str) -> ScheduledTable:
+        """Raises:
+        NoSuchMaterializedTableError: ``name`` is not tracked."""
+        entry = self.tables.get(name)
+        if entry is None:
+            raise NoSuchMaterializedTableError(f"{name!r} is not a materialized table the refresh manager knows")
+        return entry
+
+    def knows(self, name: str) -> bool:
+        return name in self.tables
+
+    def snapshots(self, now: datetime) -> list[TableStatus]:
+        """Every tracked table's status, sorted by name."""
+        return [self.snapshot(self.tables[name], now) for name in sorted(self.tables)]
+
+    def lease_holder(self) -> str | None:
+        """This manager's name in the catalog's lease map (``None``: leasing is off)."""
+        return self.leases.holder if self.leases is not None else None
+
+    def lease_turn_due(self, now: datetime) -> bool:
+        """Whether this manager takes its turn at the lease map now (never when leasing is off)."""
+        return self.leases is not None and (self.lease_at is None or now >= self.lease_at)
+
+    def want_leases_now(self) -> None:
+        """Take this manager's turn at the lease map at the next step (a lease is wanted, or wanted back)."""
+        self.lease_at = None
 
     def insert(
         self,
@@ -110,6 +154,13 @@ class SchedulerState:
         effects.fail(entry.drain(), RefreshCancelledError(f"refresh of {name} cancelled: {reason}"))
         effects.cancel_group(self.cancel_job(name, reason, requeue=False))
         self.events.append(RefreshEvent(EventKind.TABLE_REMOVED, name, now, None, reason))
+        return effects
+
+    def remove(self, name: str, now: datetime, reason: str) -> Effects:
+        """:meth:`forget` a table dropped (or renamed) here: discovery ignores it until the catalog no longer
+        lists it."""
+        effects = self.forget(name, now, reason)
+        self.removed.add(name)
         return effects
 
     def suspend(self, entry: ScheduledTable, now: datetime, reason: str) -> Effects:
@@ -163,6 +214,25 @@ class SchedulerState:
         job.requeue = requeue if first else job.requeue and requeue
         job.cancel_reason = job.cancel_reason or reason
         return job.request.job_group if first else None
+
+    def has_jobs(self) -> bool:
+        return bool(self.jobs)
+
+    def cancel_jobs(self, reason: str, requeue: bool) -> Effects:
+        """:meth:`cancel_job` of every running job."""
+        effects = Effects()
+        for name in list(self.jobs):
+            effects.cancel_group(self.cancel_job(name, reason, requeue))
+        return effects
+
+    def detach_waiters(self) -> list[Future[RefreshOutcome]]:
+        """Take every waiter of every pending and running run off it (their runs still happen, unwaited)."""
+        runs = [run for entry in self.tables.values() for run in entry.pending.values()]
+        runs += [job.run for job in self.jobs.values()]
+        waiters = [future for run in runs for future in run.futures]
+        for run in runs:
+            run.futures = []
+        return waiters
 
     # -- running ---------------------------------------------------------------------------------------
 

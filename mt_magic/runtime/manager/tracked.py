@@ -194,6 +194,10 @@ class ScheduledTable:
     def name(self) -> str:
         return self.table.name
 
+    def latest_failures(self) -> list[RefreshRecord]:
+        """The latest failed refreshes in this process, newest first."""
+        return list(reversed(self.failure_records))
+
     @property
     def elsewhere(self) -> bool:
         """Another workflow scheduler (Airflow) runs its refreshes: shown here, never scheduled or leased here."""
