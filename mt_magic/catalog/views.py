@@ -1,5 +1,6 @@
 """The Iceberg view registered alongside each materialized table, as the materialized-view proposal describes it
-(apache/iceberg PR #11041; field names may still change).
+(apache/iceberg PR #11041, still open; mt_magic follows its text of September 2026, in which ``storage-table`` has
+only ``namespace`` and ``name``: the storage table is in the view's own catalog).
 
 The materialized table keeps its name and stays a plain Iceberg table, so clients that know nothing of the
 proposal keep reading it as before; it is the proposal's *storage table*. Next to it, in the same namespace, the
