@@ -29,11 +29,10 @@ def lease_every(keeper: LeaseKeeper) -> timedelta:
 def wishes(state: SchedulerState) -> LeaseWishes:
     """Every tracked table that is not suspended nor on another scheduler; the urgent ones have a manual refresh
     waiting."""
-    wanted = frozenset(name for name, entry in state.tables.items() if not entry.suspended and not entry.elsewhere)
-    urgent = frozenset(
-        name for name, entry in state.tables.items() if any(run.immediate for run in entry.pending.values())
-    )
-    return LeaseWishes(wanted, urgent, frozenset(state.jobs))
+    entries = state.entries()
+    wanted = frozenset(entry.name for entry in entries if not entry.suspended and not entry.elsewhere)
+    urgent = frozenset(entry.name for entry in entries if entry.manual_waiting())
+    return LeaseWishes(wanted, urgent, frozenset(state.running_names()))
 
 
 def lease_pass(state: SchedulerState, lock: threading.RLock, now: datetime) -> Effects:
@@ -46,26 +45,26 @@ def lease_pass(state: SchedulerState, lock: threading.RLock, now: datetime) -> E
     assert keeper is not None
     with lock:
         wanted = wishes(state)
-        before = {name: keeper.holder_of(name, now) for name in state.tables}
+        before = {entry.name: keeper.holder_of(entry.name, now) for entry in state.entries()}
     try:
         keeper.sync(wanted, now)
     except CatalogUnavailableError as exc:
         with lock:
-            state.lease_at = now + lease_every(keeper)
-            if state.pause_reason is None:
+            state.next_lease_turn(now + lease_every(keeper))
+            if not state.paused():
                 state.pause(str(exc), now)
         return Effects()
     effects = Effects()
     with lock:
-        state.lease_at = now + lease_every(keeper)
-        for name in list(state.jobs):
+        state.next_lease_turn(now + lease_every(keeper))
+        for name in state.running_names():
             holder = keeper.holder_of(name, now)
             if holder is not None and holder != keeper.holder:
                 log.warning("the lease of %s was taken over by %s; cancelling this process's refresh", name, holder)
                 effects.cancel_group(state.cancel_job(name, f"its lease was taken over by {holder}", requeue=True))
-        for name, entry in state.tables.items():
-            holder = keeper.holder_of(name, now)
-            if holder != before.get(name):
+        for entry in state.entries():
+            holder = keeper.holder_of(entry.name, now)
+            if holder != before.get(entry.name):
                 mine = " (this process)" if holder == keeper.holder else ""
                 state.publish(EventKind.STATE_CHANGED, entry, now, f"refreshed by {holder or 'nobody'}{mine}")
             else:

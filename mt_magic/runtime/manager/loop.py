@@ -113,7 +113,7 @@ class RefreshRunner:
         if self.state.scheduling:
             self._poll_staleness(now)
         started: list[RefreshRequest] = []
-        for _ in range(4 * len(self.state.tables) + 4):  # inline executors finish runs that make others due
+        for _ in range(4 * self.state.table_count() + 4):  # inline executors finish runs that make others due
             batch = self._start_due(self.clock())
             if not batch:
                 break
@@ -122,8 +122,7 @@ class RefreshRunner:
         return started
 
     def discovery_due(self, now: datetime) -> bool:
-        at = self.state.discover_at
-        return at is None or now >= at
+        return self.state.discovery_due(now)
 
     def discover(self, now: datetime) -> None:
         """List the catalog's tables and reconcile; an unreachable catalog pauses work instead.
@@ -132,11 +131,11 @@ class RefreshRunner:
         the listing itself, every ``rediscover_every``, finds new and dropped tables.
         """
         with self.lock:
-            reuse = frozenset(name for name, entry in self.state.tables.items() if self._checked_recently(entry, now))
+            reuse = frozenset(entry.name for entry in self.state.entries() if self._checked_recently(entry, now))
         try:
             tables = list(self.backend.discover(reuse))
             with self.lock:
-                known = set(self.state.tables) | self.state.removed
+                known = self.state.known_names()
             recent = {t.name: self._recent_refreshes(t.name) for t in tables if t.name not in known}
             last_refresh = {name: records[0] if records else None for name, records in recent.items()}
         except CatalogUnavailableError as exc:
@@ -146,14 +145,14 @@ class RefreshRunner:
         except Exception:
             log.exception("discovering materialized tables failed; trying again in %s", self.rediscover_every)
             with self.lock:
-                self.state.discover_at = now + self.rediscover_every
+                self.state.discover_next(now + self.rediscover_every)
             return
         with self.lock:
             effects = self.state.apply_discovery(tables, last_refresh, now, recent)
-            self.state.discover_at = now + self.rediscover_every
+            self.state.discover_next(now + self.rediscover_every)
             self._checked = {
-                name: self._checked[name] if name in reuse else (now, entry.table)
-                for name, entry in self.state.tables.items()
+                entry.name: self._checked[entry.name] if entry.name in reuse else (now, entry.table)
+                for entry in self.state.entries()
             }
         self.apply(effects)
 
@@ -171,7 +170,7 @@ class RefreshRunner:
         with self.lock:
             jobs = [
                 job
-                for job in self.state.jobs.values()
+                for job in self.state.running()
                 if not job.cancelled
                 and (job.progress_polled_at is None or now - job.progress_polled_at >= self.progress_every)
             ]
@@ -183,7 +182,7 @@ class RefreshRunner:
                 continue
             with self.lock:
                 job.progress_polled_at = now
-                if progress != job.progress and self.state.tables.get(job.request.table) is job.table:
+                if progress != job.progress and self.state.is_current(job):
                     job.progress = progress
                     self.state.publish(EventKind.REFRESH_PROGRESS, job.table, now)
 
@@ -206,7 +205,7 @@ class RefreshRunner:
         """
         groups = []
         with self.lock:
-            for job in self.state.jobs.values():
+            for job in self.state.running():
                 if not job.cancelled:
                     continue
                 if job.cancelled_at is None:  # first seen: whoever cancelled it has just cancelled its group
@@ -238,11 +237,11 @@ class RefreshRunner:
         with self.lock:
             entries = [
                 entry
-                for entry in self.state.tables.values()
+                for entry in self.state.entries()
                 if entry.pending_checked_at is None or now - entry.pending_checked_at >= self.staleness_every_for(entry)
             ]
         for entry in entries:
-            if self.state.pause_reason is not None or not self.poll_pending_since(entry):
+            if self.state.paused() or not self.poll_pending_since(entry):
                 return
 
     def poll_pending_since(self, entry: ScheduledTable) -> bool:
@@ -251,7 +250,7 @@ class RefreshRunner:
             since = self.backend.pending_since(entry.name)
         except CatalogUnavailableError as exc:
             with self.lock:
-                if self.state.pause_reason is None:
+                if not self.state.paused():
                     self.state.pause(str(exc), self.clock())
             return False
         except NoSuchSourceTableError as exc:
@@ -312,7 +311,7 @@ class RefreshRunner:
 
     def _finish(self, job: RunningJob, outcome: RefreshOutcome | None, error: BaseException | None) -> None:
         with self.lock:
-            counted = error is None and not job.cancelled and self.state.tables.get(job.request.table) is job.table
+            counted = error is None and not job.cancelled and self.state.is_current(job)
         if counted:  # before settling, so the success event carries the staleness after this commit
             self.poll_pending_since(job.table)
         with self.lock:
@@ -355,11 +354,11 @@ class RefreshRunner:
         with self._dispatch_lock:
             while True:
                 with self.lock:
-                    if not self.state.events:
+                    event = self.state.next_event()
+                    if event is None:
                         self._dispatching = False
                         self.changed.notify_all()
                         return
-                    event = self.state.events.popleft()
                     subscribers = list(self.subscribers)
                     self._dispatching = True
                 for callback in subscribers:
@@ -375,16 +374,14 @@ class RefreshRunner:
             times = [self.state.next_deadline(now)]
             times += [
                 (job.progress_polled_at or now) + self.progress_every
-                for job in self.state.jobs.values()
+                for job in self.state.running()
                 if not job.cancelled
             ]
-            times += [
-                (job.cancelled_at or now) + self.progress_every for job in self.state.jobs.values() if job.cancelled
-            ]
-            if self.state.pause_reason is None:
+            times += [(job.cancelled_at or now) + self.progress_every for job in self.state.running() if job.cancelled]
+            if not self.state.paused():
                 times += [
                     entry.pending_checked_at + self.staleness_every_for(entry)
-                    for entry in self.state.tables.values()
+                    for entry in self.state.entries()
                     if entry.pending_checked_at is not None
                 ]
         upcoming = [t for t in times if t is not None and t > now]
@@ -458,7 +455,7 @@ class RefreshRunner:
 
     def is_idle(self) -> bool:
         """Nothing runs, nothing is due now, every event was delivered (call holding the lock)."""
-        if self._dispatching or self.state.jobs or self.state.events:
+        if self._dispatching or self.state.has_jobs() or self.state.has_events():
             return False
         return self.stopping.is_set() or not self.state.select_due(self.clock())
 

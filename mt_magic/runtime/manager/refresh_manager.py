@@ -133,7 +133,7 @@ class RefreshManager:
     @property
     def paused(self) -> bool:
         """Whether work is paused because the catalog cannot be reached."""
-        return self._state.pause_reason is not None
+        return self._state.paused()
 
     @property
     def lease_holder(self) -> str | None:

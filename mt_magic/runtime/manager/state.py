@@ -115,6 +115,32 @@ class SchedulerState:
     def knows(self, name: str) -> bool:
         return name in self.tables
 
+    def entries(self) -> list[ScheduledTable]:
+        """Every tracked table (a copy of the list: the lock's holder may change the state while iterating it)."""
+        return list(self.tables.values())
+
+    def table_count(self) -> int:
+        return len(self.tables)
+
+    def known_names(self) -> set[str]:
+        """The tracked tables and those dropped here (discovery reads the history of neither)."""
+        return set(self.tables) | self.removed
+
+    def is_current(self, job: RunningJob) -> bool:
+        """Whether ``job`` refreshes the table as tracked now (not one dropped, or re-created, since it started)."""
+        return self.tables.get(job.request.table) is job.table
+
+    def discovery_due(self, now: datetime) -> bool:
+        return self.discover_at is None or now >= self.discover_at
+
+    def discover_next(self, at: datetime) -> None:
+        """List the catalog again at ``at``."""
+        self.discover_at = at
+
+    def paused(self) -> bool:
+        """Whether work is paused because the catalog cannot be reached."""
+        return self.pause_reason is not None
+
     def snapshots(self, now: datetime) -> list[TableStatus]:
         """Every tracked table's status, sorted by name."""
         return [self.snapshot(self.tables[name], now) for name in sorted(self.tables)]
@@ -126,6 +152,10 @@ class SchedulerState:
     def lease_turn_due(self, now: datetime) -> bool:
         """Whether this manager takes its turn at the lease map now (never when leasing is off)."""
         return self.leases is not None and (self.lease_at is None or now >= self.lease_at)
+
+    def next_lease_turn(self, at: datetime) -> None:
+        """Take this manager's next turn at the lease map at ``at``."""
+        self.lease_at = at
 
     def want_leases_now(self) -> None:
         """Take this manager's turn at the lease map at the next step (a lease is wanted, or wanted back)."""
@@ -217,6 +247,13 @@ class SchedulerState:
 
     def has_jobs(self) -> bool:
         return bool(self.jobs)
+
+    def running(self) -> list[RunningJob]:
+        """Every running job, cancelled ones too (a copy of the list)."""
+        return list(self.jobs.values())
+
+    def running_names(self) -> list[str]:
+        return list(self.jobs)
 
     def cancel_jobs(self, reason: str, requeue: bool) -> Effects:
         """:meth:`cancel_job` of every running job."""
@@ -427,6 +464,13 @@ class SchedulerState:
             return status
         holder = self.leases.holder_of(entry.name, now)
         return replace(status, refreshed_by=holder, refreshed_here=holder == self.leases.holder)
+
+    def has_events(self) -> bool:
+        return bool(self.events)
+
+    def next_event(self) -> RefreshEvent | None:
+        """The oldest event not delivered yet, taken off the queue (``None``: none)."""
+        return self.events.popleft() if self.events else None
 
     def publish(self, kind: EventKind, entry: ScheduledTable, now: datetime, message: str = "") -> None:
         """Queue an event carrying the table's status right after it."""

@@ -194,6 +194,10 @@ class ScheduledTable:
     def name(self) -> str:
         return self.table.name
 
+    def manual_waiting(self) -> bool:
+        """Whether a refresh a user asked for (REFRESH, a card's button) waits to run."""
+        return any(run.immediate for run in self.pending.values())
+
     def latest_failures(self) -> list[RefreshRecord]:
         """The latest failed refreshes in this process, newest first."""
         return list(reversed(self.failure_records))

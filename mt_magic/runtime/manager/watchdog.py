@@ -104,7 +104,7 @@ def watch(state: SchedulerState, policy: StallPolicy, now: datetime) -> WatchRes
     from mt_magic.runtime.manager.state import Effects
 
     result = WatchResult(Effects())
-    for job in list(state.jobs.values()):
+    for job in state.running():
         if job.cancelled:
             continue
         entry = job.table
