@@ -328,6 +328,24 @@ def test_a_table_on_a_table(mt, reader: DraftReader, watched: Watched, revenue: 
     assert mt_says(watched, "top") == "up to date"
 
 
+def test_a_source_without_a_snapshot(mt, reader: DraftReader, watched: Watched, connection) -> None:  # type: ignore[no-untyped-def]
+    """A source that had no snapshot when the refresh read it: ``snapshot-id`` -1 (the draft's field is a required
+    long; -1 is the table spec's "no current snapshot"), fresh until the source's first commit."""
+    from mt_testing import run
+
+    namespace = str(mt.workspace.default_namespace)
+    connection.spark.sql("CREATE TABLE returns (id BIGINT, amount DOUBLE) USING iceberg")
+    run(mt, "CREATE MATERIALIZED TABLE refunds FRESHNESS = INTERVAL '1' DAY AS SELECT sum(amount) AS s FROM returns")
+    state = reader.refresh_state([namespace], "refunds")
+    assert state is not None and [s["snapshot-id"] for s in state["source-states"]] == [NO_SNAPSHOT]
+    assert reader.judge([namespace], "refunds__mv") is Verdict.FRESH
+    assert mt_says(watched, "refunds") == "up to date"
+
+    connection.spark.sql("INSERT INTO returns VALUES (1, 2.0)")
+    assert reader.judge([namespace], "refunds__mv") is Verdict.STALE
+    assert mt_says(watched, "refunds") == "behind"
+
+
 # --- the writer's record without Spark: the draft's shape, and the older shape still read ---------------------
 
 
