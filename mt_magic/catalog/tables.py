@@ -178,6 +178,10 @@ def table_info(name: str, table: Table) -> TableInfo:
     )
 
 
+def _namespace(namespace: str | None) -> tuple[str, ...] | None:
+    return tuple(namespace.split(".")) if namespace is not None else None
+
+
 @contextmanager
 def reaching(name: str) -> Iterator[None]:
     """Classify transport failures once, here: the catalog could not be reached (connection refused or reset,
@@ -318,15 +322,18 @@ class MaterializedCatalog:
     ) -> list[TableInfo]:
         """Every materialized table in the catalog (all namespaces), or in ``namespace`` only (not nested ones).
 
-        ``reuse_unchanged``: for the manager's discovery, which repeats every 30 s — each table whose metadata
-        has not changed since the last listing is not fetched or parsed again (see :meth:`load`).
+        ``reuse_unchanged``: for the manager's discovery, which repeats every 30 s, and the statements that need
+        every table's sources (DROP's and RENAME's dependents) — each table whose metadata has not changed since the
+        last listing is not fetched or parsed again (see :meth:`load`); where the catalog tells every table's ETag
+        in one request (the embedded server, :meth:`.Revalidated.etags`) an unchanged table costs no request of its
+        own, else one conditional request each. Exact either way: a table created or changed a moment ago is read.
         ``reuse_last``: tables the caller checked recently enough (with ``reuse_unchanged``): listed with their
         last answer, without a request of their own; the listing still says which tables exist.
 
         Raises:
             CatalogUnavailableError: the catalog cannot be reached (never a shorter list instead).
         """
-        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+        from pyiceberg.exceptions import NoSuchTableError
 
         def answer(ident: tuple[str, ...]) -> TableInfo | None:
             name = ".".join((self.spark_name, *ident))
@@ -337,20 +344,33 @@ class MaterializedCatalog:
             except NoSuchTableError:  # dropped between list and load
                 return None
 
-        idents: list[tuple[str, ...]] = []
         with reaching(f"the tables of catalog {self.spark_name}"):
-            spaces = list(self._namespaces()) if namespace is None else [tuple(namespace.split("."))]
-            for ns in spaces:
-                try:
-                    idents.extend(tuple(ident) for ident in self.catalog.list_tables(ns))
-                except NoSuchNamespaceError:  # dropped while listing
-                    continue
-            if len(idents) <= 1:
-                answers = [answer(ident) for ident in idents]
+            etags = self._revalidated.etags(_namespace(namespace)) if reuse_unchanged else None
+            idents = sorted(etags) if etags is not None else self._list_tables(namespace)
+            known: dict[tuple[str, ...], TableInfo | None] = {}
+            for ident, etag in (etags or {}).items():  # unchanged since read: no request of its own
+                known[ident] = self._revalidated.unchanged(".".join((self.spark_name, *ident)), etag)
+            todo = [ident for ident in idents if known.get(ident) is None]
+            if len(todo) <= 1:
+                known.update((ident, answer(ident)) for ident in todo)
             else:  # one request per table, each mostly waiting on the server: LIST_WORKERS of them at a time
-                with ThreadPoolExecutor(min(LIST_WORKERS, len(idents)), thread_name_prefix="mt-list") as pool:
-                    answers = list(pool.map(answer, idents))
+                with ThreadPoolExecutor(min(LIST_WORKERS, len(todo)), thread_name_prefix="mt-list") as pool:
+                    known.update(zip(todo, pool.map(answer, todo), strict=True))
+        answers = (known[ident] for ident in idents)
         return [info for info in answers if info is not None and info.definition is not None]
+
+    def _list_tables(self, namespace: str | None) -> list[tuple[str, ...]]:
+        """The identifiers of every table (all namespaces), or of ``namespace``'s, one listing per namespace."""
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
+        idents: list[tuple[str, ...]] = []
+        spaces = list(self._namespaces()) if namespace is None else [tuple(namespace.split("."))]
+        for ns in spaces:
+            try:
+                idents.extend(tuple(ident) for ident in self.catalog.list_tables(ns))
+            except NoSuchNamespaceError:  # dropped while listing
+                continue
+        return idents
 
     def update_properties(
         self,

@@ -87,3 +87,116 @@ def test_a_catalog_that_is_not_rest_loads_in_full(tmp_path: Path) -> None:
     first = catalog.load("local.n.t", reuse_unchanged=True)
     assert first == catalog.load("local.n.t", reuse_unchanged=True) == catalog.load("local.n.t")
     assert first.current_snapshot_id is not None
+
+
+def _materialized(rest, ident: tuple[str, ...], reads: str) -> None:  # type: ignore[no-untyped-def]
+    """A table with a materialized definition reading ``reads``, written as CREATE writes one (no Spark)."""
+    from datetime import timedelta
+
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
+    from mt_magic.vocabulary import RefreshMode
+
+    definition = MaterializedTableDefinition(
+        query=f"SELECT k FROM {reads}",
+        expanded_query=f"SELECT k FROM {reads}",
+        freshness="INTERVAL '1' DAY",
+        refresh_mode=RefreshMode.FULL,
+        interval=timedelta(days=1),
+        upstream=(reads,),
+    )
+    rest.create_table(ident, schema=ROWS.schema, properties=definition.to_properties())
+
+
+def test_a_listing_asks_once_for_every_etag_and_loads_only_what_changed(  # type: ignore[no-untyped-def]
+    rest, catalog_config, ns: str, statuses: list[int]
+) -> None:
+    from mt_magic.catalog.client import open_catalog
+
+    for index in range(5):
+        _materialized(rest, (ns, f"m{index}"), f"mt_test.{ns}.src")
+    catalog = MaterializedCatalog(rest, "mt_test")
+    first = catalog.list_materialized(ns, reuse_unchanged=True)
+    statuses.clear()
+    again = catalog.list_materialized(ns, reuse_unchanged=True)
+    assert statuses == [200] and [a is b for a, b in zip(again, first, strict=True)] == [True] * 5
+
+    other = open_catalog(catalog_config)  # another kernel: a new reader, a definition changed, a table dropped
+    _materialized(other, (ns, "new"), f"mt_test.{ns}.m0")
+    other.load_table((ns, "m1")).transaction().set_properties(
+        {"mt.upstream": f'["mt_test.{ns}.m0"]'}
+    ).commit_transaction()
+    other.drop_table((ns, "m2"))
+    statuses.clear()
+    changed = {info.name: info for info in catalog.list_materialized(ns, reuse_unchanged=True)}
+    assert sorted(statuses) == [200, 200, 200]  # the ETags, then m1 and new (the unchanged three: no request)
+    assert sorted(changed) == [f"mt_test.{ns}.{t}" for t in ("m0", "m1", "m3", "m4", "new")]
+    for name, info in changed.items():
+        assert info == catalog.load(name), name  # exactly what a full load says
+    assert changed[f"mt_test.{ns}.m0"] is first[0]
+    m1 = changed[f"mt_test.{ns}.m1"].definition
+    assert m1 is not None and m1.upstream == (f"mt_test.{ns}.m0",)
+
+
+def test_the_whole_catalog_is_one_request_when_nothing_changed(rest, ns: str, statuses: list[int]) -> None:  # type: ignore[no-untyped-def]
+    rest.create_namespace((ns, "inner"))
+    _materialized(rest, (ns, "top"), "mt_test.x.y")
+    _materialized(rest, (ns, "inner", "deep"), "mt_test.x.y")
+    catalog = MaterializedCatalog(rest, "mt_test")
+    first = catalog.list_materialized(reuse_unchanged=True)
+    walked = MaterializedCatalog(rest, "mt_test")
+    walked._revalidated._no_etags = True  # as on a server without the ETag listing: namespace by namespace
+    assert sorted(i.name for i in first) == sorted(i.name for i in walked.list_materialized(reuse_unchanged=True))
+    assert {f"mt_test.{ns}.top", f"mt_test.{ns}.inner.deep"} <= {i.name for i in first}
+    statuses.clear()
+    again = catalog.list_materialized(reuse_unchanged=True)
+    assert statuses == [200] and [i.name for i in again] == [i.name for i in first]
+
+
+def test_a_server_without_the_etag_listing_is_asked_once_then_listed_table_by_table(  # type: ignore[no-untyped-def]
+    rest, ns: str, statuses: list[int]
+) -> None:
+    from mt_magic.catalog.revalidation import TABLE_ETAGS
+
+    _materialized(rest, (ns, "m"), f"mt_test.{ns}.src")
+    catalog = MaterializedCatalog(rest, "mt_test")
+
+    def unknown_path(response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if TABLE_ETAGS in response.url:  # as a server without mt_magic's endpoint answers it
+            response.status_code = 404
+
+    hooks = rest._session.hooks["response"]
+    hooks.insert(0, unknown_path)
+    try:
+        first = catalog.list_materialized(ns, reuse_unchanged=True)
+        statuses.clear()
+        again = catalog.list_materialized(ns, reuse_unchanged=True)
+    finally:
+        hooks.remove(unknown_path)
+    assert [i.name for i in first] == [f"mt_test.{ns}.m"] and again == first
+    assert statuses == [200, 304]  # the namespace's listing, the table's conditional load: never the ETags again
+
+
+@pytest.mark.slow
+def test_on_icebergs_reference_server_a_listing_falls_back_and_stays_exact(tmp_path: Path) -> None:
+    from reference_catalog import reference_server
+
+    from mt_magic.catalog.client import CatalogConfig, open_catalog
+    from mt_magic.catalog.revalidation import TABLE_ETAGS
+
+    with reference_server(tmp_path) as url:
+        config = CatalogConfig("reference", {"uri": url, "warehouse": (tmp_path / "warehouse").as_uri()})
+        rest, other = open_catalog(config), open_catalog(config)
+        rest.create_namespace("ns")
+        _materialized(rest, ("ns", "m"), "reference.ns.src")
+        asked: list[tuple[str, int]] = []
+        rest._session.hooks["response"].append(lambda r, *a, **k: asked.append((r.url, r.status_code)))
+        catalog = MaterializedCatalog(rest, "reference")
+        assert [i.name for i in catalog.list_materialized(reuse_unchanged=True)] == ["reference.ns.m"]
+        [(_, refused)] = [(u, s) for u, s in asked if TABLE_ETAGS in u]
+        assert refused != 200
+        _materialized(other, ("ns", "new"), "reference.ns.m")  # another kernel's reader, a moment ago
+        asked.clear()
+        listed = catalog.list_materialized(reuse_unchanged=True)
+        assert [i.name for i in listed] == ["reference.ns.m", "reference.ns.new"]
+        assert not [u for u, _ in asked if TABLE_ETAGS in u]  # asked once per client, then table by table
+        assert listed == MaterializedCatalog(other, "reference").list_materialized()

@@ -1,6 +1,8 @@
 """A statement's catalog requests do not grow with the catalog: CREATE, ALTER and REFRESH of one table make as
 many requests among 200 other tables as in a catalog without them (each statement reads the tables it names and
-their sources, never a listing of the catalog)."""
+their sources, never a listing of the catalog). DROP (and RENAME) must know every table that reads the one they
+change, exactly, so they list the catalog: one request for every table's ETag, then a load of each table changed
+since this process last read it — a reader another process created a moment ago is found."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import itertools
 from collections import Counter
 
 import pytest
-from mt_testing import catalog_requests
+from mt_testing import catalog_requests, run
 
+from mt_magic.errors import DependencyError
 from mt_magic.sql import parse_cell
 
 _tables = itertools.count()
@@ -58,3 +61,69 @@ def test_statements_cost_the_same_among_200_other_tables(spark, mt, src) -> None
         pyiceberg.create_table((namespace, f"t{index}"), schema=arrow)
     crowded = statements(mt, "second")
     assert crowded == alone, f"alone {dict(alone)}, among 200 more tables {dict(crowded)}"
+
+
+def _readers(rest, namespace: str, count: int, reads: str, prefix: str = "r") -> None:  # type: ignore[no-untyped-def]
+    """``count`` materialized tables reading ``reads``, written as CREATE writes them, by another catalog client."""
+    from datetime import timedelta
+
+    import pyarrow as pa
+
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
+    from mt_magic.vocabulary import RefreshMode
+
+    definition = MaterializedTableDefinition(
+        query=f"SELECT k FROM {reads}",
+        expanded_query=f"SELECT k FROM {reads}",
+        freshness="INTERVAL '1' DAY",
+        refresh_mode=RefreshMode.FULL,
+        interval=timedelta(days=1),
+        upstream=(reads,),
+    )
+    schema = pa.schema([pa.field("k", pa.int32())])
+    for index in range(count):
+        rest.create_table((namespace, f"{prefix}{index}"), schema=schema, properties=definition.to_properties())
+
+
+def _other_client(mt):  # type: ignore[no-untyped-def]
+    """A second pyiceberg client of the same catalog: another kernel's."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    return RestCatalog("other", **mt.workspace.catalog.catalog.properties)
+
+
+def drop_requests(mt, table: str) -> Counter:  # type: ignore[no-untyped-def]
+    run(mt, f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    with counting(mt) as counts:
+        run(mt, f"DROP MATERIALIZED TABLE {table}")
+    return counts
+
+
+def test_drop_costs_the_same_among_120_other_materialized_tables(spark, mt, src) -> None:
+    drop_requests(mt, "warm_up")
+    alone = drop_requests(mt, "first")
+    namespace = f"idle{next(_tables)}"
+    other = _other_client(mt)
+    other.create_namespace(namespace)
+    _readers(other, namespace, 120, f"{mt.workspace.catalog.spark_name}.{namespace}.orders")
+    drop_requests(mt, "reads_them")  # this process reads each new table once (a kernel's discovery does)
+    crowded = drop_requests(mt, "second")
+    assert crowded == alone, f"alone {dict(alone)}, among 120 more materialized tables {dict(crowded)}"
+
+
+def test_drop_finds_the_reader_another_client_created_or_changed_a_moment_ago(spark, mt, src) -> None:
+    run(mt, "CREATE MATERIALIZED TABLE base FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    run(mt, "CREATE MATERIALIZED TABLE bystander FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    run(mt, "DROP MATERIALIZED TABLE IF EXISTS nothing")  # every table read: the next check reuses them
+    namespace, other = mt.workspace.default_namespace, _other_client(mt)
+    base = f"{mt.workspace.catalog.spark_name}.{namespace}.base"
+
+    _readers(other, namespace, 1, base, prefix="fresh")
+    with pytest.raises(DependencyError, match=f"{namespace}.fresh0"):
+        run(mt, "DROP MATERIALIZED TABLE base")
+    other.drop_table((namespace, "fresh0"))
+
+    bystander = other.load_table((namespace, "bystander"))  # unchanged since read, until now
+    bystander.transaction().set_properties({"mt.upstream": f'["{base}"]'}).commit_transaction()
+    with pytest.raises(DependencyError, match=f"{namespace}.bystander"):
+        run(mt, "DROP MATERIALIZED TABLE base")
