@@ -276,8 +276,8 @@ def test_fresh_after_create_stale_after_a_source_append_fresh_after_refresh(
 
 def test_alter_as_is_invalid_until_the_next_refresh(mt, reader: DraftReader, watched: Watched, revenue: str) -> None:  # type: ignore[no-untyped-def]
     """ALTER … AS adds a view version; the stored rows still hold the old query's result. The draft: not fresh,
-    not to be consumed, until refreshed. mt_magic's status judges only its sources' data (``pending_since``),
-    so it says "up to date" here: recorded below as the one known disagreement (``runtime/refresh/engine.py``)."""
+    not to be consumed, until refreshed; mt_magic's status: behind since the ALTER (it said "up to date" before
+    ``pending_since`` compared the last refresh's definition version with the table's)."""
     from mt_testing import run
 
     run(
@@ -286,17 +286,11 @@ def test_alter_as_is_invalid_until_the_next_refresh(mt, reader: DraftReader, wat
         "FROM orders GROUP BY customer",
     )
     assert reader.judge([revenue], "revenue__mv") is Verdict.INVALID
-    after_alter = mt_says(watched, "revenue")
+    assert mt_says(watched, "revenue") == "behind"
 
     run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH")
     assert reader.judge([revenue], "revenue__mv") is Verdict.FRESH
     assert mt_says(watched, "revenue") == "up to date"
-    if after_alter == "up to date":
-        pytest.xfail(
-            "mt_magic's status ignores a definition the stored rows were not computed with: after ALTER … AS it "
-            "says 'up to date' where the draft says invalid (Engine.pending_since compares source snapshots only)"
-        )
-    assert after_alter == "behind"
 
 
 def test_a_table_on_a_table(mt, reader: DraftReader, watched: Watched, revenue: str, connection) -> None:  # type: ignore[no-untyped-def]

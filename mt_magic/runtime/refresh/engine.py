@@ -7,7 +7,7 @@ snapshot summaries), so a new kernel or a headless runner picks up exactly where
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
@@ -114,6 +114,11 @@ class Engine:
                 changes_at = [since] if since else []
             if changes_at and (oldest is None or changes_at[0] < oldest):
                 oldest = changes_at[0]
+        if last is not None and last[1].definition_version != definition.definition_version:
+            # ALTER … AS since the last refresh: its rows are the old query's (the materialized-view draft calls the
+            # table invalid until it is refreshed), so the table is behind since it was redefined
+            redefined = _redefined_at(info, last[0].committed_at)
+            oldest = redefined if oldest is None else min(oldest, redefined)
         return oldest
 
     def history(self, table: str, limit: int = 50) -> Sequence[RefreshRecord]:
@@ -138,3 +143,12 @@ class Engine:
             if len(records) >= limit:
                 break
         return records
+
+
+def _redefined_at(info: TableInfo, refreshed_at: datetime) -> datetime:
+    """When the table was last redefined, as near as its metadata tells: its last metadata update (the ALTER's
+    commit, or a later property change), never before its last refresh."""
+    updated_ms = getattr(getattr(info.iceberg, "metadata", None), "last_updated_ms", None)
+    if not isinstance(updated_ms, int):
+        return refreshed_at
+    return max(refreshed_at, datetime.fromtimestamp(updated_ms / 1000, tz=timezone.utc))
