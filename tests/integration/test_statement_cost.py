@@ -92,23 +92,26 @@ def _other_client(mt):  # type: ignore[no-untyped-def]
     return RestCatalog("other", **mt.workspace.catalog.catalog.properties)
 
 
-def drop_requests(mt, table: str) -> Counter:  # type: ignore[no-untyped-def]
+def rename_and_drop_requests(mt, table: str) -> dict[str, Counter]:  # type: ignore[no-untyped-def]
+    """The requests of a RENAME and then a DROP of a new table (each reads every table's sources)."""
     run(mt, f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
-    with counting(mt) as counts:
-        run(mt, f"DROP MATERIALIZED TABLE {table}")
-    return counts
+    with counting(mt) as renamed:
+        run(mt, f"ALTER MATERIALIZED TABLE {table} RENAME TO {table}_moved")
+    with counting(mt) as dropped:
+        run(mt, f"DROP MATERIALIZED TABLE {table}_moved")
+    return {"RENAME": renamed, "DROP": dropped}
 
 
-def test_drop_costs_the_same_among_120_other_materialized_tables(spark, mt, src) -> None:
-    drop_requests(mt, "warm_up")
-    alone = drop_requests(mt, "first")
+def test_rename_and_drop_cost_the_same_among_120_other_materialized_tables(spark, mt, src) -> None:
+    rename_and_drop_requests(mt, "warm_up")
+    alone = rename_and_drop_requests(mt, "first")
     namespace = f"idle{next(_tables)}"
     other = _other_client(mt)
     other.create_namespace(namespace)
     _readers(other, namespace, 120, f"{mt.workspace.catalog.spark_name}.{namespace}.orders")
-    drop_requests(mt, "reads_them")  # this process reads each new table once (a kernel's discovery does)
-    crowded = drop_requests(mt, "second")
-    assert crowded == alone, f"alone {dict(alone)}, among 120 more materialized tables {dict(crowded)}"
+    rename_and_drop_requests(mt, "reads_them")  # this process reads each new table once (a kernel's discovery does)
+    crowded = rename_and_drop_requests(mt, "second")
+    assert crowded == alone, f"alone {alone}, among 120 more materialized tables {crowded}"
 
 
 def test_drop_finds_the_reader_another_client_created_or_changed_a_moment_ago(spark, mt, src) -> None:
@@ -127,3 +130,15 @@ def test_drop_finds_the_reader_another_client_created_or_changed_a_moment_ago(sp
     bystander.transaction().set_properties({"mt.upstream": f'["{base}"]'}).commit_transaction()
     with pytest.raises(DependencyError, match=f"{namespace}.bystander"):
         run(mt, "DROP MATERIALIZED TABLE base")
+
+
+def test_rename_moves_the_reader_another_client_created_a_moment_ago(spark, mt, src) -> None:
+    run(mt, "CREATE MATERIALIZED TABLE old_name FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    run(mt, "DROP MATERIALIZED TABLE IF EXISTS nothing")  # every table read: the next check reuses them
+    namespace, other = mt.workspace.default_namespace, _other_client(mt)
+    spark_name = mt.workspace.catalog.spark_name
+    _readers(other, namespace, 1, f"{spark_name}.{namespace}.old_name", prefix="late")
+
+    run(mt, "ALTER MATERIALIZED TABLE old_name RENAME TO new_name")
+    _, definition = mt.workspace.catalog.load_materialized(f"{spark_name}.{namespace}.late0")
+    assert definition.upstream == (f"{spark_name}.{namespace}.new_name",)
