@@ -54,6 +54,8 @@ class Revalidated(Generic[T]):
         self.catalog = catalog
         self.build = build
         self._last: dict[str, tuple[str, T]] = {}
+        self._unloadable: dict[str, str] = {}
+        """Tables a listing named but that could not be loaded, with the ETag they had (see :meth:`unloadable`)."""
         self._lock = threading.Lock()
         self._no_etags = False
 
@@ -68,6 +70,16 @@ class Revalidated(Generic[T]):
         with self._lock:
             kept = self._last.get(name)
         return kept[1] if kept is not None and kept[0] == etag else None
+
+    def unloadable(self, name: str, etag: str) -> bool:
+        """Whether ``name`` could not be loaded when the catalog last gave it this ``etag`` (a name this client
+        cannot address, or a table dropped between the listing and its load): not asked again until it changes."""
+        with self._lock:
+            return self._unloadable.get(name) == etag
+
+    def mark_unloadable(self, name: str, etag: str) -> None:
+        with self._lock:
+            self._unloadable[name] = etag
 
     def etags(self, namespace: tuple[str, ...] | None = None) -> dict[tuple[str, ...], str] | None:
         """Every table's current ETag (identifier → ETag), or those directly in ``namespace``, in one request;

@@ -348,14 +348,21 @@ class MaterializedCatalog:
             etags = self._revalidated.etags(_namespace(namespace)) if reuse_unchanged else None
             idents = sorted(etags) if etags is not None else self._list_tables(namespace)
             known: dict[tuple[str, ...], TableInfo | None] = {}
+            skipped: set[tuple[str, ...]] = set()
             for ident, etag in (etags or {}).items():  # unchanged since read: no request of its own
-                known[ident] = self._revalidated.unchanged(".".join((self.spark_name, *ident)), etag)
-            todo = [ident for ident in idents if known.get(ident) is None]
+                name = ".".join((self.spark_name, *ident))
+                known[ident] = self._revalidated.unchanged(name, etag)
+                if known[ident] is None and self._revalidated.unloadable(name, etag):
+                    skipped.add(ident)
+            todo = [ident for ident in idents if known.get(ident) is None and ident not in skipped]
             if len(todo) <= 1:
                 known.update((ident, answer(ident)) for ident in todo)
             else:  # one request per table, each mostly waiting on the server: LIST_WORKERS of them at a time
                 with ThreadPoolExecutor(min(LIST_WORKERS, len(todo)), thread_name_prefix="mt-list") as pool:
                     known.update(zip(todo, pool.map(answer, todo), strict=True))
+            for ident in todo:
+                if known[ident] is None and etags is not None:
+                    self._revalidated.mark_unloadable(".".join((self.spark_name, *ident)), etags[ident])
         answers = (known[ident] for ident in idents)
         return [info for info in answers if info is not None and info.definition is not None]
 

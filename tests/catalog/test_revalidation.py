@@ -152,6 +152,35 @@ def test_the_whole_catalog_is_one_request_when_nothing_changed(rest, ns: str, st
     assert statuses == [200] and [i.name for i in again] == [i.name for i in first]
 
 
+def test_a_table_this_client_cannot_load_is_asked_about_again_only_once_it_changes(  # type: ignore[no-untyped-def]
+    rest, ns: str, statuses: list[int]
+) -> None:
+    """A listed table whose load fails (a name pyiceberg cannot put in a URL, like ``..``, or one dropped between
+    the listing and its load) is not loaded at every listing again: only once its ETag changes."""
+    _materialized(rest, (ns, "ok"), "mt_test.x.y")
+    rest.create_table((ns, "lost"), schema=ROWS.schema)
+    catalog = MaterializedCatalog(rest, "mt_test")
+
+    def lost(response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if response.url.endswith(f"/{ns}/tables/lost"):
+            response.status_code = 404
+
+    hooks = rest._session.hooks["response"]
+    hooks.insert(0, lost)
+    try:
+        assert [i.name for i in catalog.list_materialized(ns, reuse_unchanged=True)] == [f"mt_test.{ns}.ok"]
+        assert statuses.count(404) == 2  # the conditional load, then the plain one
+        statuses.clear()
+        assert [i.name for i in catalog.list_materialized(ns, reuse_unchanged=True)] == [f"mt_test.{ns}.ok"]
+        assert statuses == [200]  # the ETag listing alone
+    finally:
+        hooks.remove(lost)
+    rest.load_table((ns, "lost")).append(ROWS)  # changed: asked about again, and now loads
+    statuses.clear()
+    assert [i.name for i in catalog.list_materialized(ns, reuse_unchanged=True)] == [f"mt_test.{ns}.ok"]
+    assert statuses == [200, 200]
+
+
 def test_a_server_without_the_etag_listing_is_asked_once_then_listed_table_by_table(  # type: ignore[no-untyped-def]
     rest, ns: str, statuses: list[int]
 ) -> None:
