@@ -32,6 +32,16 @@ def test_resume_options_conflict_only_with_a_recorded_key_of_another_value() -> 
     with pytest.raises(DefinitionError, match=r"RESUME WITH: 'spark\.sql\.session\.timeZone' = 'UTC' \(the "):
         refuse_conflicts("ALTER MATERIALIZED TABLE t RESUME WITH", recorded, options)
     refuse_conflicts("ALTER MATERIALIZED TABLE t RESUME WITH", recorded, {TZ: "America/Los_Angeles"})
+    with pytest.raises(DefinitionError) as refused:
+        refuse_conflicts("ALTER MATERIALIZED TABLE t RESUME WITH", recorded, {TZ: "UTC"})
+    assert refused.value.fix_line().startswith("Fix: to change it, run ALTER MATERIALIZED TABLE … AS <query>")
+    assert str(refused.value) == (
+        "ALTER MATERIALIZED TABLE t RESUME WITH: 'spark.sql.session.timeZone' = 'UTC' (the definition says "
+        "'America/Los_Angeles') would change what the table's query answers, and that setting belongs to the "
+        "definition. Nothing changed. Fix: to change it, run ALTER MATERIALIZED TABLE … AS <query> in a session with "
+        "the setting (e.g. spark.conf.set(…)) — or CREATE OR ALTER … WITH ('<key>' = '<value>') — so the table is "
+        "recomputed under it; or drop the option from RESUME WITH."
+    )
 
 
 def test_with_pins_answer_settings_and_refuses_other_spark_keys() -> None:

@@ -94,8 +94,9 @@ def applied(label: str, spark: SparkSession, settings: Mapping[str, str]) -> Ite
                 spark.conf.set(key, value)
             except Exception as exc:
                 raise DefinitionError(
-                    f"{label}: WITH ('{key}' = '{value}'): Spark refuses the value: {first_line(exc)}. Nothing "
-                    "changed; give a value Spark accepts for it, or remove it to use the session's."
+                    f"WITH ('{key}' = '{value}'): Spark refuses the value: {first_line(exc)}. Nothing changed",
+                    statement=label,
+                    fix="give a value Spark accepts for it, or remove it to use the session's",
                 ) from exc
             restore[key] = current
         yield
@@ -140,8 +141,10 @@ def refuse_conflicts(label: str, settings: Mapping[str, str] | None, options: Ma
         return
     listed = "; ".join(f"'{k}' = '{options[k]}' (the definition says '{v}')" for k, v in conflicts.items())
     raise DefinitionError(
-        f"{label}: {listed} would change what the table's query answers, and that setting belongs to the "
-        "definition. Nothing changed. To change it, run ALTER MATERIALIZED TABLE … AS <query> in a session with the "
-        "setting (e.g. spark.conf.set(…)) — or CREATE OR ALTER … WITH ('<key>' = '<value>') — so the table is "
-        "recomputed under it; or drop the option from RESUME WITH."
+        f"{listed} would change what the table's query answers, and that setting belongs to the definition. "
+        "Nothing changed",
+        statement=label,
+        fix="to change it, run ALTER MATERIALIZED TABLE … AS <query> in a session with the setting (e.g. "
+        "spark.conf.set(…)) — or CREATE OR ALTER … WITH ('<key>' = '<value>') — so the table is recomputed under it; "
+        "or drop the option from RESUME WITH",
     )
