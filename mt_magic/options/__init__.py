@@ -1,9 +1,10 @@
 """Every ``WITH (…)`` option mt_magic gives a meaning to, declared once (Spark's ``SQLConf`` habit).
 
-registry.py   :class:`Option` (key, allowed values or parser, default, one-line help, its check and Fix) and the
-              lookups every reader, checker and completer asks (:func:`option`, :func:`registered`)
+registry.py   :class:`Option` (key, allowed values or parser, default, one-line help, its check and Fix)
 declared.py   mt_magic's own options: incremental, incremental.engine, incremental.max-change-fraction,
               scheduler, convert-existing-table, sql-settings.baseline, Iceberg's history.expire.* retention
+lookup.py     the lookups every reader, checker and completer asks (:func:`option`, :func:`registered`,
+              :func:`problems`)
 settings.py   the Spark SQL settings a definition may pin in WITH (``ANSWER_SETTINGS``) and what each changes
 
 It sits just above :mod:`mt_magic.vocabulary`, so the grammar, the scheduling seam, the runtime and completion
@@ -25,7 +26,8 @@ from mt_magic.options.declared import (
     SCHEDULER,
     IncrementalPolicy,
 )
-from mt_magic.options.registry import Choice, Option, OptionProblem, option, problems, registered
+from mt_magic.options.lookup import option, problems, registered
+from mt_magic.options.registry import Choice, Option, OptionProblem
 
 __all__ = [
     "BASELINE",

@@ -133,4 +133,4 @@ OPTIONS = declared(
 
 NEIGHBOURS = frozenset({"history.expire.max-ref-age-ms"})
 """Iceberg table properties within a typo of a declared key (``history.expire.max-snapshot-age-ms``): kept as
-written, never refused as a misspelling (:func:`~mt_magic.options.registry.misspelt`)."""
+written, never refused as a misspelling (:func:`~mt_magic.options.lookup.misspelt`)."""

@@ -1,19 +1,19 @@
 """One declared ``WITH`` option: its key, the values it takes, its default, its help and its check.
 
-Every place that reads, checks, completes or prints an option asks its :class:`Option`: the grammar refuses a
-bad value where it is written (:func:`problems`), the definition checks it again for statements not built by the
-grammar, the runtime reads it with :meth:`Option.read`, completion offers :func:`registered` keys and each
-option's :attr:`Option.values`. A bad value's message has one shape everywhere::
+Every place that reads, checks, completes or prints an option asks its :class:`Option` (found through
+:mod:`~mt_magic.options.lookup`): the grammar refuses a bad value where it is written, the definition checks it
+again for statements not built by the grammar, the runtime reads it with :meth:`Option.read`, completion offers
+the registered keys and each option's :attr:`Option.values`. A bad value's message has one shape everywhere::
 
     WITH ('incremental' = 'sometimes') is not a known value. Fix: use 'auto' (the default: …), 'always' (…), …
 
 (the one shape of :class:`~mt_magic.errors.MtMagicError`), with a "did you mean" for a near miss of a value or of a
-declared key (``WITH ('incremental.engin' = 'spark')``: :func:`misspelt`).
+declared key (``WITH ('incremental.engin' = 'spark')``: :func:`~mt_magic.options.lookup.misspelt`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -121,52 +121,3 @@ def declared(*options: Option[Any]) -> dict[str, Option[Any]]:
         assert opt.key.lower() not in found, f"{opt.key} is declared twice"
         found[opt.key.lower()] = opt
     return found
-
-
-def option(key: str) -> Option[Any] | None:
-    """The declared option ``key`` names (case-insensitively); ``None`` for a key mt_magic gives no meaning to."""
-    from mt_magic.options.declared import OPTIONS
-
-    return OPTIONS.get(key.lower())
-
-
-def registered() -> tuple[Option[Any], ...]:
-    """Every declared option, mt_magic's own first, then the pinned Spark SQL settings."""
-    from mt_magic.options.declared import OPTIONS
-
-    return tuple(OPTIONS.values())
-
-
-def problems(pairs: Iterable[tuple[str, str]]) -> list[tuple[int, OptionProblem]]:
-    """The bad values among ``pairs`` (key, value), and the keys that look like a declared one misspelt
-    (:func:`misspelt`), with each one's index (the grammar points at its key)."""
-    found = []
-    for index, (key, value) in enumerate(pairs):
-        opt = option(key)
-        problem = misspelt(key, value) if opt is None else opt.check(value)
-        if problem is not None:
-            found.append((index, problem))
-    return found
-
-
-def misspelt(key: str, value: str) -> OptionProblem | None:
-    """The problem of a key mt_magic does not declare but that is a near miss of one it does (``'incremental.engin'``:
-    kept as a table property it would silently do nothing); ``None`` for any other key, which stays a table property
-    of the user's own. Spark settings (``spark.*``, thousands of them) and the properties of Iceberg's that look like
-    ours (:data:`~mt_magic.options.declared.NEIGHBOURS`) are never taken for a typo."""
-    from mt_magic.options.declared import NEIGHBOURS, OPTIONS
-
-    lowered = key.lower()
-    if lowered.startswith("spark.") or lowered in NEIGHBOURS:
-        return None
-    own = [opt.key for opt in OPTIONS.values() if not opt.key.lower().startswith("spark.")]
-    near = closest_names(key, own, n=2)
-    if not near:
-        return None
-    return OptionProblem(
-        key,
-        value,
-        "is not an option mt_magic declares",
-        "write one of its options (Tab completes them), or name a table property of your own further from them",
-        tuple(f"'{name}'" for name in near),
-    )
