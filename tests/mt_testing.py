@@ -58,3 +58,21 @@ def catalog_requests(mt, key: Callable[[object], object | None]) -> Iterator[Cou
         yield counts
     finally:
         del session.send
+
+
+def definition_properties(reads: str) -> dict[str, str]:
+    """The table properties CREATE writes for a daily FULL table ``SELECT k FROM reads`` (no Spark): what the
+    catalog-level tests use to make materialized tables another client wrote."""
+    from datetime import timedelta
+
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
+    from mt_magic.vocabulary import RefreshMode
+
+    return MaterializedTableDefinition(
+        query=f"SELECT k FROM {reads}",
+        expanded_query=f"SELECT k FROM {reads}",
+        freshness="INTERVAL '1' DAY",
+        refresh_mode=RefreshMode.FULL,
+        interval=timedelta(days=1),
+        upstream=(reads,),
+    ).to_properties()

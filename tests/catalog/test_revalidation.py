@@ -3,7 +3,8 @@ wherever the catalog cannot revalidate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +28,17 @@ def statuses(rest) -> Iterator[list[int]]:  # type: ignore[no-untyped-def]
     hooks.append(record)
     yield seen
     hooks.remove(record)
+
+
+@contextmanager
+def answers_altered(rest, hook: Callable[..., None]) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """``hook`` changes each answer the client receives (before anything else sees it), for the block."""
+    hooks = rest._session.hooks["response"]
+    hooks.insert(0, hook)
+    try:
+        yield
+    finally:
+        hooks.remove(hook)
 
 
 def test_an_unchanged_table_is_answered_304_and_its_last_metadata_reused(rest, ns: str, statuses: list[int]) -> None:  # type: ignore[no-untyped-def]
@@ -57,14 +69,10 @@ def test_without_etags_every_poll_loads_in_full(rest, ns: str, statuses: list[in
     def drop_etag(response, *args, **kwargs):  # type: ignore[no-untyped-def]
         response.headers.pop("ETag", None)
 
-    hooks = rest._session.hooks["response"]
-    hooks.insert(0, drop_etag)
-    try:
+    with answers_altered(rest, drop_etag):
         first = catalog.load(name, reuse_unchanged=True)
         statuses.clear()
         again = catalog.load(name, reuse_unchanged=True)
-    finally:
-        hooks.remove(drop_etag)
     assert statuses == [200] and again == first and again is not first
 
 
@@ -91,20 +99,9 @@ def test_a_catalog_that_is_not_rest_loads_in_full(tmp_path: Path) -> None:
 
 def _materialized(rest, ident: tuple[str, ...], reads: str) -> None:  # type: ignore[no-untyped-def]
     """A table with a materialized definition reading ``reads``, written as CREATE writes one (no Spark)."""
-    from datetime import timedelta
+    from mt_testing import definition_properties
 
-    from mt_magic.catalog.definitions import MaterializedTableDefinition
-    from mt_magic.vocabulary import RefreshMode
-
-    definition = MaterializedTableDefinition(
-        query=f"SELECT k FROM {reads}",
-        expanded_query=f"SELECT k FROM {reads}",
-        freshness="INTERVAL '1' DAY",
-        refresh_mode=RefreshMode.FULL,
-        interval=timedelta(days=1),
-        upstream=(reads,),
-    )
-    rest.create_table(ident, schema=ROWS.schema, properties=definition.to_properties())
+    rest.create_table(ident, schema=ROWS.schema, properties=definition_properties(reads))
 
 
 def test_a_listing_asks_once_for_every_etag_and_loads_only_what_changed(  # type: ignore[no-untyped-def]
@@ -165,16 +162,12 @@ def test_a_table_this_client_cannot_load_is_asked_about_again_only_once_it_chang
         if response.url.endswith(f"/{ns}/tables/lost"):
             response.status_code = 404
 
-    hooks = rest._session.hooks["response"]
-    hooks.insert(0, lost)
-    try:
+    with answers_altered(rest, lost):
         assert [i.name for i in catalog.list_materialized(ns, reuse_unchanged=True)] == [f"mt_test.{ns}.ok"]
         assert statuses.count(404) == 2  # the conditional load, then the plain one
         statuses.clear()
         assert [i.name for i in catalog.list_materialized(ns, reuse_unchanged=True)] == [f"mt_test.{ns}.ok"]
         assert statuses == [200]  # the ETag listing alone
-    finally:
-        hooks.remove(lost)
     rest.load_table((ns, "lost")).append(ROWS)  # changed: asked about again, and now loads
     statuses.clear()
     assert [i.name for i in catalog.list_materialized(ns, reuse_unchanged=True)] == [f"mt_test.{ns}.ok"]
@@ -193,14 +186,10 @@ def test_a_server_without_the_etag_listing_is_asked_once_then_listed_table_by_ta
         if TABLE_ETAGS in response.url:  # as a server without mt_magic's endpoint answers it
             response.status_code = 404
 
-    hooks = rest._session.hooks["response"]
-    hooks.insert(0, unknown_path)
-    try:
+    with answers_altered(rest, unknown_path):
         first = catalog.list_materialized(ns, reuse_unchanged=True)
         statuses.clear()
         again = catalog.list_materialized(ns, reuse_unchanged=True)
-    finally:
-        hooks.remove(unknown_path)
     assert [i.name for i in first] == [f"mt_test.{ns}.m"] and again == first
     assert statuses == [200, 304]  # the namespace's listing, the table's conditional load: never the ETags again
 

@@ -65,24 +65,13 @@ def test_statements_cost_the_same_among_200_other_tables(spark, mt, src) -> None
 
 def _readers(rest, namespace: str, count: int, reads: str, prefix: str = "r") -> None:  # type: ignore[no-untyped-def]
     """``count`` materialized tables reading ``reads``, written as CREATE writes them, by another catalog client."""
-    from datetime import timedelta
-
     import pyarrow as pa
+    from mt_testing import definition_properties
 
-    from mt_magic.catalog.definitions import MaterializedTableDefinition
-    from mt_magic.vocabulary import RefreshMode
-
-    definition = MaterializedTableDefinition(
-        query=f"SELECT k FROM {reads}",
-        expanded_query=f"SELECT k FROM {reads}",
-        freshness="INTERVAL '1' DAY",
-        refresh_mode=RefreshMode.FULL,
-        interval=timedelta(days=1),
-        upstream=(reads,),
-    )
+    properties = definition_properties(reads)
     schema = pa.schema([pa.field("k", pa.int32())])
     for index in range(count):
-        rest.create_table((namespace, f"{prefix}{index}"), schema=schema, properties=definition.to_properties())
+        rest.create_table((namespace, f"{prefix}{index}"), schema=schema, properties=properties)
 
 
 def _other_client(mt):  # type: ignore[no-untyped-def]
