@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
 from mt_magic.catalog.revalidation import Revalidated
-from mt_magic.errors import CatalogError, CatalogUnavailableError, NoSuchMaterializedTableError, first_line
+from mt_magic.errors import (
+    CatalogError,
+    CatalogUnavailableError,
+    NoSuchMaterializedTableError,
+    closest_names,
+    first_line,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -282,6 +288,13 @@ class MaterializedCatalog:
                 return tuple(".".join((self.spark_name, *ident)) for ident in self.catalog.list_tables(namespace))
         except NoSuchNamespaceError:
             return ()
+
+    def closest_to(self, name: str) -> list[str]:
+        """The table of ``name``'s namespace a typo of ``name`` most likely meant (qualified; empty when none is
+        close): the one "did you mean" of a missing table, for statements and query cells alike."""
+        namespace, _, table = name.rpartition(".")
+        near = closest_names(table, [known.rpartition(".")[2] for known in self.names_near(name)])
+        return [f"{namespace}.{close}" for close in near]
 
     def exists(self, name: str) -> bool:
         with reaching(name):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, closest_names, first_line
+from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, first_line
 from mt_magic.runtime.spark.quoting import is_temp_view
 from mt_magic.sql.errors import QueryAnalysisError
 from mt_magic.sql.names import Position
@@ -128,12 +128,10 @@ def resolve(ws: Workspace, text: str) -> ResolvedQuery:
         try:
             info = ws.catalog.load(name)
         except NoSuchMaterializedTableError:
-            namespace, _, table = name.rpartition(".")
-            near = closest_names(table, [n.rpartition(".")[2] for n in ws.catalog.names_near(name)])
             raise QueryCellError(
                 f"table {name} does not exist in catalog {ws.catalog.spark_name}",
                 statement=LABEL,
-                did_you_mean=[f"{namespace}.{n}" for n in near],
+                did_you_mean=ws.catalog.closest_to(name),
                 fix=f"check the name (unqualified names are in namespace {ws.default_namespace!r}); SHOW "
                 "MATERIALIZED TABLES lists the materialized ones",
             ) from None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import DefinitionError, closest_names
+from mt_magic.errors import DefinitionError
 from mt_magic.options import CONVERT, ENGINE, INCREMENTAL, MAX_CHANGE
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import is_strict
@@ -95,9 +95,9 @@ def missing_name(ws: Workspace, name: str) -> tuple[tuple[str, ...], str | None]
     """(did you mean, Fix) of a table name that is not in the catalog: the closest name of its namespace, or how to
     list them."""
     namespace = name.rsplit(".", 1)[0]
-    near = closest_names(name.rsplit(".", 1)[1], [n.rsplit(".", 1)[1] for n in ws.catalog.names_near(name)])
+    near = ws.catalog.closest_to(name)
     if near:
-        return (f"{namespace}.{near[0]}",), None
+        return (near[0],), None
     return (), f"check the name; SHOW TABLES IN {namespace} lists the tables there (unqualified names are in it)"
 
 
