@@ -120,3 +120,28 @@ def test_read_anyway_returns_the_stored_rows_with_a_warning(mt, dropped: tuple[s
     assert str(warned[0].message) == f"{message(table, source)} Reading the stored rows anyway."
     with pytest.raises(NoSuchSourceTableError, match="Fix: re-create"):
         read(mt, "over_src2", when_stale="fail")
+
+
+def test_the_manager_holds_a_table_over_a_dropped_source_and_refreshes_it_once_the_source_is_back(
+    spark, scheduled: MaterializedTables, dropped: tuple[str, str], clock: FakeClock
+) -> None:
+    """No refresh is tried while the source is missing (before: one failed attempt per backoff, then FAILED until
+    ALTER … RESUME); the first staleness poll that finds it again refreshes the table, with no RESUME."""
+    table, source = dropped
+    mt = scheduled
+    refreshes = len(mt.history(table).records)
+    for _ in range(10):  # ten freshness intervals
+        mt.manager.step()
+        clock.advance(minutes=1)
+    assert mt.manager.failures(table) == [] and len(mt.history(table).records) == refreshes
+    assert mt.status(table).missing_source is not None
+
+    spark.sql("CREATE TABLE src2 (k STRING) USING iceberg")
+    spark.sql("INSERT INTO src2 VALUES ('c')")
+    clock.advance(seconds=1)
+    mt.manager.step()
+    status = mt.status(table)
+    assert (
+        status.missing_source is None and status.last_error is None and len(mt.history(table).records) == refreshes + 1
+    )
+    assert [(r.k, r.n) for r in spark.table(table).collect()] == [("c", 1)]

@@ -255,14 +255,23 @@ class RefreshRunner:
             return False
         except NoSuchSourceTableError as exc:
             with self.lock:
-                entry.missing_source, entry.pending_checked_at = MissingSource(exc.source, str(exc)), self.clock()
+                now, held = self.clock(), entry.missing_source is not None
+                entry.missing_source, entry.pending_checked_at = MissingSource(exc.source, str(exc)), now
+                if not held:
+                    message = f"{entry.name} waits for its source {exc.source}: no refresh until it exists again"
+                    self.state.publish(EventKind.STATE_CHANGED, entry, now, message)
             return True
         except Exception:
             log.exception("reading the pending changes of %s failed", entry.name)
             return True
         with self.lock:
-            entry.pending_since, entry.pending_checked_at = since, self.clock()
+            now, missing = self.clock(), entry.missing_source
+            entry.pending_since, entry.pending_checked_at = since, now
             entry.missing_source = None
+            if missing is not None:  # the held run, due already, starts in this pass
+                self.state.publish(
+                    EventKind.STATE_CHANGED, entry, now, f"{missing.source} exists again: {entry.name} refreshes"
+                )
         return True
 
     def _start_due(self, now: datetime) -> list[RefreshRequest]:

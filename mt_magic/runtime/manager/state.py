@@ -368,6 +368,8 @@ class SchedulerState:
                 f"{entry.last_error}; failed {entry.failures} times in a row, so it is suspended (and the "
                 "tables reading it wait) until ALTER … RESUME"
             )
+        elif entry.missing_source is not None:
+            message = f"{entry.last_error}; no refresh until {entry.missing_source.source} exists again"
         else:
             message = f"{entry.last_error}; retry in {delay}"
         log.info("refresh of %s failed (%d in a row): %s", entry.name, entry.failures, message)

@@ -224,7 +224,7 @@ class ScheduledTable:
 
     def due_run(self, now: datetime) -> PendingRun | None:
         """The earliest run that may start at ``now``, if any."""
-        gated = self.suspended or self.gave_up or (self.not_before is not None and now < self.not_before)
+        gated = self.held or (self.not_before is not None and now < self.not_before)
         due = [run for run in self.pending.values() if run.due_at <= now and (run.immediate or not gated)]
         return min(due, key=lambda run: run.due_at, default=None)
 
@@ -234,9 +234,16 @@ class ScheduledTable:
         for run in self.pending.values():
             if run.immediate:
                 times.append(run.due_at)
-            elif not (self.suspended or self.gave_up):
+            elif not self.held:
                 times.append(max(run.due_at, self.not_before) if self.not_before else run.due_at)
         return min(times, default=None)
+
+    @property
+    def held(self) -> bool:
+        """No scheduled run starts: suspended, given up, or a source is missing. A missing source holds the schedule
+        without backing off or giving up: a refresh could only fail the same way, so none is tried until a
+        staleness poll finds every source again (then the held run is due at once). A manual refresh still runs."""
+        return self.suspended or self.gave_up or self.missing_source is not None
 
     def take(self, run: PendingRun) -> None:
         """Remove ``run`` from the queue because it starts now."""
@@ -282,13 +289,16 @@ class ScheduledTable:
         """Count a failure; queue the run again after a backoff, or give up after too many in a row.
 
         Returns:
-            The delay before the next attempt; ``None`` when the table gave up (it waits for RESUME).
+            The delay before the next attempt (zero for a missing source: held until it is back); ``None`` when the
+            table gave up (it waits for RESUME).
         """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
-        if isinstance(error, NoSuchSourceTableError):
-            self.missing_source = MissingSource(error.source, str(error))
         self.record_failure(job, self.last_error, now)
+        if isinstance(error, NoSuchSourceTableError):  # held (see held) until a poll finds it: no backoff, no giving up
+            self.missing_source = MissingSource(error.source, str(error))
+            self.requeue(job.run, now, keep_waiters=False)
+            return timedelta(0)
         if policy.gives_up(self.failures):
             self.gave_up, self.not_before = True, None
             self.drain()
@@ -374,7 +384,7 @@ class ScheduledTable:
             return JobState.RUNNING
         if self.gave_up:
             return JobState.FAILED
-        if self.failures:
+        if self.failures and self.missing_source is None:  # held, not retried: the card says why
             return JobState.RETRYING
         return JobState.SCHEDULED if self.pending else JobState.IDLE
 
