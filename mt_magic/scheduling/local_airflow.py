@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,27 @@ from mt_magic.scheduling.airflow_dags import materialized_table_dags
 globals().update(materialized_table_dags())
 """
 COMMANDS = ("api-server", "scheduler", "dag-processor")
+LAUNCHER = "python -m mt_magic.scheduling.local_airflow"
+TAIL_LINES = 15
+"""Lines of a process's log a start-up failure shows (the whole log stays in ``AIRFLOW_HOME``)."""
+
+
+class AirflowStartError(MtMagicError, RuntimeError):
+    """Airflow did not start: what failed, the last lines of its log (with the log's path) and the Fix.
+
+    The message is the formatter's headline, then the log's tail (indented), then the Fix on its own line.
+    """
+
+    def __init__(self, problem: str, *, fix: str, log: Path | None = None, tail: str = "") -> None:
+        self.log, self.tail = log, tail
+        super().__init__(problem, fix=fix)
+
+    def message(self) -> str:
+        if self.log is None:
+            return super().message()
+        lines = self.tail.splitlines()[-TAIL_LINES:] or ["(empty)"]
+        shown = "\n".join(f"    {line}" for line in lines)
+        return f"{self.headline()}\n  last lines of {self.log}:\n{shown}\n{self.fix_line()}"
 
 
 def airflow_venv() -> Path:
@@ -68,30 +91,57 @@ class LocalAirflow:
         caller's ``finally`` stops all of them, whenever the caller is interrupted.
 
         Raises:
-            RuntimeError: the port is taken, a process exited, or the API server did not answer in time (with its
-                log's tail).
+            AirflowStartError: the port is taken, a process exited, or the API server did not answer in time: what
+                failed, its log's tail and path, and the Fix; every process it started is stopped first.
         """
+        try:
+            self._start(timeout, signals)
+        except Exception:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float, signals: StopSignals | None) -> None:
         import requests
 
         port_is_free(self.url)
         migrate = self._spawn("db-migrate", signals, "db", "migrate")
         if migrate.wait() != 0:
-            raise RuntimeError(f"airflow db migrate failed:\n{self.log_tail('db-migrate')}")
+            raise self.failed("db-migrate", f"`airflow db migrate` failed (exit code {migrate.returncode})")
         for command in COMMANDS:
             self.processes[command] = self._spawn(command, signals)
         deadline = time.monotonic() + timeout
         while True:
             for command, process in self.processes.items():
                 if process.poll() is not None:
-                    raise RuntimeError(f"airflow {command} exited:\n{self.log_tail(command)}")
+                    raise self.failed(command, f"its {command} exited during start-up (exit code {process.returncode})")
             try:
                 if requests.get(self.url + "/api/v2/monitor/health", timeout=5).status_code == 200:
                     return
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"Airflow did not answer in {timeout:.0f} s:\n{self.log_tail('api-server')}")
+                raise self.failed(
+                    "api-server", f"its API server did not answer at {self.url} within {timeout:.0f} s", timed_out=True
+                )
             time.sleep(1)
+
+    def failed(self, name: str, what: str, *, timed_out: bool = False) -> AirflowStartError:
+        """The error for a process ``name`` (``db-migrate`` or a command) that failed to start: ``what`` happened,
+        its log's tail, and the Fix its log points to (a taken port, a missing module, a broken database, a home it
+        cannot write), else where to read more."""
+        log = self.home / f"{name}.log"
+        text = self.log_tail(name, chars=20_000)
+        port = int(self.url.rsplit(":", 1)[1])
+        problem = f"cannot start Airflow (AIRFLOW_HOME {self.home}): {what}"
+        fix = start_fix(text, port, self.home)
+        if fix is None and timed_out:
+            fix = (
+                f"the machine may be busy: try again, or read {log} (and the scheduler's and DAG processor's logs "
+                "beside it) for what it waits for"
+            )
+        if fix is None:
+            fix = f"read {log} for the cause; once it is fixed, start again: {LAUNCHER} --port {port}"
+        return AirflowStartError(f"{problem}; the processes it had started are stopped", fix=fix, log=log, tail=text)
 
     def _spawn(self, name: str, signals: StopSignals | None, *args: str) -> subprocess.Popen[bytes]:
         """``airflow <args or name>`` in a session (process group) of its own, logging to ``<name>.log``."""
@@ -104,6 +154,7 @@ class LocalAirflow:
         return process
 
     def log_tail(self, command: str, chars: int = 4000) -> str:
+        """The last ``chars`` characters of ``<command>.log`` (empty if there is none)."""
         path = self.home / f"{command}.log"
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
@@ -129,6 +180,8 @@ class LocalAirflow:
             process.wait()
         for log in self._logs:
             log.close()
+        self._groups.clear()  # a second stop() signals no group id the system may have handed out again
+        self._logs.clear()
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
@@ -136,6 +189,39 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(process.pid, signum)
     except (ProcessLookupError, PermissionError):  # the group is gone (PermissionError: macOS, a zombie leader)
         pass
+
+
+def start_fix(log: str, port: int, home: Path) -> str | None:
+    """The Fix for a start-up failure whose log reads ``log`` (``None``: no known cause in it)."""
+    if "address already in use" in log.lower():
+        return (
+            f"port {port} was taken while Airflow started: stop what listens there (`ss -ltnp 'sport = :{port}'` "
+            f"names it), or start on another port: {LAUNCHER} --port {port + 1}"
+        )
+    missing = re.findall(r"No module named '([\w.]+)'", log)
+    if missing:
+        module, venv = missing[-1], airflow_venv()
+        if module.startswith("airflow.providers."):
+            package = "apache-airflow-providers-" + module.split(".")[2].replace("_", "-")
+            return (
+                f"Airflow's virtualenv {venv} lacks module {module}: install it ({venv}/bin/pip install {package}), "
+                "or remove the setting that needs it"
+            )
+        return (
+            f"Airflow's virtualenv {venv} lacks module {module}: install the package that provides it into "
+            f"{venv} ({venv}/bin/pip install …), or make the virtualenv again: scripts/setup.sh --test"
+        )
+    if any(sign in log for sign in ("file is not a database", "database disk image is malformed")):
+        return (
+            f"Airflow's database {home / 'airflow.db'} is damaged: move it away (the next start makes a new one), "
+            f"then start again: {LAUNCHER}"
+        )
+    if any(sign in log for sign in ("Permission denied", "Read-only file system", "unable to open database file")):
+        return (
+            f"Airflow cannot write in {home}: make it writable, or set MT_MAGIC_HOME to a directory you can write "
+            f"(Airflow's home is $MT_MAGIC_HOME/airflow)"
+        )
+    return None
 
 
 def port_is_free(url: str) -> None:
@@ -151,13 +237,12 @@ def port_is_free(url: str) -> None:
         try:
             sock.bind((HOST, port))
         except OSError as exc:
-            refusal = MtMagicError(
+            raise AirflowStartError(
                 f"cannot start Airflow on {url}: port {port} on {HOST} is taken ({exc.strerror}), perhaps by an "
                 "Airflow started earlier that is still running",
                 fix=f"stop what listens there (`ss -ltnp 'sport = :{port}'` names it), or start on another port: "
-                f"python -m mt_magic.scheduling.local_airflow --port {port + 1}",
-            )
-            raise RuntimeError(str(refusal)) from None
+                f"{LAUNCHER} --port {port + 1}",
+            ) from None
 
 
 def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = None, port: int = 0) -> LocalAirflow:
@@ -168,15 +253,20 @@ def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = N
     """
     venv = airflow_venv()
     if not (venv / "bin" / "airflow").exists():
-        raise RuntimeError(
-            str(MtMagicError(f"no Airflow at {venv}", fix="run scripts/setup.sh --test (make setup-test) first"))
-        )
+        raise AirflowStartError(f"no Airflow at {venv}", fix="run scripts/setup.sh --test (make setup-test) first")
     url = f"http://127.0.0.1:{port or free_port()}"
     dags = home / "dags"
-    dags.mkdir(parents=True, exist_ok=True)
-    (dags / "materialized_tables.py").write_text(DAG_FILE)
-    passwords = password_file(home)
-    password = json.loads(passwords.read_text())[USER]
+    try:
+        dags.mkdir(parents=True, exist_ok=True)
+        (dags / "materialized_tables.py").write_text(DAG_FILE)
+        passwords = password_file(home)
+        password = json.loads(passwords.read_text())[USER]
+    except OSError as exc:
+        raise AirflowStartError(
+            f"cannot start Airflow: its home {home} is not a directory it can write ({exc.strerror}: {exc.filename})",
+            fix="set MT_MAGIC_HOME to a directory you can write (Airflow's home is $MT_MAGIC_HOME/airflow), or "
+            f"remove what is in the way at {exc.filename}",
+        ) from None
     port_text = url.rsplit(":", 1)[1]
     settings = {
         "AIRFLOW_HOME": str(home),
@@ -251,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with StopSignals() as signals:
         try:
-            server = local_airflow(mt_home() / "airflow", args.catalog, port=args.port)
+            server = local_airflow(airflow_home(mt_home), args.catalog, port=args.port)
         except RuntimeError as exc:
             print(exc, file=sys.stderr)
             return 1
@@ -270,6 +360,22 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
 
+def airflow_home(mt_home: Callable[[], Path]) -> Path:
+    """``$MT_MAGIC_HOME/airflow``.
+
+    Raises:
+        AirflowStartError: MT_MAGIC_HOME cannot be made (a file in the way, no permission).
+    """
+    try:
+        return mt_home() / "airflow"
+    except OSError as exc:
+        raise AirflowStartError(
+            f"cannot start Airflow: MT_MAGIC_HOME ({exc.filename}) cannot be made ({exc.strerror})",
+            fix="set MT_MAGIC_HOME to a directory you can write (Airflow's home is $MT_MAGIC_HOME/airflow), or "
+            f"remove what is in the way at {exc.filename}",
+        ) from None
+
+
 def _run(server: LocalAirflow, signals: StopSignals) -> int:
     """Start Airflow, print its settings and wait until a signal (raised) or one of its processes exits (1)."""
     print(f"starting Airflow in {server.home} (logs there) …", flush=True)
@@ -281,8 +387,9 @@ def _run(server: LocalAirflow, signals: StopSignals) -> int:
     )
     while all(p.poll() is None for p in server.processes.values()):
         time.sleep(1)
-    exited = ", ".join(c for c, p in server.processes.items() if p.poll() is not None)
-    print(f"airflow {exited} exited (its log is in {server.home}): stopping the others", file=sys.stderr)
+    exited = [c for c, p in server.processes.items() if p.poll() is not None]
+    logs = ", ".join(str(server.home / f"{c}.log") for c in exited)
+    print(f"airflow {', '.join(exited)} exited (its log: {logs}): stopping the others", file=sys.stderr)
     return 1
 
 

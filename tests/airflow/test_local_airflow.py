@@ -167,3 +167,87 @@ def test_a_taken_port_is_refused_with_a_fix(launch: Callable[[int], Launcher]) -
     assert f"cannot start Airflow on http://127.0.0.1:{port}: port {port} on 127.0.0.1 is taken" in launcher.output
     assert "Fix: stop what listens there" in launcher.output and f"--port {port + 1}" in launcher.output
     assert "Airflow is up" not in launcher.output and not airflow_processes(launcher.home)
+
+
+def test_a_port_taken_during_start_up_stops_everything_and_shows_the_api_servers_log(
+    launch: Callable[[int], Launcher],
+) -> None:
+    """The port was free when the launcher checked it and taken before the API server bound it (by a socket this
+    test holds): the launcher stops the scheduler and DAG processor it started and says what failed, with the API
+    server's log and the Fix (before: 'airflow api-server exited' and the log's text, no path, no Fix)."""
+    port = free_port()
+    launcher = launch(port)
+    wait_until(
+        lambda: (launcher.home / "db-migrate.log").exists() or launcher.process.poll() is not None, 600, "migrate"
+    )
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind((HOST, port))
+        other.listen()
+        wait_until(lambda: servers_started(launcher.home) or launcher.process.poll() is not None, 600, "the servers")
+        started = launcher.tree()
+        assert launcher.finish() == 1, launcher.output
+    home = launcher.home
+    print(launcher.output)
+    assert f"cannot start Airflow (AIRFLOW_HOME {home}): its api-server " in launcher.output
+    assert "; the processes it had started are stopped." in launcher.output
+    assert f"\n  last lines of {home / 'api-server.log'}:\n    " in launcher.output
+    assert "[Errno 98] error while attempting to bind" in launcher.output  # uvicorn's line, in the tail
+    assert (
+        f"\nFix: port {port} was taken while Airflow started: stop what listens there (`ss -ltnp 'sport = :{port}'` "
+        f"names it), or start on another port: python -m mt_magic.scheduling.local_airflow --port {port + 1}.\n"
+    ) in launcher.output
+    assert "Airflow is up" not in launcher.output
+    assert started and not [p for p in {*started, *airflow_processes(home)} if alive(p)]
+
+
+def test_a_damaged_airflow_database_is_named_with_its_fix(launch: Callable[[int], Launcher], tmp_path: Path) -> None:
+    """A bad AIRFLOW_HOME: its SQLite file is not a database, so `airflow db migrate` fails."""
+    home = tmp_path / "airflow"  # the launcher's (MT_MAGIC_HOME is tmp_path)
+    home.mkdir()
+    (home / "airflow.db").write_bytes(b"not a database\n" * 512)
+    launcher = launch(free_port())
+    assert launcher.finish() == 1, launcher.output
+    assert f"cannot start Airflow (AIRFLOW_HOME {home}): `airflow db migrate` failed (exit code 1)" in launcher.output
+    assert f"\n  last lines of {home / 'db-migrate.log'}:\n    " in launcher.output
+    assert "file is not a database" in launcher.output
+    assert (
+        f"\nFix: Airflow's database {home / 'airflow.db'} is damaged: move it away (the next start makes a new one), "
+        "then start again: python -m mt_magic.scheduling.local_airflow.\n"
+    ) in launcher.output
+    assert not servers_started(home) and not airflow_processes(home)
+
+
+def test_an_airflow_home_that_cannot_be_made_is_refused_with_a_fix(
+    launch: Callable[[int], Launcher], tmp_path: Path
+) -> None:
+    (tmp_path / "airflow").write_text("a file where Airflow's home should be")
+    launcher = launch(free_port())
+    assert launcher.finish() == 1, launcher.output
+    assert launcher.output == (
+        f"cannot start Airflow: its home {tmp_path / 'airflow'} is not a directory it can write (Not a directory: "
+        f"{tmp_path / 'airflow' / 'dags'}). Fix: set MT_MAGIC_HOME to a directory you can write (Airflow's home is "
+        f"$MT_MAGIC_HOME/airflow), or remove what is in the way at {tmp_path / 'airflow' / 'dags'}.\n"
+    )
+
+
+def test_a_missing_package_stops_what_started_and_names_the_module(tmp_path: Path) -> None:
+    """Airflow's scheduler exits at start-up because its executor's provider is not installed (CeleryExecutor
+    without apache-airflow-providers-celery): start() stops the API server and DAG processor it started, and
+    says which module is missing and how to install it."""
+    from mt_magic.scheduling.local_airflow import AirflowStartError, local_airflow
+
+    home = tmp_path / "airflow"
+    server = local_airflow(home, "mt", {"AIRFLOW__CORE__EXECUTOR": "CeleryExecutor"})
+    with pytest.raises(AirflowStartError) as failed:
+        server.start(timeout=600)
+    text = str(failed.value)
+    print(text)
+    assert text.startswith(f"cannot start Airflow (AIRFLOW_HOME {home}): its scheduler exited during start-up")
+    assert f"\n  last lines of {home / 'scheduler.log'}:\n    " in text
+    venv = airflow_venv()
+    assert text.endswith(
+        f"\nFix: Airflow's virtualenv {venv} lacks module airflow.providers.celery: install it ({venv}/bin/pip "
+        "install apache-airflow-providers-celery), or remove the setting that needs it."
+    )
+    assert servers_started(home) and not [p for p in airflow_processes(home) if alive(p)]
