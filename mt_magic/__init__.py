@@ -2,8 +2,8 @@
 
 ``%load_ext mt_magic`` registers ``%%materialized`` and ``%mt``; the first statement connects the catalog
 (the embedded REST catalog when none is configured), the Spark session and the refresh manager.
-``mt_magic.materialize(…)`` and ``mt_magic.table(…)`` are the Python API (:mod:`mt_magic.api`), imported on first
-use so that ``import mt_magic`` stays light (no Spark).
+``mt_magic.materialize(…)``, ``mt_magic.table(…)`` and ``mt_magic.explain(…)`` are the Python API
+(:mod:`mt_magic.api`), imported on first use so that ``import mt_magic`` stays light (no Spark).
 ``mt_magic.query(sql)`` and ``mt_magic.live(sql)`` run a query cell's query from Python (:mod:`mt_magic.queries`).
 """
 
@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # typed for users' checkers; imported on first use at run time (below)
-    from mt_magic.api import MaterializedTable, materialize, table
+    from mt_magic.api import MaterializedTable, explain, materialize, table
     from mt_magic.queries import live, query
 
 __version__ = "0.1.0"
@@ -22,12 +22,13 @@ __version__ = "0.1.0"
 # handler would print our warnings to stderr — which ipykernel shows in whatever cell happens to be running.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ["MaterializedTable", "materialize", "table", "live", "query"]
+__all__ = ["MaterializedTable", "explain", "materialize", "table", "live", "query"]
 _QUERIES = ("live", "query")
 
 
 def __getattr__(name: str) -> object:
-    """``mt_magic.materialize`` / ``table`` / ``MaterializedTable``, imported from :mod:`mt_magic.api` on first use."""
+    """``mt_magic.materialize`` / ``table`` / ``explain`` / ``MaterializedTable``, imported from :mod:`mt_magic.api`
+    on first use."""
     if name in _QUERIES:
         from mt_magic import queries
 

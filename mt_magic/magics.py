@@ -20,8 +20,6 @@ from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
 from mt_magic.sql.ddl.freshness import FreshnessRules, freshness_to_cron
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
-from mt_magic.sql.ddl.statements import STATEMENT_WORDS, CreateMaterializedTable
-from mt_magic.sql.names import Position, TableName
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
@@ -423,7 +421,9 @@ class MaterializedMagics(Magics):
 
         ``%mt`` / ``%mt list``: a live dashboard of every table · ``%mt status NAME``: its live card ·
         ``%mt history NAME``: refresh durations and staleness over time · ``%mt lineage [NAME]``: the dependency
-        graph · ``%mt explain NAME|STATEMENT``: how it refreshes · ``%mt refresh NAME [--partition "ds = 'x'"]
+        graph · ``%mt explain NAME|STATEMENT``: how it refreshes, or what an ``ALTER … AS`` / ``SET FRESHNESS`` / ``SET
+        REFRESH_MODE`` / ``RESUME`` / ``CREATE OR ALTER`` would do, before it is made (rows kept or rebuilt, strategy,
+        predicted cost) · ``%mt refresh NAME [--partition "ds = 'x'"]
         [--cascade]`` · ``%mt suspend|resume NAME`` · ``%mt config``: the effective settings.
         """
         command, _, rest = line.strip().partition(" ")
@@ -488,41 +488,12 @@ class MaterializedMagics(Magics):
         return ConfigView({**self.connection.describe(), **{f"MaterializedMagics.{k}": v for k, v in settings.items()}})
 
     def _explain(self, text: str) -> object:
-        from mt_magic.sql import parse_cell
-        from mt_magic.sql.query.analysis import analyze_query
+        from mt_magic.api.explaining import explained_by
+        from mt_magic.api.statements import explained
         from mt_magic.widgets.static_views import ExplainView
 
-        if not text:
-            refusal = MtMagicError(
-                "%mt explain needs a table name or a statement",
-                fix="name the table, e.g. %mt explain daily_orders, or write the CREATE MATERIALIZED TABLE statement "
-                "or the query after %mt explain",
-            )
-            raise UsageError(str(refusal))
-        service = self.connection.service
-        first = text.split()[0].upper()
-        if first in ("SELECT", "WITH", "(", "VALUES") or first.startswith("("):  # a query: as a table defined by it
-            query = text.strip().rstrip(";").rstrip()
-            analyze_query(query, origin=Position(1, 1))  # a query sqlglot cannot read is refused where it is
-            stmt = CreateMaterializedTable(
-                text, Position(1, 1), name=TableName("this_query"), query=query, query_position=Position(1, 1)
-            )
-            explained = str(service.explain(stmt))
-            return ExplainView(explained.replace(str(service.workspace.qualify(stmt.name)), "this query", 1))
-        if first not in STATEMENT_WORDS:  # a name, perhaps backquoted with spaces
-            return ExplainView(str(service.explain(self._qualify(text.strip()))))
-        statements = parse_cell(text, self.rules)
-        if len(statements) != 1 or not isinstance(statements[0], CreateMaterializedTable):
-            found = (
-                " ".join(statements[0].text.split()[:3]) if len(statements) == 1 else f"{len(statements)} statements"
-            )
-            refusal = MtMagicError(
-                f"%mt explain takes a table name or one CREATE MATERIALIZED TABLE statement, got {found}",
-                fix="explain the table the statement names (%mt explain daily_orders), or write one CREATE "
-                "MATERIALIZED TABLE … AS SELECT …",
-            )
-            raise UsageError(str(refusal))
-        return ExplainView(str(service.explain(statements[0])))
+        target = explained(text, self.rules, "%mt explain")  # refused before connecting
+        return ExplainView(str(explained_by(self.connection.service, target)))
 
     # -- helpers -----------------------------------------------------------------------------------------
 

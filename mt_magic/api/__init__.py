@@ -6,6 +6,7 @@ with the table's status, lineage, history, controls and reads. Both go through t
 
 - ``statements``: Python arguments → statement text → the grammar's typed statement (one path, the same checks)
 - ``handle``: :class:`MaterializedTable`, what ``table()`` returns
+- ``explaining``: ``explain(…)``, what ``%mt explain`` answers: a table, a CREATE, a change previewed before it is made
 - ``session``: which connection: the kernel's when ``%load_ext mt_magic`` ran, else one for this process
 
 Nothing here imports Spark until a function connects.
@@ -13,7 +14,8 @@ Nothing here imports Spark until a function connects.
 
 from __future__ import annotations
 
+from mt_magic.api.explaining import explain
 from mt_magic.api.handle import MaterializedTable, materialize, table
 from mt_magic.api.session import close, service
 
-__all__ = ["MaterializedTable", "close", "materialize", "service", "table"]
+__all__ = ["MaterializedTable", "close", "explain", "materialize", "service", "table"]

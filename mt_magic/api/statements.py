@@ -13,10 +13,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from mt_magic.errors import MtMagicError
 from mt_magic.runtime.spark.quoting import identifier, string_literal
 from mt_magic.sql.ddl.freshness import FreshnessRules
 from mt_magic.sql.ddl.parser import parse_cell, parse_interval, parse_partition, parse_table_name
-from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, FreshnessUnit
+from mt_magic.sql.ddl.statements import (
+    STATEMENT_WORDS,
+    AlterFreshness,
+    AlterQuery,
+    AlterRefreshMode,
+    AlterResume,
+    CreateMaterializedTable,
+    Freshness,
+    FreshnessUnit,
+)
 from mt_magic.sql.errors import FreshnessError, SqlSyntaxError
 from mt_magic.sql.names import Position, TableName
 from mt_magic.vocabulary import RefreshMode
@@ -26,6 +36,11 @@ FreshnessArg = str | timedelta | Freshness
 PartitionArg = str | Mapping[str, OptionValue]
 
 MATERIALIZE = "mt_magic.materialize"
+EXPLAINED = (CreateMaterializedTable, AlterQuery, AlterFreshness, AlterRefreshMode, AlterResume)
+"""The statements ``%mt explain`` / ``mt_magic.explain`` take: a CREATE (before it runs) and the changes it previews."""
+Explained = CreateMaterializedTable | AlterQuery | AlterFreshness | AlterRefreshMode | AlterResume | TableName
+QUERY_NAME = TableName("this_query")
+"""The name a query given to explain is explained under (as a table it would define)."""
 
 
 def table_name(text: str) -> TableName:
@@ -162,3 +177,41 @@ def option_text(value: OptionValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def explained(text: str, rules: FreshnessRules, where: str = "%mt explain") -> Explained:
+    """What ``%mt explain`` and ``mt_magic.explain`` are given: a table name, a query (explained as the CREATE of a
+    table it would define, named :data:`QUERY_NAME`), or one statement of :data:`EXPLAINED`.
+
+    Raises:
+        SqlError: a statement or query the grammar (or sqlglot, for a query) refuses, at its line and column.
+        MtMagicError: empty text, several statements, or a statement explain does not take (with its Fix).
+    """
+    from mt_magic.sql.query.analysis import analyze_query
+
+    words = text.split()
+    if not words:
+        raise MtMagicError(
+            f"{where} needs a table name or a statement",
+            fix=f"name the table, e.g. {where} daily_orders, or write the CREATE MATERIALIZED TABLE or ALTER "
+            f"MATERIALIZED TABLE statement, or the query, after {where}",
+        )
+    first = words[0].upper()
+    if first in ("SELECT", "WITH", "VALUES") or first.startswith("("):  # a query: as a table defined by it
+        query = text.strip().rstrip(";").rstrip()
+        analyze_query(query, origin=Position(1, 1))  # a query sqlglot cannot read is refused where it is
+        return CreateMaterializedTable(
+            text, Position(1, 1), name=QUERY_NAME, query=query, query_position=Position(1, 1)
+        )
+    if first not in STATEMENT_WORDS:  # a name, perhaps backquoted with spaces
+        return parse_table_name(text.strip())
+    statements = parse_cell(text, rules)
+    if len(statements) != 1 or not isinstance(statements[0], EXPLAINED):
+        found = " ".join(statements[0].text.split()[:4]) if len(statements) == 1 else f"{len(statements)} statements"
+        raise MtMagicError(
+            f"{where} takes a table name, a query, or one CREATE MATERIALIZED TABLE statement or ALTER of one "
+            f"(AS, SET FRESHNESS, SET REFRESH_MODE, RESUME), got {found}",
+            fix=f"explain the table the statement names ({where} daily_orders), or write one CREATE [OR ALTER] "
+            "MATERIALIZED TABLE … AS SELECT … or ALTER MATERIALIZED TABLE … AS SELECT …",
+        )
+    return statements[0]

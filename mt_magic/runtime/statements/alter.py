@@ -6,7 +6,7 @@ columns with the definition), its Iceberg view version ordered and undone with i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -33,10 +33,19 @@ from mt_magic.sql.names import Position
 from mt_magic.vocabulary import RefreshMode
 
 if TYPE_CHECKING:
-    pass
+    from pyspark.sql.types import StructField
 
 
-def alter_query(
+@dataclass(frozen=True)
+class AlteredQuery:
+    """What ALTER … AS / CREATE OR ALTER would commit (:func:`altered_query`): the new definition and the columns
+    appended to the table's schema. Deciding it writes nothing, so ``%mt explain`` previews exactly this."""
+
+    definition: MaterializedTableDefinition
+    added: tuple[StructField, ...]
+
+
+def altered_query(
     ws: Workspace,
     name: str,
     query: str,
@@ -45,13 +54,17 @@ def alter_query(
     with_options: Mapping[str, str] | None = None,
     query_position: Position | None = None,
     options: Mapping[str, str] | None = None,
-) -> MaterializedTableDefinition:
-    """ALTER … AS / CREATE OR ALTER: evolve the schema (nullable columns appended only), store the new query;
-    with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new sources start at the stored one;
-    with ``options`` the table's new options in the same commit (CREATE OR ALTER moving it to another scheduler).
+) -> AlteredQuery:
+    """ALTER … AS / CREATE OR ALTER, decided and checked but not written: evolve the schema (nullable columns
+    appended only), the new query; with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new
+    sources start at the stored one; with ``options`` the table's new options (CREATE OR ALTER moving it to another
+    scheduler).
 
     The new definition's SQL settings are this session's (``with_options``: CREATE OR ALTER's WITH may pin some;
     its other options are not changed on an existing table), :mod:`~mt_magic.runtime.spark.semantics`.
+
+    Raises:
+        MtMagicError: what the statement is refused for (query, schema, start); nothing was written.
     """
     label = f"ALTER MATERIALIZED TABLE {name} AS"
     info, current = ws.catalog.load_materialized(name)
@@ -78,7 +91,25 @@ def alter_query(
         sql_settings=settings,
         options=current.options if options is None else dict(options),
     )
-    appended = schema_rules.arrow_columns(added)
+    return AlteredQuery(updated, tuple(added))
+
+
+def alter_query(
+    ws: Workspace,
+    name: str,
+    query: str,
+    columns: tuple = (),
+    start_mode: StartMode | None = None,
+    with_options: Mapping[str, str] | None = None,
+    query_position: Position | None = None,
+    options: Mapping[str, str] | None = None,
+) -> MaterializedTableDefinition:
+    """ALTER … AS / CREATE OR ALTER (:func:`altered_query`), then one commit: the appended columns with the
+    definition that produces them, or neither (its Iceberg view version undone)."""
+    label = f"ALTER MATERIALIZED TABLE {name} AS"
+    altered = altered_query(ws, name, query, columns, start_mode, with_options, query_position, options)
+    updated, added = altered.definition, altered.added
+    appended = schema_rules.arrow_columns(list(added))
     try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
         with iceberg_view.defining(ws, label, name, updated, appended):
             ws.catalog.update_properties(name, updated.to_properties(), appended, kept_tag(updated))
@@ -101,33 +132,48 @@ def update_definition(
     return updated
 
 
-def resume(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
-    """``ALTER … RESUME [WITH (…)]``: clear the suspended flag, after checking that no option changes one of the
-    table's recorded answer-changing settings.
+def resumed(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
+    """``ALTER … RESUME [WITH (…)]`` decided, not written: the definition with the suspended flag cleared, after
+    checking that no option changes one of the table's recorded answer-changing settings.
 
     Raises:
         DefinitionError: an option gives a recorded setting another value; nothing changed.
     """
     _, current = ws.catalog.load_materialized(name)
     semantics.refuse_conflicts(f"ALTER MATERIALIZED TABLE {name} RESUME WITH", current.sql_settings, options)
+    return replace(current, suspended=False)
+
+
+def resume(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
+    """``ALTER … RESUME [WITH (…)]`` (:func:`resumed`), written.
+
+    Raises:
+        DefinitionError: an option gives a recorded setting another value; nothing changed.
+    """
+    resumed(ws, name, options)
     return update_definition(ws, name, suspended=False)
 
 
-def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
-    """New freshness; the refresh mode stays as it is (Flink keeps the mode of an existing table). The
-    snapshot-retention policy follows the new freshness unless WITH set it."""
+def freshened(ws: Workspace, name: str, freshness: Freshness) -> tuple[MaterializedTableDefinition, dict[str, str]]:
+    """``SET FRESHNESS`` decided, not written: (the definition with the new freshness and schedule, the
+    snapshot-retention properties that follow it). The refresh mode stays as it is (Flink keeps the mode of an
+    existing table); the retention follows the new freshness unless WITH set it."""
     from mt_magic.sql.ddl.freshness import resolve_schedule
 
     _, current = ws.catalog.load_materialized(name)
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
     retention = retention_properties(freshness.to_timedelta(), current.options)
+    updated = replace(
+        current, freshness=schedule.freshness.sql(), cron=schedule.cron or "", interval=freshness.to_timedelta()
+    )
+    return updated, retention
+
+
+def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
+    """New freshness (:func:`freshened`), written in one commit."""
+    updated, retention = freshened(ws, name, freshness)
     return update_definition(
-        ws,
-        name,
-        retention,
-        freshness=schedule.freshness.sql(),
-        cron=schedule.cron or "",
-        interval=freshness.to_timedelta(),
+        ws, name, retention, freshness=updated.freshness, cron=updated.cron, interval=updated.interval
     )
 
 
@@ -152,9 +198,10 @@ def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], 
         )
 
 
-def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
-    """``SET REFRESH_MODE``: a new schedule from the same freshness, taking over from the last committed
-    refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh consumed).
+def remoded(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+    """``SET REFRESH_MODE`` decided, not written: a new schedule from the same freshness, taking over from the last
+    committed refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh
+    consumed).
 
     Raises:
         FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
@@ -171,6 +218,22 @@ def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> Material
         raise DefinitionError(f"{label}: {exc}") from exc
     check_incremental_option(label, dict(current.options), mode, current.expanded_query)
     reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
+    return replace(current, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "", mode_reason=reason)
+
+
+def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+    """``SET REFRESH_MODE`` (:func:`remoded`), written in one commit.
+
+    Raises:
+        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
+        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
+    """
+    updated = remoded(ws, name, mode)
     return update_definition(
-        ws, name, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "", mode_reason=reason
+        ws,
+        name,
+        refresh_mode=mode,
+        declared_refresh_mode=mode,
+        cron=updated.cron,
+        mode_reason=updated.mode_reason,
     )

@@ -24,6 +24,7 @@ from mt_magic.sql.query.analysis import analyze_query
 from mt_magic.vocabulary import RefreshMode, is_hidden_column
 
 if TYPE_CHECKING:
+    from mt_magic.catalog.definitions import MaterializedTableDefinition
     from mt_magic.runtime.workspace import Workspace
 
 ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
@@ -145,9 +146,11 @@ def _load(ws: Workspace, name: str) -> TableInfo | None:
         return None
 
 
-def _describe_next(ws: Workspace, info: TableInfo, sources: list[TableInfo | None]) -> str:
-    definition = info.definition
-    assert definition is not None
+def _describe_next(
+    ws: Workspace, info: TableInfo, definition: MaterializedTableDefinition, sources: list[TableInfo | None]
+) -> str:
+    """What a refresh of ``info`` started now would do under ``definition`` (its own, or a change's not yet
+    written: the refresh's own decision, :func:`plan_refresh`)."""
     if info.last_refresh() is None:
         return "the first refresh (full) has not committed yet"
     if any(s is None for s in sources):
@@ -174,37 +177,56 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
     from mt_magic.sql.ddl.freshness import resolve_schedule
     from mt_magic.sql.query.rewrite import qualify_sources
 
-    if isinstance(target, CreateMaterializedTable):
-        name = ws.qualify(target.name)
-        label = f"CREATE MATERIALIZED TABLE {target.name}"
-        analyze_query(target.query, statement=label, origin=target.query_position)  # refused where it is
-        known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
-        query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
-        if CONVERT_OPTION not in {k.lower() for k in target.options_dict}:
-            query = storage_query(query)  # the hidden key columns CREATE would add
-        mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode
-        options, partitioned, info = target.options_dict, tuple(target.partitioned_by), None
-        partitioning = partitioning_reason(("bucket",) if target.distribution is not None else ())
-        columns, settings = declared_columns(target.columns), None
-    else:
+    if not isinstance(target, CreateMaterializedTable):
         info, definition = ws.catalog.load_materialized(target)
-        name, query, upstream, mode = target, definition.expanded_query, definition.upstream, definition.refresh_mode
-        options, partitioned = dict(definition.options), definition.partitioned_by
-        partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
-        columns, settings = table_columns(info), definition.sql_settings
-        options = {**info.properties, **options, "format-version": str(info.format_version)}
+        return explain_definition(ws, info, definition)
+    name = ws.qualify(target.name)
+    label = f"CREATE MATERIALIZED TABLE {target.name}"
+    analyze_query(target.query, statement=label, origin=target.query_position)  # refused where it is
+    known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
+    query, upstream = qualify_sources(target.query, ws.catalog.spark_name, ws.default_namespace, known)
+    if CONVERT_OPTION not in {k.lower() for k in target.options_dict}:
+        query = storage_query(query)  # the hidden key columns CREATE would add
+    mode = resolve_schedule(target.freshness, target.refresh_mode, ws.rules).mode
     sources = [_load(ws, s) for s in upstream]
     plan = plan_query(analyze_query(query))
     maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
+    options = target.options_dict
+    partitioning = partitioning_reason(("bucket",) if target.distribution is not None else ())
     return Explanation(
         table=name,
         mode=mode,
         strict=is_strict(options),
         plan=plan,
         sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
-        partition_columns=partitioned,
-        next_refresh=_describe_next(ws, info, sources) if info is not None and mode is RefreshMode.CONTINUOUS else "",
-        engine=engine_line(options, plan, partitioning, query, sources, columns, settings) if maintained else "",
+        partition_columns=tuple(target.partitioned_by),
+        engine=engine_line(options, plan, partitioning, query, sources, declared_columns(target.columns), None)
+        if maintained
+        else "",
+    )
+
+
+def explain_definition(ws: Workspace, info: TableInfo, definition: MaterializedTableDefinition) -> Explanation:
+    """Explain the refreshes of the existing table ``info`` under ``definition``: its own, or the one a change
+    (``ALTER … AS``, ``SET REFRESH_MODE``, …) would write, previewed before it is (``inspect.change_preview``)."""
+    query, upstream, mode = definition.expanded_query, definition.upstream, definition.refresh_mode
+    partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
+    options = {**info.properties, **dict(definition.options), "format-version": str(info.format_version)}
+    sources = [_load(ws, s) for s in upstream]
+    plan = plan_query(analyze_query(query))
+    maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
+    continuous = mode is RefreshMode.CONTINUOUS
+    return Explanation(
+        table=info.name,
+        mode=mode,
+        strict=is_strict(options),
+        plan=plan,
+        sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
+        partition_columns=definition.partitioned_by,
+        next_refresh=_describe_next(ws, info, definition, sources) if continuous else "",
+        engine=engine_line(options, plan, partitioning, query, sources, table_columns(info), definition.sql_settings)
+        if maintained
+        else "",
     )
 
 
