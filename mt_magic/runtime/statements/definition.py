@@ -22,6 +22,7 @@ from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.names import Position
+from mt_magic.sql.query.parsed import ParsedQuery, Q, parse_query, text_of
 from mt_magic.sql.query.rewrite import QueryRewriteError, qualify_sources
 from mt_magic.vocabulary import RefreshMode
 
@@ -37,13 +38,24 @@ def date_formatters(options: dict[str, str]) -> dict[str, str]:
 
 
 def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | None) -> tuple[str, tuple[str, ...]]:
-    """Qualify the sources, reject temp views and missing tables, and return (expanded query, sources).
+    """Qualify the sources, reject temp views and missing tables, and return (expanded query, sources): the text of
+    :func:`resolve_parsed`'s query (which this process remembers, so the rules it is handed to parse nothing)."""
+    expanded, upstream = resolve_parsed(ws, statement, query, origin)
+    return expanded.text, upstream
+
+
+def resolve_parsed(
+    ws: Workspace, statement: str, query: str, origin: Position | None
+) -> tuple[ParsedQuery, tuple[str, ...]]:
+    """Parse the query once, qualify its sources, reject temp views and missing tables, and return (expanded query,
+    sources).
 
     ``origin``: where the query starts in the cell, so a query sqlglot cannot read is refused at its line and
     column."""
     from mt_magic.sql.query.analysis import analyze_query
 
-    facts = analyze_query(query, statement=statement, origin=origin)
+    parsed = parse_query(query, statement=statement, origin=origin)
+    facts = analyze_query(parsed)
     for source in facts.sources:
         if source.catalog is None and source.namespace is None and is_temp_view(ws.spark, source.name):
             raise DefinitionError(
@@ -53,7 +65,7 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
                 position=_where(query, source.name, origin),
                 fix="write it to an Iceberg table first, and read that",
             )
-    expanded, upstream = qualified_sources(ws, statement, query)
+    expanded, upstream = qualified_sources(ws, statement, parsed)
     for name in upstream:
         if not ws.catalog.exists(name):
             near, fix = missing_name(ws, name)
@@ -77,7 +89,7 @@ def _where(written: str, name: str, origin: Position | None) -> Position | None:
     return None if offset is None else Source(written).position(offset).inside(origin)
 
 
-def qualified_sources(ws: Workspace, statement: str, query: str) -> tuple[str, tuple[str, ...]]:
+def qualified_sources(ws: Workspace, statement: str, query: Q) -> tuple[Q, tuple[str, ...]]:
     """(the query with every source fully qualified, the sources), resolved as statements resolve names; whether
     the sources exist is not checked here.
 
@@ -134,21 +146,19 @@ def analysis_error(
     )
 
 
-def with_row_identity(
-    ws: Workspace, label: str, expanded: str, keep: int = 0, hide: bool = True
-) -> tuple[str, StructType]:
+def with_row_identity(ws: Workspace, label: str, expanded: Q, keep: int = 0, hide: bool = True) -> tuple[Q, StructType]:
     """The query a new definition stores and its schema: ``expanded`` with the hidden key columns its
     incremental refreshes need (:mod:`~mt_magic.runtime.refresh.incremental.row_identity`; ``keep``: the hidden
     columns the table has), after refusing user columns named with their reserved prefix. ``hide=False``
     (converting a plain table, whose columns stay as they are) adds none; nor does a storage query Spark cannot
     analyse (the user's query is kept, and recomputes as before)."""
-    schema = infer_schema(ws, label, expanded)
+    schema = infer_schema(ws, label, text_of(expanded))
     schema_rules.check_column_names(label, schema)
     stored = storage_query(expanded, keep) if hide else expanded
-    if stored == expanded:
+    if text_of(stored) == text_of(expanded):
         return expanded, schema
     try:
-        return stored, infer_schema(ws, label, stored)
+        return stored, infer_schema(ws, label, text_of(stored))
     except DefinitionError:
         return expanded, schema
 
@@ -188,12 +198,13 @@ def build_definition(
     pinned, given = semantics.split_pinned(label, stmt.options_dict)
     settings = semantics.captured_settings(ws.spark, pinned)
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
-        expanded, upstream = resolve_query(ws, label, stmt.query, stmt.query_position)
-        inferred = infer_schema(ws, label, expanded, stmt.query, stmt.query_position)
-        expanded = schema_rules.apply_column_list(label, expanded, stmt.columns, inferred)
-        expanded, schema = with_row_identity(ws, label, expanded, hide=table is None)
+        parsed, upstream = resolve_parsed(ws, label, stmt.query, stmt.query_position)  # the one parse
+        inferred = infer_schema(ws, label, parsed.text, stmt.query, stmt.query_position)
+        parsed = schema_rules.apply_column_list(label, parsed, stmt.columns, inferred)
+        parsed, schema = with_row_identity(ws, label, parsed, hide=table is None)
         schema_rules.check_typed(label, schema)
         start = resolve_start(ws, label, stmt.start_mode, upstream, table)
+    expanded = parsed.text  # the rules below read it by its text, which this process remembers with its tree
     options = {k: v for k, v in given.items() if k.lower() != CONVERT.key}
     check_kept(label, start, expanded)
     check_incremental_option(label, options, schedule.mode, expanded)

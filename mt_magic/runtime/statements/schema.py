@@ -12,6 +12,7 @@ from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
 from mt_magic.sql.names import RESERVED_COLUMN_FIX, column_name_problem
+from mt_magic.sql.query.parsed import Q, wrapped
 from mt_magic.vocabulary import is_hidden_column
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from mt_magic.catalog.definitions import MaterializedTableDefinition
 
 
-def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], inferred: StructType) -> str:
+def apply_column_list(label: str, query: Q, columns: Sequence[ColumnDef], inferred: StructType) -> Q:
     """Wrap the query so it yields the declared columns, in the declared order, cast to declared types.
 
     Flink's rule: the list names every column the query produces (any order); types, when given, are
@@ -50,7 +51,7 @@ def apply_column_list(label: str, query: str, columns: Sequence[ColumnDef], infe
         source = identifier(produced[c.name.lower()])
         cast = f"CAST({source} AS {c.type})" if c.type else source
         select.append(f"{cast} AS {identifier(c.name)}")
-    return f"SELECT {', '.join(select)} FROM ({query}) AS `__mt_query`"
+    return wrapped(query, ", ".join(select), "`__mt_query`")
 
 
 def check_typed(label: str, schema: StructType) -> None:

@@ -8,14 +8,11 @@ Spark has the final word on the body.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import TypeVar
 
-import sqlglot
 from sqlglot import exp
 
-from mt_magic.sql.errors import QueryAnalysisError
 from mt_magic.sql.names import Position, TableName
 from mt_magic.sql.query.facts import (
     GroupingKind,
@@ -28,9 +25,10 @@ from mt_magic.sql.query.facts import (
     WindowCall,
 )
 from mt_magic.sql.query.keys import join_keys, window_keys
+from mt_magic.sql.query.parsed import ParsedQuery, parse_query, query_of
 from mt_magic.sql.query.result_shape import result_facts
 from mt_magic.sql.query.text_constants import text_not_utf8
-from mt_magic.sql.query.tree import DIALECT, aggregate_calls, function_name, spark_sql
+from mt_magic.sql.query.tree import aggregate_calls, function_name, spark_sql
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -42,28 +40,32 @@ NONDETERMINISTIC = frozenset(
 """Spark functions whose result changes between runs (or rows) for the same input."""
 
 
-def analyze_query(sql: str, *, statement: str | None = None, origin: Position | None = None) -> QueryFacts:
+def analyze_query(
+    sql: str | ParsedQuery, *, statement: str | None = None, origin: Position | None = None
+) -> QueryFacts:
     """Read the facts of one Spark SQL query.
 
     Args:
-        sql: the query (an ``AS`` body).
+        sql: the query (an ``AS`` body), as text or already parsed (:class:`~.parsed.ParsedQuery`).
         statement: the statement it belongs to, named in errors.
         origin: where ``sql`` starts in the cell, so error positions are cell positions.
 
     Raises:
         QueryAnalysisError: the text is not exactly one query sqlglot can read, with the position.
 
-    Without ``statement`` and ``origin`` (every refresh, explain and the in-process gate read the stored query)
-    the facts of a text are read once per process and kept: they are immutable and depend on the text alone.
+    The facts of a query are read once and kept with it; a text is parsed once per process while it is among the
+    recent ones (:func:`~.parsed.query_of`): facts are immutable and depend on the text alone.
     """
-    if statement is None and origin is None:
+    if isinstance(sql, ParsedQuery):
         return _facts_of(sql)
-    return _facts(_parse(sql, statement, origin))
+    query = query_of(sql) if statement is None and origin is None else None
+    return _facts_of(query or parse_query(sql, statement=statement, origin=origin))
 
 
-@functools.lru_cache(maxsize=256)
-def _facts_of(sql: str) -> QueryFacts:
-    return _facts(_parse(sql, None, None))
+def _facts_of(query: ParsedQuery) -> QueryFacts:
+    if query.facts is None:
+        query.facts = _facts(query.tree)
+    return query.facts
 
 
 def _facts(tree: exp.Query) -> QueryFacts:
@@ -119,48 +121,8 @@ def _union(tree: exp.Expr) -> Union | None:
     if not walk(tree, True) or any(tree.args.get(k) for k in ("order", "limit")):
         return None
     distinct = bool(tree.args.get("distinct"))
-    branches = tuple(analyze_query(spark_sql(leaf)) for leaf in leaves)
+    branches = tuple(_facts_of(ParsedQuery.of_tree(leaf.copy())) for leaf in leaves if isinstance(leaf, exp.Select))
     return Union(branches, distinct, inner_distinct and not distinct)
-
-
-def _parse(sql: str, statement: str | None, origin: Position | None) -> exp.Query:
-    label = f"query of {statement}" if statement else "query"
-    try:
-        trees = [t for t in sqlglot.parse(sql, read=DIALECT) if t is not None]
-    except sqlglot.errors.ParseError as exc:
-        detail = exc.errors[0] if exc.errors else {}
-        raise QueryAnalysisError(
-            f"the query cannot be read as Spark SQL: {detail.get('description', exc)}",
-            statement=label,
-            offending=detail.get("highlight") or None,
-            position=_cell_position(detail, origin),
-            fix="correct the query near this position",
-        ) from None
-    except sqlglot.errors.SqlglotError as exc:
-        raise QueryAnalysisError(
-            f"the query cannot be read as Spark SQL: {exc}",
-            statement=label,
-            position=origin,
-            fix="check quotes and brackets in the query",
-        ) from None
-    if len(trees) != 1 or not isinstance(trees[0], exp.Query):
-        what = "several statements" if len(trees) > 1 else "no query" if not trees else type(trees[0]).__name__
-        raise QueryAnalysisError(
-            f"the AS body must be exactly one query (SELECT …), found {what}",
-            statement=label,
-            offending=sql[:40],
-            position=origin,
-            fix="write a single SELECT (or WITH … SELECT) after AS",
-        )
-    return trees[0]
-
-
-def _cell_position(detail: dict, origin: Position | None) -> Position | None:
-    line, col = detail.get("line"), detail.get("col")
-    if not isinstance(line, int) or not isinstance(col, int):
-        return origin
-    col = max(1, col - len(detail.get("highlight") or "x") + 1)
-    return Position(line, col).inside(origin)
 
 
 def _start(node: exp.Expr) -> int:

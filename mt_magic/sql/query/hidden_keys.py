@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from mt_magic.sql.query.keys import window_select
+from mt_magic.sql.query.parsed import ParsedQuery, Q, read_tree, rewritten, tree_to_change
 from mt_magic.sql.query.result_shape import result_select
 from mt_magic.sql.query.tree import DIALECT
 from mt_magic.vocabulary import HIDDEN_COLUMN_PREFIX, is_hidden_column
@@ -29,24 +30,24 @@ def hidden_name(index: int) -> str:
     return f"{HIDDEN_COLUMN_PREFIX}{index}"
 
 
-def with_hidden_keys(query: str, keys: Sequence[str]) -> str:
+def with_hidden_keys(query: Q, keys: Sequence[str]) -> Q:
     """``query`` with each of ``keys`` (Spark SQL over the result SELECT's relations) appended to the result
     SELECT as a hidden column, in order.
 
     >>> with_hidden_keys("SELECT f.id FROM a.f AS f LEFT JOIN a.d AS d ON f.k = d.k", ["f.k"])
     'SELECT f.id, f.k AS __mt_key_0 FROM a.f AS f LEFT JOIN a.d AS d ON f.k = d.k'
     """
-    tree = sqlglot.parse_one(query, read=DIALECT)
+    tree = tree_to_change(query)
     found = result_select(tree)
     if found is None or found[1] is not None:
         raise ValueError("hidden keys are appended to a result SELECT that is not a set operation or wrapped")
     select = found[0]
     for index, key in enumerate(keys):
         select.select(exp.alias_(sqlglot.parse_one(key, read=DIALECT), hidden_name(index)), copy=False)
-    return tree.sql(dialect=DIALECT)
+    return rewritten(query, tree)
 
 
-def with_hidden_window_keys(query: str, keys: Sequence[str]) -> str:
+def with_hidden_window_keys(query: Q, keys: Sequence[str]) -> Q:
     """``query`` with each of ``keys`` (Spark SQL of partition expressions over the windows' SELECT) appended as
     a hidden column to the SELECT holding every window, and passed through the result SELECT that filters it
     (a top-N); unchanged when that one selects ``*`` (the hidden column would pass through it unnamed, so
@@ -55,7 +56,7 @@ def with_hidden_window_keys(query: str, keys: Sequence[str]) -> str:
     >>> with_hidden_window_keys("SELECT v, rank() OVER (PARTITION BY g ORDER BY v) AS r FROM a.t", ["g"])
     'SELECT v, RANK() OVER (PARTITION BY g ORDER BY v) AS r, g AS __mt_key_0 FROM a.t'
     """
-    tree = sqlglot.parse_one(query, read=DIALECT)
+    tree = tree_to_change(query)
     owner, found = window_select(tree), result_select(tree)
     if owner is None or found is None:
         raise ValueError("hidden window keys need one SELECT holding every window")
@@ -71,28 +72,32 @@ def with_hidden_window_keys(query: str, keys: Sequence[str]) -> str:
         for index in range(len(keys)):
             column = exp.column(hidden_name(index), table=alias or None)
             outer.select(exp.alias_(column, hidden_name(index)), copy=False)
-    return tree.sql(dialect=DIALECT)
+    return rewritten(query, tree)
 
 
-def hidden_columns(query: str) -> tuple[str, ...]:
+def hidden_columns(query: str | ParsedQuery) -> tuple[str, ...]:
     """The hidden key columns the storage query ``query`` produces (empty for a query without any)."""
-    found = result_select(sqlglot.parse_one(query, read=DIALECT))
+    found = result_select(read_tree(query))
     if found is None:
         return ()
     return tuple(p.output_name for p in found[0].selects if is_hidden_column(p.output_name))
 
 
-def visible_query(query: str) -> str:
+def visible_query(query: Q) -> Q:
     """``query`` without its hidden key columns: the definition query users wrote (unchanged text when it has
     none).
 
     >>> visible_query("SELECT f.id, f.k AS __mt_key_0 FROM a.f AS f LEFT JOIN a.d AS d ON f.k = d.k")
     'SELECT f.id FROM a.f AS f LEFT JOIN a.d AS d ON f.k = d.k'
     """
-    tree = sqlglot.parse_one(query, read=DIALECT)
-    selects = [s for s in tree.find_all(exp.Select) if any(is_hidden_column(p.output_name) for p in s.selects)]
-    if not selects:
+    if not _hiding_selects(read_tree(query)):
         return query
+    tree = tree_to_change(query)
+    selects = _hiding_selects(tree)
     for select in selects:  # the result SELECT, and the one holding the windows of a top-N
         select.set("expressions", [p for p in select.selects if not is_hidden_column(p.output_name)])
-    return tree.sql(dialect=DIALECT)
+    return rewritten(query, tree)
+
+
+def _hiding_selects(tree: exp.Expr) -> list[exp.Select]:
+    return [s for s in tree.find_all(exp.Select) if any(is_hidden_column(p.output_name) for p in s.selects)]

@@ -7,12 +7,14 @@ so the facts the planner read and the SQL the strategies run describe the same S
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from decimal import Decimal
 
 import sqlglot
 from sqlglot import exp
 
+from mt_magic.sql.query.parsed import tree_to_change
 from mt_magic.sql.query.result_shape import result_select
 from mt_magic.sql.query.tree import DIALECT
 
@@ -22,7 +24,7 @@ outside ``mt_magic.sql`` hold it without looking inside (sqlglot stays in this p
 
 
 def _result(query: str) -> tuple[exp.Expr, exp.Select]:
-    tree = sqlglot.parse_one(query, read=DIALECT)
+    tree = tree_to_change(query)
     found = result_select(tree)
     if found is None:
         raise ValueError("the query has no result SELECT (it is a set operation)")
@@ -80,6 +82,7 @@ def key_probe(query: str, keys: Sequence[str]) -> str:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def summed_expression(call: str) -> str:
     """The argument of a ``sum`` call (``sum(d) FILTER (WHERE …)`` → ``d``), Spark SQL; ``""`` if it has none."""
     found = sqlglot.parse_one(call, read=DIALECT).find(exp.Sum)

@@ -1,5 +1,9 @@
 """Rewrites of a definition query's source tables, done on sqlglot's tree (spark dialect), never on raw text.
 
+Each takes the query as a :class:`~.parsed.ParsedQuery` and returns a new one (tree in, tree out: nothing is parsed
+again), or takes text and returns text (callers that hold only the stored definition's text: the refresh; the text
+is parsed once per process, :func:`~.parsed.query_of`).
+
 * :func:`qualify_sources` makes every source name ``catalog.namespace.table`` so a stored query means the
   same thing in any session, whatever its current catalog and namespace.
 * :func:`pin_sources` makes every source read one snapshot (``VERSION AS OF <id>``), or a named view that
@@ -15,16 +19,17 @@ from sqlglot import exp
 
 from mt_magic.errors import MtMagicError
 from mt_magic.sql.names import name_part_problem
-from mt_magic.sql.query.tree import DIALECT
+from mt_magic.sql.query.parsed import ParsedQuery, Q, rewritten, tree_to_change
 
 
 class QueryRewriteError(MtMagicError):
     """The definition query could not be parsed for rewriting."""
 
 
-def _parse(query: str) -> exp.Expr:
+def _tree(query: str | ParsedQuery) -> exp.Expr:
+    """A tree of ``query`` to rewrite (a copy: a query's tree is shared)."""
     try:
-        tree = sqlglot.parse_one(query, read=DIALECT)
+        tree = tree_to_change(query)
     except sqlglot.errors.ParseError as exc:
         raise QueryRewriteError(f"Cannot parse the query body as Spark SQL: {exc}") from exc
     if tree is None:
@@ -59,21 +64,35 @@ def _identifier_table(parts: tuple[str, ...], alias: str | None) -> exp.Table:
     return table
 
 
-def _transform_sources(query: str, replace: Callable[[tuple[str, ...], exp.Table], exp.Expr]) -> str:
-    tree = _parse(query)
+def _transform_sources(query: Q, replace: Callable[[tuple[str, ...], exp.Table], exp.Expr]) -> Q:
+    tree = _tree(query)
     targets = {id(t) for t in _source_tables(tree)}
 
     def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and id(node) in targets:
-            return replace(table_name_parts(node), node)
+            return _placed(replace(table_name_parts(node), node), node)
         return node
 
-    return tree.transform(visit, copy=False).sql(dialect=DIALECT)
+    return rewritten(query, tree.transform(visit, copy=False))
+
+
+def _placed(new: exp.Expr, old: exp.Table) -> exp.Expr:
+    """``new`` at ``old``'s place in the text it was read from: its identifiers take the offset of ``old``'s first
+    one, so facts read in textual order (joins, sources) see the rewritten tree in the order of its text."""
+    if new is old:
+        return new
+    first = old.find(exp.Identifier, bfs=False)
+    if first is None or "start" not in first.meta:
+        return new
+    for ident in new.find_all(exp.Identifier):
+        if "start" not in ident.meta:
+            ident.meta["start"] = first.meta["start"]
+    return new
 
 
 def qualify_sources(
-    query: str, default_catalog: str, default_namespace: str, known_catalogs: frozenset[str] = frozenset()
-) -> tuple[str, tuple[str, ...]]:
+    query: Q, default_catalog: str, default_namespace: str, known_catalogs: frozenset[str] = frozenset()
+) -> tuple[Q, tuple[str, ...]]:
     """Fully qualify every source table.
 
     Args:
@@ -114,7 +133,7 @@ def qualify_sources(
     return rewritten, tuple(sources)
 
 
-def pin_sources(query: str, snapshots: Mapping[str, int | None], views: Mapping[str, str] | None = None) -> str:
+def pin_sources(query: Q, snapshots: Mapping[str, int | None], views: Mapping[str, str] | None = None) -> Q:
     """Make each qualified source read a fixed snapshot or a registered view.
 
     Args:
@@ -143,7 +162,7 @@ def pin_sources(query: str, snapshots: Mapping[str, int | None], views: Mapping[
     return _transform_sources(query, replace)
 
 
-def rename_source(query: str, old: str, new: str) -> str:
+def rename_source(query: Q, old: str, new: str) -> Q:
     """A qualified query (from :func:`qualify_sources`) reading ``new`` where it read ``old`` (RENAME TO).
 
     The old table's last name part stays its alias, so column references such as ``t.col`` keep working.

@@ -16,12 +16,13 @@ from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 from mt_magic.runtime.refresh.incremental.shape import plan_query
 from mt_magic.sql.query.analysis import analyze_query
 from mt_magic.sql.query.hidden_keys import hidden_columns, with_hidden_keys, with_hidden_window_keys
+from mt_magic.sql.query.parsed import Q
 
 FIXED_BY_HIDDEN_KEYS = frozenset({FallbackReason.JOIN_KEY_NOT_SHOWN, FallbackReason.WINDOW_PARTITION_NOT_SHOWN})
 """Fallback reasons a hidden key column removes (the query's only reasons, or nothing is hidden)."""
 
 
-def storage_query(expanded: str, keep: int = 0) -> str:
+def storage_query(expanded: Q, keep: int = 0) -> Q:
     """``expanded`` with the hidden key columns its plan needs to be incremental, or ``expanded`` unchanged
     (a query already incremental, or one that fails for another reason too).
 
