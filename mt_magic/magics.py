@@ -415,16 +415,18 @@ class MaterializedMagics(Magics):
     @argument("target", nargs="*", help="a table name (explain: a table name or a statement)")
     @argument("--partition", default="", help="refresh: backfill one partition, e.g. --partition \"ds = '20250101'\"")
     @argument("--cascade", action="store_true", help="refresh: then refresh the tables downstream")
+    @argument("--plot", action="store_true", help="history: the chart alone (duration by strategy, rows, staleness)")
     @line_magic
     def mt(self, line: str) -> object:
         """Status, controls and lineage of materialized tables.
 
-        ``%mt`` / ``%mt list``: a live dashboard of every table · ``%mt status NAME``: its live card ·
-        ``%mt history NAME``: refresh durations and staleness over time · ``%mt lineage [NAME]``: the dependency
-        graph · ``%mt explain NAME|STATEMENT``: how it refreshes, or what an ``ALTER … AS`` / ``SET FRESHNESS`` / ``SET
-        REFRESH_MODE`` / ``RESUME`` / ``CREATE OR ALTER`` would do, before it is made (rows kept or rebuilt, strategy,
-        predicted cost) · ``%mt refresh NAME [--partition "ds = 'x'"]
-        [--cascade]`` · ``%mt suspend|resume NAME`` · ``%mt config``: the effective settings.
+        ``%mt`` / ``%mt list``: a live dashboard of every table (with the refresh time each costs an hour) ·
+        ``%mt status NAME``: its live card · ``%mt history NAME``: refresh durations and staleness over time
+        (``--plot``: the chart alone) · ``%mt lineage [NAME]``: the dependency graph · ``%mt explain
+        NAME|STATEMENT``: how it refreshes, or what an ``ALTER … AS`` / ``SET FRESHNESS`` / ``SET REFRESH_MODE`` /
+        ``RESUME`` / ``CREATE OR ALTER`` would do, before it is made (rows kept or rebuilt, strategy, predicted
+        cost) · ``%mt refresh NAME [--partition "ds = 'x'"] [--cascade]`` · ``%mt suspend|resume NAME`` ·
+        ``%mt config``: the effective settings.
         """
         command, _, rest = line.strip().partition(" ")
         command = command.lower() or "list"
@@ -452,10 +454,12 @@ class MaterializedMagics(Magics):
         return self._required_live("status").card(self._one_name(args))
 
     def _mt_history(self, args: Any) -> object:
+        from mt_magic.widgets.history_chart import HistoryChartView
         from mt_magic.widgets.static_views import HistoryView
 
         history = self.connection.service.history(self._one_name(args))
-        return HistoryView(history.name, history.records, history.freshness)
+        view = HistoryChartView if args.plot else HistoryView
+        return view(history.name, history.records, history.freshness)
 
     def _mt_lineage(self, args: Any) -> object:
         from mt_magic.widgets.static_views import LineageView

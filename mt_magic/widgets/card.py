@@ -22,6 +22,7 @@ from mt_magic.vocabulary import JobState, RefreshKind
 from mt_magic.widgets.airflow_run import airflow_html, airflow_rows, airflow_text
 from mt_magic.widgets.badges import freshness_badge
 from mt_magic.widgets.base import LiveView, ViewHost
+from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.render import card_html, card_text, details_html, error_html, preview_html, title_html
 
 UNITS = [u.value for u in FreshnessUnit]
@@ -40,6 +41,11 @@ def _button(description: str, icon: str, css: str, on_click: Callable[[], None])
     button.add_class(css)
     button.on_click(lambda _: on_click())
     return button
+
+
+def _chart_html(status: TableStatus) -> str:
+    svg = history_svg(status.recent, status.freshness)
+    return f'<div class="mt-card-chart">{svg}</div>' if svg else ""
 
 
 class TableCard(LiveView):
@@ -61,6 +67,9 @@ class TableCard(LiveView):
             min=0.0, max=1.0, description="Spark", layout=widgets.Layout(display="none", width="60%")
         )
         self.preview_area = widgets.HTML(preview_html(None))
+        self.chart = widgets.HTML()  # the recent refreshes (history_chart): duration by strategy, rows, staleness
+        self.chart.add_class("mt-card-chart")
+        self._charted: tuple[object, ...] | None = None
         self.message = widgets.HTML()
         self.message.add_class("mt-action-message")
         value, unit = _split_freshness(self.status)
@@ -101,6 +110,7 @@ class TableCard(LiveView):
                 self.airflow,
                 self.progress,
                 self.preview_area,
+                self.chart,
                 controls,
                 backfill,
                 self.message,
@@ -195,7 +205,15 @@ class TableCard(LiveView):
             suspended = status.state is JobState.SUSPENDED
             self.suspend_button.description = "Resume" if suspended else "Suspend"
             self.suspend_button.icon = "play" if suspended else "pause"
+            self._chart(status)
         self._changed()
+
+    def _chart(self, status: TableStatus) -> None:
+        """The chart of the manager's recent refreshes of the table, redrawn only when they or the target change."""
+        if (status.recent, status.freshness) == self._charted:
+            return
+        self._charted = (status.recent, status.freshness)
+        self.chart.value = _chart_html(status)
 
     def show_removed(self, reason: str) -> None:
         with self.lock:
@@ -273,8 +291,10 @@ class TableCard(LiveView):
     # -- fallbacks ------------------------------------------------------------------------------------
 
     def fallback_html(self) -> str:
-        return card_html(self.status, self.preview, self.live.clock()) + airflow_html(
-            airflow_rows(self.live.feed, self.status)
+        return (
+            card_html(self.status, self.preview, self.live.clock())
+            + airflow_html(airflow_rows(self.live.feed, self.status))
+            + _chart_html(self.status)
         )
 
     def fallback_text(self) -> str:

@@ -4,8 +4,9 @@ JupyterLab runs on 127.0.0.1 with a token, on a temp copy of ``examples/`` and i
 The test runs every cell of ``live_tables.ipynb``, then checks that the card renders as a widget (mode text
 and freshness badge), that its badge changes after the notebook's source append (the table is suspended,
 so staleness grows past the 10-second target), and that clicking Refresh now commits a manual refresh (the
-last-refresh field changes and the badge turns green again). Screenshots go to ``test-artifacts/``, and the
-card's also to ``$MT_MAGIC_SCREENSHOT`` when that is set.
+last-refresh field changes and the badge turns green again), and that the card's chart of its recent refreshes
+is drawn with a bar for each (saved as ``docs/card_history_chart.png``). Screenshots go to ``test-artifacts/``, and
+the card's also to ``$MT_MAGIC_SCREENSHOT`` when that is set.
 Every wait is bounded; JupyterLab (with its kernel and Spark), Chromium and the catalog server are stopped.
 """
 
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
+DOCS = REPO / "docs"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -46,6 +48,7 @@ SCREENSHOT_ENV = "MT_MAGIC_SCREENSHOT"
 """When set, a path where the test also saves the card after its refresh click (the README's screenshot)."""
 CARD = ".mt-card"
 BADGE = f"{CARD} .mt-badge.mt-freshness"
+CHART = f"{CARD} .mt-card-chart svg.mt-history-chart"
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,17 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
                 30,
             )
             card.screenshot(path=str(ARTIFACTS / "03-after-refresh-click.png"))
+            _wait_for(
+                page,
+                lambda: page.locator(f"{CHART} rect.mt-duration[data-strategy]").count() >= 2,
+                "the card's chart has a bar for the first refresh and the manual one",
+                30,
+            )
+            chart = page.locator(CHART)
+            assert "refresh duration by strategy" in chart.inner_html() and "rows written" in chart.inner_html()
+            chart.scroll_into_view_if_needed()
+            chart.screenshot(path=str(ARTIFACTS / "03b-card-history-chart.png"))
+            chart.screenshot(path=str(DOCS / "card_history_chart.png"))
             if os.environ.get(SCREENSHOT_ENV):  # the README's picture: `MT_MAGIC_SCREENSHOT=docs/live_card.png`
                 card.screenshot(path=os.environ[SCREENSHOT_ENV])
             page.screenshot(path=str(ARTIFACTS / "04-notebook.png"))

@@ -131,3 +131,15 @@ def usual_strategy(records: Iterable[RefreshRecord], recent: int = RECENT) -> st
     if not later:
         return None
     return statistics.mode(strategy_of(r) for r in later)
+
+
+def observed_per_hour(records: Sequence[RefreshRecord], interval: timedelta, now: datetime) -> timedelta | None:
+    """Refresh time an hour the table has been costing: the durations of ``records`` (every attempt: failed ones
+    and those with nothing to do cost time too) over the time they span up to ``now`` — at least one ``interval``
+    per record, so a table refreshed once a minute ago is not priced as if it refreshed all the time. ``None``: no
+    records."""
+    if not records:
+        return None
+    spent = sum((r.duration for r in records), timedelta(0))
+    span = max(now - min(r.started_at for r in records), interval * len(records), timedelta(seconds=1))
+    return spent * (timedelta(hours=1) / span)
