@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mt_magic.runtime.graph import Lineage
     from mt_magic.runtime.results import StatementResult
     from mt_magic.runtime.service import MaterializedTables
-    from mt_magic.runtime.status import TableStatus
+    from mt_magic.runtime.status import Decision, TableStatus
     from mt_magic.sql.ddl.statements import Freshness
     from mt_magic.vocabulary import RefreshMode
 
@@ -50,7 +50,39 @@ HISTORY_COLUMNS = (
     "engine",
     "staleness_before_s",
     "error",
+    "chosen",
+    "change_rows",
+    "change_ratio",
+    "est_incremental_s",
+    "est_full_s",
+    "estimate_basis",
+    "spark_task_s",
+    "bytes_read",
+    "bytes_written",
+    "rows_removed",
 )
+"""One row per refresh. ``strategy`` is the refresh's reason (its strategy line); ``chosen`` onwards is its
+decision record (``None``: not recorded — a failure, an older commit — or not measured, e.g. Spark task time of a
+refresh another process ran)."""
+
+
+def _decision_columns(decision: Decision | None) -> tuple[object, ...]:
+    """The decision record's columns of :data:`HISTORY_COLUMNS` (all ``None`` without one)."""
+    if decision is None:
+        return (None,) * 10
+    change, estimates, measured = decision.change, decision.estimates, decision.measured
+    return (
+        decision.chosen.value,
+        change.rows if change is not None else None,
+        change.ratio if change is not None else None,
+        estimates.incremental_s if estimates is not None else None,
+        estimates.full_s if estimates is not None else None,
+        estimates.basis if estimates is not None else None,
+        measured.spark_task_s,
+        measured.bytes_read,
+        measured.bytes_written,
+        measured.rows_removed,
+    )
 
 
 class MaterializedTable:
@@ -106,6 +138,7 @@ class MaterializedTable:
                 r.engine.value if r.engine is not None else None,
                 r.staleness_before.total_seconds() if r.staleness_before is not None else None,
                 r.error,
+                *_decision_columns(r.decision),
             )
             for r in self.service.history(self.name).records
         ]

@@ -52,6 +52,78 @@ class RefreshRequest:
 
 
 @dataclass(frozen=True)
+class SourceDelta:
+    """One source's change since the snapshot the last refresh consumed, from its snapshot summaries."""
+
+    name: str
+    rows_added: int
+    rows_removed: int
+    files_added: int
+    files_removed: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """What changed in a table's sources since its last refresh (every source's rows at its first)."""
+
+    sources: tuple[SourceDelta, ...]
+    changed_source_rows: int | None
+    """Rows of the changed sources' pinned snapshots, the ratio's denominator (``None``: a summary lacks them)."""
+    source_rows: int | None
+    """Rows of every source's pinned snapshot: what a recompute reads (``None``: a summary lacks them)."""
+
+    @property
+    def rows(self) -> int:
+        """Rows added plus rows removed over all sources: the size of the delta."""
+        return sum(s.rows_added + s.rows_removed for s in self.sources)
+
+    @property
+    def ratio(self) -> float | None:
+        """:attr:`rows` over the changed sources' rows: the fraction ADAPTIVE weighs."""
+        if self.changed_source_rows is None:
+            return None
+        return self.rows / self.changed_source_rows if self.changed_source_rows else 0.0
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Each candidate's estimated seconds (``refresh.cost``); ``None``: not a candidate for this refresh."""
+
+    incremental_s: float | None
+    full_s: float | None
+    basis: str = "priors"
+    """Where the figures come from: "priors", or "fit over 12 incremental, 4 full refreshes"."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a refresh actually cost; ``None``: not measured."""
+
+    wall_s: float | None = None
+    spark_task_s: float | None = None
+    """Summed task time of the refresh's Spark jobs; 0 where no Spark job ran (in process, no-op)."""
+    bytes_read: int | None = None
+    bytes_written: int | None = None
+    bytes_removed: int | None = None
+    rows_written: int | None = None
+    rows_removed: int | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why one refresh did what it did, and what it cost (``refresh.decision`` writes and reads it)."""
+
+    chosen: RefreshKind
+    """What ran: incremental, full, partition, or nothing (NOOP)."""
+    reason: str
+    """The strategy line: "incremental: …", "full: fallback — …", "full recompute", …"""
+    change: Change | None = None
+    """``None``: a source's history since the last refresh is gone (expired snapshots)."""
+    estimates: Estimates | None = None
+    measured: Measured = field(default_factory=Measured)
+
+
+@dataclass(frozen=True)
 class RefreshOutcome:
     """What a finished refresh did."""
 
@@ -65,6 +137,8 @@ class RefreshOutcome:
     phases: tuple[tuple[str, float], ...] = ()
     """Where the time went: (phase, seconds) in order, e.g. ("metadata", 0.01), ("write", 0.09)."""
     engine: RefreshEngine = RefreshEngine.SPARK
+    decision: Decision | None = None
+    """The decision record (what it saw, estimated, chose and why, what it cost)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +159,8 @@ class RefreshRecord:
     """What computed the rows (``None``: a failed attempt)."""
     stall: Stall | None = None
     """The run ran far past its usual duration (flagged by the watchdog in this process); kept once it ends."""
+    decision: Decision | None = None
+    """Its decision record (``None``: a failed attempt, or a commit written before decisions were recorded)."""
 
 
 @dataclass(frozen=True)

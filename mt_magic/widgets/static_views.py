@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.inspect.recommendations import recommend
-from mt_magic.runtime.status import RefreshRecord, TableStatus
+from mt_magic.runtime.status import Decision, RefreshRecord, TableStatus
 from mt_magic.widgets.badges import human_duration, human_time, recommendation_text, stall_text
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import lineage_svg, lineage_text
@@ -29,6 +29,58 @@ HISTORY_HEADERS = (
     "strategy",
     "engine",
 )
+NOT_MEASURED = "not measured"
+
+
+def _bytes(count: int | None) -> str:
+    if count is None:
+        return NOT_MEASURED
+    for unit in ("B", "KB", "MB"):
+        if count < 1024:
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return f"{count:.1f} GB"
+
+
+def _seconds(value: float | None) -> str:
+    return NOT_MEASURED if value is None else f"{value:.2f}s"
+
+
+def decision_text(decision: Decision) -> str:
+    """One line: the change seen, each candidate's estimate, the choice, and what it cost.
+
+    >>> from mt_magic.runtime.status import Change, Estimates, Measured, SourceDelta
+    >>> from mt_magic.vocabulary import RefreshKind
+    >>> change = Change((SourceDelta("c.n.events", 1000, 0, 1, 0),), 100_000, 100_000)
+    >>> line = decision_text(Decision(RefreshKind.INCREMENTAL, "incremental: append the delta", change,
+    ...     Estimates(0.51, 0.55), Measured(0.4, None, None, 2048, 0, 1000, 0)))
+    >>> line.split(" · ")[0]
+    'saw +1,000/−0 rows, +1/−0 files (1.0% of 100,000)'
+    >>> line.split(" · ")[1]
+    'estimated incremental 0.51s, full 0.55s (priors) → incremental'
+    >>> line.split(" · ")[2]
+    'cost 0.40s wall, Spark tasks not measured, read not measured, wrote 2.0 KB'
+    """
+    change, estimates, measured = decision.change, decision.estimates, decision.measured
+    if change is None:
+        saw = "saw: the sources' history since the last refresh is gone"
+    else:
+        added = sum(s.rows_added for s in change.sources)
+        removed = sum(s.rows_removed for s in change.sources)
+        files_in = sum(s.files_added for s in change.sources)
+        files_out = sum(s.files_removed for s in change.sources)
+        of = f" ({change.ratio:.1%} of {change.changed_source_rows:,})" if change.ratio is not None else ""
+        saw = f"saw +{added:,}/−{removed:,} rows, +{files_in}/−{files_out} files{of}"
+    if estimates is None:
+        estimated = "not estimated"
+    else:
+        inc = "no candidate" if estimates.incremental_s is None else _seconds(estimates.incremental_s)
+        estimated = f"estimated incremental {inc}, full {_seconds(estimates.full_s)} ({estimates.basis})"
+    cost = (
+        f"cost {_seconds(measured.wall_s)} wall, Spark tasks {_seconds(measured.spark_task_s)}, "
+        f"read {_bytes(measured.bytes_read)}, wrote {_bytes(measured.bytes_written)}"
+    )
+    return f"{saw} · {estimated} → {decision.chosen.value} · {cost}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +108,10 @@ class HistoryView:
             for r in self.records
         ]
 
+    def details(self) -> list[str]:
+        """Each refresh's decision (:func:`decision_text`), in the rows' order; empty where none was recorded."""
+        return ["" if r.decision is None else decision_text(r.decision) for r in self.records]
+
     def advice(self) -> str:
         """What to change where its refreshes recompute for a reason the user can change (empty otherwise)."""
         advice = recommend(self.records, self.freshness)
@@ -66,9 +122,10 @@ class HistoryView:
         title = f"<b>{html.escape(self.table)}</b> — {len(self.records)} refresh(es){target}"
         if not self.records:
             return f'<div class="mt-history">{title}: no refresh committed yet.</div>'
-        head = "".join(f'<th style="{CELL}">{h}</th>' for h in HISTORY_HEADERS)
+        head = "".join(f'<th style="{CELL}">{h}</th>' for h in (*HISTORY_HEADERS, "why"))
         body = "".join(
-            "<tr>" + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row) + "</tr>" for row in self.rows()
+            "<tr>" + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in (*row, why)) + "</tr>"
+            for row, why in zip(self.rows(), self.details(), strict=True)
         )
         advice = f'<div class="mt-advice">{html.escape(self.advice())}</div>' if self.advice() else ""
         return (
@@ -80,7 +137,10 @@ class HistoryView:
         lines = [f"{self.table}: {len(self.records)} refresh(es), newest first"]
         lines += [self.advice()] if self.advice() else []
         lines.append(" | ".join(HISTORY_HEADERS))
-        return "\n".join([*lines, *(" | ".join(r) for r in self.rows())])
+        for row, why in zip(self.rows(), self.details(), strict=True):
+            lines.append(" | ".join(row))
+            lines += [f"    why: {why}"] if why else []
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)

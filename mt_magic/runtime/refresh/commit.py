@@ -28,8 +28,10 @@ from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError
+from mt_magic.runtime.refresh.decision import decision_summary
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import identifier, qualified
+from mt_magic.runtime.status import Decision
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -109,11 +111,13 @@ def commit(
     state: RefreshState,
     refresh_id: str,
     read_snapshot: int | None,
+    decision: Decision | None = None,
 ) -> Committed:
     """Commit ``write`` with ``state`` in its snapshot summary; the table must still be at ``read_snapshot``.
 
     Args:
         read_snapshot: the table's snapshot when the refresh read it (``None``: it had none yet).
+        decision: the refresh's decision record, written beside the state (:mod:`.decision`).
 
     Raises:
         RefreshConflictError: the table changed since ``read_snapshot`` (another writer); nothing was committed.
@@ -134,7 +138,7 @@ def commit(
         state = replace(state, view_version_id=view.version_for(state.definition_version))
     if write.sum_mass:
         state = replace(state, sum_mass=dict(write.sum_mass))
-    properties = {**state.to_summary(), REFRESH_ID_KEY: refresh_id}
+    properties = {**state.to_summary(), **(decision_summary(decision) if decision else {}), REFRESH_ID_KEY: refresh_id}
     if isinstance(write, RowsWrite):
         return _commit_rows(table, write, properties, refresh_id)
     writer = _writer(write.df, table, properties)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.runtime.refresh.context import load_source
+from mt_magic.runtime.refresh.decision import SparkCostsSeen, recorded_decision
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.analysis_errors import refresh_failure
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
@@ -66,6 +67,8 @@ class Engine:
         self.session_cache = session_cache or SessionCache()
         """The kernel's session forgets each table a refresh commits (a catalog that caches tables)."""
         self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
+        self._spark_costs = SparkCostsSeen()
+        """What this process's refreshes cost in Spark, counted after their commits (history adds it)."""
 
     def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
         # raises CatalogUnavailableError, never a short list; an unchanged table is not fetched or parsed again,
@@ -86,6 +89,7 @@ class Engine:
             raise refresh_failure(request.table, exc) from exc
         if outcome.kind is not RefreshKind.NOOP:
             self.session_cache.forget(request.table)
+        self._spark_costs.keep(outcome)
         return outcome
 
     def cancel(self, job_group: str) -> None:
@@ -138,6 +142,7 @@ class Engine:
                     snapshot_id=snap.snapshot_id,
                     strategy=state.strategy,
                     engine=state.engine,
+                    decision=self._spark_costs.added(recorded_decision(snap, state), snap.snapshot_id),
                 )
             )
             if len(records) >= limit:

@@ -13,6 +13,7 @@ before the commit leaves the previous snapshot (and state) current; a crash afte
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -31,12 +32,14 @@ from mt_magic.runtime.refresh.context import (
     load_sources,
     source_state,
 )
+from mt_magic.runtime.refresh.deciding import Seen, as_committed, seen_at_start
 from mt_magic.runtime.refresh.incremental.runner import run_incremental
 from mt_magic.runtime.refresh.phases import phase, recording
 from mt_magic.runtime.refresh.retention import expire_after
+from mt_magic.runtime.refresh.spark_metrics import spark_cost
 from mt_magic.runtime.refresh.start import kept_rows, window_views
 from mt_magic.runtime.spark.quoting import identifier, qualified
-from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
+from mt_magic.runtime.status import Decision, Estimates, RefreshOutcome, RefreshRequest
 from mt_magic.sql.query.rewrite import pin_sources
 from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
@@ -102,11 +105,19 @@ def _recompute(
     states: tuple[SourceState, ...],
     partition: Mapping[str, str],
     started: datetime,
+    seen: Seen,
     strategy: str | None = None,
+    estimates: Estimates | None = None,
 ) -> RefreshOutcome:
-    """Recompute the table (or one partition) from the pinned sources; one atomic commit or nothing."""
+    """Recompute the table (or one partition) from the pinned sources; one atomic commit or nothing.
+
+    Args:
+        estimates: each candidate's estimated cost where a recompute was weighed against an incremental
+            refresh (ADAPTIVE); else a recompute's alone is recorded.
+    """
     kind = RefreshKind.PARTITION if partition else RefreshKind.FULL
     strategy = strategy or (f"partition {partition}" if partition else "full recompute")
+    decision = seen.decided(kind, strategy, estimates)
     state = RefreshState(
         states,
         started,
@@ -139,9 +150,12 @@ def _recompute(
             state,
             uuid.uuid4().hex,
             info.current_snapshot_id,
+            decision,
         )
     expire_after(ctx, request, done)
-    return RefreshOutcome(kind, done.snapshot_id, done.rows_written, done.committed_at, strategy)
+    return RefreshOutcome(
+        kind, done.snapshot_id, done.rows_written, done.committed_at, strategy, decision=as_committed(decision, done)
+    )
 
 
 def tries_incremental(
@@ -162,15 +176,34 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
     Args:
         force_full: recompute even where an incremental refresh would be possible (benchmarks compare both).
 
-    The outcome carries its phases (:mod:`.phases`): where this refresh's time went.
+    The outcome carries its phases (:mod:`.phases`): where this refresh's time went, and its decision record
+    (:mod:`.deciding`) with what it cost: the whole refresh's wall time and its Spark jobs' task time and bytes
+    read (:mod:`.spark_metrics`; not measured without a job group).
 
     Raises:
         RefreshError: ``'incremental' = 'strict'`` and this refresh would have fallen back; nothing was written.
         RefreshConflictError: another writer committed to the table meanwhile; nothing was written.
     """
+    began = time.perf_counter()
     with recording() as spans:
         outcome = _refresh(ctx, request, force_full)
-    return dataclasses.replace(outcome, phases=tuple(spans))
+    decision = outcome.decision
+    if decision is not None:
+        decision = _measured(decision, ctx, request, outcome, time.perf_counter() - began)
+    return dataclasses.replace(outcome, phases=tuple(spans), decision=decision)
+
+
+def _measured(
+    decision: Decision, ctx: RefreshContext, request: RefreshRequest, outcome: RefreshOutcome, wall_s: float
+) -> Decision:
+    """``decision`` with the refresh's wall time and, where Spark ran, its jobs' task time and bytes read."""
+    if outcome.engine is RefreshEngine.SPARK:
+        cost = spark_cost(ctx.jobs, request.job_group)
+        task_s, read = (cost.task_seconds, cost.bytes_read) if cost is not None else (None, None)
+    else:
+        task_s, read = 0.0, 0
+    measured = dataclasses.replace(decision.measured, wall_s=wall_s, spark_task_s=task_s, bytes_read=read)
+    return dataclasses.replace(decision, measured=measured)
 
 
 def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> RefreshOutcome:
@@ -178,17 +211,25 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     with phase("metadata"):
         info, definition = ctx.catalog.load_materialized(request.table)
         sources = load_sources(ctx.catalog, request.table, definition.upstream)
+        seen = seen_at_start(info, sources)
     states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
     partition = target_partition(request, definition)
     if is_noop(info, definition, request, states, partition):
+        reason = "no source changed since the last refresh"
         return RefreshOutcome(
-            RefreshKind.NOOP, None, 0, None, "no source changed since the last refresh", engine=RefreshEngine.NONE
+            RefreshKind.NOOP,
+            None,
+            0,
+            None,
+            reason,
+            engine=RefreshEngine.NONE,
+            decision=seen.decided(RefreshKind.NOOP, reason),
         )
     never = incremental_policy(definition.options) is IncrementalPolicy.NEVER
     if force_full or never or not tries_incremental(request, info, definition, partition):
         strategy = "full: 'incremental' = 'never'" if never and not partition else None
-        return _recompute(ctx, request, info, definition, states, partition, started, strategy)
-    result = run_incremental(ctx, request, info, definition, sources, states, started)
+        return _recompute(ctx, request, info, definition, states, partition, started, seen, strategy)
+    result = run_incremental(ctx, request, info, definition, sources, states, started, seen)
     if isinstance(result, RefreshOutcome):
         return result
     if is_strict(definition.options):
@@ -198,6 +239,5 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
             statement=request.table,
             fix="change the query or the sources, or drop the option",
         )
-    return _recompute(
-        ctx, request, info, definition, states, partition, started, f"full: fallback — {result.describe()}"
-    )
+    text = f"full: fallback — {result.describe()}"
+    return _recompute(ctx, request, info, definition, states, partition, started, seen, text, result.estimates)

@@ -13,6 +13,7 @@ from functools import lru_cache
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.context import DEFAULT_MAX_CHANGE
+from mt_magic.runtime.refresh.cost import CostModel
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange, classify
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
@@ -154,9 +155,11 @@ def reads_less_than_a_recompute(plan: RefreshPlan) -> bool:
 
 
 def cheaper_to_recompute(
-    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None
+    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None = None
 ) -> Fallback | None:
-    """ADAPTIVE: a full recompute when the change is past ``max_fraction`` of the changed sources' rows.
+    """ADAPTIVE: a full recompute when the change is past ``max_fraction`` of the changed sources' rows, or, once
+    the table's own refreshes corrected the cost ``model`` (:attr:`CostModel.learned`), when its estimate of a
+    recompute is below its estimate of the incremental refresh.
 
     The incremental strategies' cost grows with the delta (rows read, merged or re-aggregated) while a
     recompute's is the sources' size; the fraction of changed rows, known from snapshot summaries, decides
@@ -164,8 +167,11 @@ def cheaper_to_recompute(
     A keyed join's key recompute is not the cheaper one once its sources together reach that size
     (:data:`KEYS_COST`). ``max_fraction`` is the table's ``'incremental.max-change-fraction'``; when it is not
     set, :data:`~mt_magic.runtime.refresh.context.DEFAULT_MAX_CHANGE` applies, except to a refresh that
-    :func:`reads_less_than_a_recompute` (a fraction set on the table applies to every strategy).
+    :func:`reads_less_than_a_recompute` (a fraction set on the table applies to every strategy: the user's word
+    wins over the model). A model with no line of the table's own decides exactly as the fraction does (its
+    priors cross there), so the fraction decides then.
     """
+    learned = max_fraction is None and model is not None and model.learned
     if max_fraction is None:
         if reads_less_than_a_recompute(plan):
             return None
@@ -181,9 +187,29 @@ def cheaper_to_recompute(
     delta = sum(c.rows for c, _ in changed)
     total = sum(t for t in totals if t is not None)
     fraction = delta / total if total else 0.0
-    if total < ADAPTIVE_MIN_ROWS or fraction <= max_fraction:
+    if total < ADAPTIVE_MIN_ROWS:
+        return None
+    if learned and model is not None:
+        return _estimated_cheaper(model, delta, total, sources)
+    if fraction <= max_fraction:
         return None
     names = ", ".join(c.name for c, _ in changed)
     return Fallback(
         (FallbackReason.CHEAPER_TO_RECOMPUTE,), f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}"
+    )
+
+
+def _estimated_cheaper(
+    model: CostModel, delta: int, changed_rows: int, sources: Sequence[TableInfo]
+) -> Fallback | None:
+    """The learned rule: a recompute when the model, corrected by the table's record, estimates it cheaper."""
+    sizes = [total_records(s) for s in sources]
+    every = None if None in sizes else sum(n for n in sizes if n is not None)
+    estimates = model.estimates(delta, changed_rows, every, incremental=True)
+    if estimates.incremental_s is None or estimates.full_s is None or estimates.full_s >= estimates.incremental_s:
+        return None
+    return Fallback(
+        (FallbackReason.CHEAPER_TO_RECOMPUTE,),
+        f"estimated {estimates.full_s:.2f} s to recompute against {estimates.incremental_s:.2f} s incremental "
+        f"for {delta:,} changed rows ({estimates.basis})",
     )

@@ -7,7 +7,11 @@ summary (``mt.strategy``) or raised by the strict option reads the same everywhe
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.refresh.decision import Estimates
 
 
 class Strategy(enum.Enum):
@@ -204,6 +208,9 @@ class Fallback:
     reasons: tuple[FallbackReason, ...]
     detail: str = ""
     """Which source or column the first reason is about, when it is about one."""
+    estimates: Estimates | None = field(default=None, compare=False)
+    """Each candidate's estimated seconds, when the incremental strategy was weighed against a recompute
+    (ADAPTIVE's choice): the decision record keeps them."""
 
     def __post_init__(self) -> None:
         if not self.reasons:

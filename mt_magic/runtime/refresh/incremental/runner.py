@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -17,6 +18,7 @@ from mt_magic.runtime.refresh.context import (
     incremental_policy,
     max_change_fraction,
 )
+from mt_magic.runtime.refresh.deciding import Seen, as_committed
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh, total_records
@@ -25,7 +27,7 @@ from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, Tab
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.retention import expire_after
 from mt_magic.runtime.refresh.start import window_fallback
-from mt_magic.runtime.status import RefreshOutcome, RefreshRequest
+from mt_magic.runtime.status import Decision, RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
 
 
@@ -96,6 +98,7 @@ def run_incremental(
     sources: Sequence[TableInfo],
     states: tuple[SourceState, ...],
     started: datetime,
+    seen: Seen,
 ) -> RefreshOutcome | Fallback:
     """Refresh incrementally, or return why a full refresh is needed (nothing was committed then).
 
@@ -103,6 +106,8 @@ def run_incremental(
         info: the table's metadata, loaded at the start of this refresh.
         sources: every source's metadata, loaded when the sources were pinned (``definition.upstream`` order).
         states: the pinned source states the commit records.
+        seen: what the refresh saw at its start: the change and the table's recorded costs (the decision record,
+            ADAPTIVE's cost model).
     """
     with phase("plan"):
         plan = plan_refresh(info, definition, sources)
@@ -111,15 +116,28 @@ def run_incremental(
         windowed = window_fallback(definition, plan)
         if windowed is not None:
             return windowed
+        in_process = in_process_plan(plan, info, sources, definition) is None
+        engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
+        estimates = seen.estimates(incremental=True, engine=engine)
         if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
-            cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options))
+            cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options), seen.model(engine))
             if cheaper is not None:
-                return cheaper
-    if in_process_plan(plan, info, sources, definition) is None:
+                return dataclasses.replace(cheaper, estimates=estimates)
+    if in_process:
         rows = in_process_write(ctx, info, definition, plan, sources)
         if rows is not None:
             text = f"{describe(plan.strategy, plan, rows.scope)} · {IN_PROCESS}"
-            return _committed(ctx, request, definition, plan, states, started, rows, text)
+            return _committed(
+                ctx,
+                request,
+                definition,
+                plan,
+                states,
+                started,
+                rows,
+                text,
+                seen.decided(RefreshKind.INCREMENTAL, text, estimates),
+            )
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
     )
@@ -144,7 +162,8 @@ def run_incremental(
             if isinstance(result, Fallback):
                 return result
             text = describe(result.strategy, plan, result.write.scope)
-            return _committed(ctx, request, definition, plan, states, started, result.write, text)
+            decision = seen.decided(RefreshKind.INCREMENTAL, text, estimates)
+            return _committed(ctx, request, definition, plan, states, started, result.write, text, decision)
         except Exception as exc:
             reason = refused_value(exc)
             if reason is None:
@@ -201,6 +220,7 @@ def _committed(
     started: datetime,
     write: Write | RowsWrite,
     text: str,
+    decision: Decision,
 ) -> RefreshOutcome:
     """Commit the write with the new refresh state (one snapshot), unless the refresh was cancelled meanwhile."""
     engine = RefreshEngine.IN_PROCESS if isinstance(write, RowsWrite) else RefreshEngine.SPARK
@@ -216,8 +236,14 @@ def _committed(
         engine=engine,
     )
     ctx.jobs.check_cancelled(request.job_group)
-    done = commit(ctx.catalog, request.table, write, state, uuid.uuid4().hex, plan.table_snapshot)
+    done = commit(ctx.catalog, request.table, write, state, uuid.uuid4().hex, plan.table_snapshot, decision)
     expire_after(ctx, request, done)
     return RefreshOutcome(
-        RefreshKind.INCREMENTAL, done.snapshot_id, done.rows_written, done.committed_at, text, engine=engine
+        RefreshKind.INCREMENTAL,
+        done.snapshot_id,
+        done.rows_written,
+        done.committed_at,
+        text,
+        engine=engine,
+        decision=as_committed(decision, done),
     )

@@ -1,0 +1,162 @@
+"""What a refresh will cost, per candidate: ADAPTIVE's cost model, corrected by the table's own record.
+
+Two straight lines: an incremental refresh costs ``fixed + per_row × rows changed``, a recompute ``fixed +
+per_row × rows read``. The priors put the lines where today's rule decides: the same fixed cost, and an
+incremental row :data:`~mt_magic.options.DEFAULT_MAX_CHANGE` (0.3) times dearer than a recomputed one, so the
+lines cross where the change is 30 % of the sources (``bench_incremental.py --parts crossover``). The table's
+recorded refreshes (:mod:`.decision`, in its snapshot summaries: seconds from start to commit, rows) correct them:
+
+- a strategy with :data:`MIN_POINTS` records of its own gets its own line — least squares over its last
+  :data:`LAST_RECORDS` when their sizes spread (the largest at least twice the smallest), else its prior scaled
+  by the median of actual over prior (a recompute reads about the same rows every time);
+- a strategy with fewer gets its prior scaled by the table's speed (the median of actual over prior over every
+  record of either strategy), so the two lines keep today's crossing until both have been measured.
+
+A model with no line of its own is :attr:`CostModel.learned` False, and the planner then keeps today's rule
+exactly (:func:`~mt_magic.runtime.refresh.incremental.planner.cheaper_to_recompute`). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.options import DEFAULT_MAX_CHANGE
+from mt_magic.runtime.refresh.decision import recorded_decision
+from mt_magic.runtime.status import Estimates
+from mt_magic.vocabulary import RefreshEngine, RefreshKind
+
+PRIOR_FIXED_S = 0.5
+"""A Spark job plus an Iceberg commit on 2 cores (``bench_incremental.py``'s commit floor, 0.3–0.6 s)."""
+PRIOR_FULL_PER_ROW_S = 0.5e-6
+"""A recompute of a simple query over 2 M rows takes about 1–1.5 s on 2 cores (``--parts crossover``)."""
+PRIOR_INCREMENTAL_PER_ROW_S = PRIOR_FULL_PER_ROW_S / DEFAULT_MAX_CHANGE
+"""Dearer per row than a recompute by the crossover fraction: the lines cross where today's rule does."""
+MIN_POINTS = 4
+"""Records a strategy needs before it gets a line of its own."""
+LAST_RECORDS = 20
+"""The newest records of each strategy that count (the table's data and the machine drift)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """Seconds as ``fixed + per_row × rows``."""
+
+    fixed: float
+    per_row: float
+
+    def at(self, rows: int) -> float:
+        return self.fixed + self.per_row * rows
+
+    def scaled(self, factor: float) -> Line:
+        return Line(self.fixed * factor, self.per_row * factor)
+
+
+PRIOR_INCREMENTAL = Line(PRIOR_FIXED_S, PRIOR_INCREMENTAL_PER_ROW_S)
+PRIOR_FULL = Line(PRIOR_FIXED_S, PRIOR_FULL_PER_ROW_S)
+
+
+@dataclass(frozen=True)
+class CostRecord:
+    """One recorded refresh as the model reads it: its strategy, the rows that drive its cost, its seconds."""
+
+    choice: RefreshKind
+    engine: RefreshEngine
+    rows: int
+    """Rows changed (incremental) or rows of every source (full)."""
+    seconds: float
+
+
+def recorded_costs(info: TableInfo, definition_version: int | None = None) -> list[CostRecord]:
+    """The table's refreshes that recorded a decision, oldest first (full and incremental; partition refreshes,
+    no-ops and refreshes of an empty change are left out: their cost says nothing about either line), of
+    ``definition_version`` only when given (an ALTER … AS changes what a refresh computes)."""
+    records = []
+    for snapshot in info.snapshots:
+        state = snapshot.refresh_state
+        decision = recorded_decision(snapshot, state) if state is not None else None
+        if state is None or decision is None or decision.change is None or decision.measured.wall_s is None:
+            continue
+        if definition_version is not None and state.definition_version != definition_version:
+            continue
+        if decision.chosen is RefreshKind.INCREMENTAL and decision.change.rows > 0:
+            records.append(
+                CostRecord(RefreshKind.INCREMENTAL, state.engine, decision.change.rows, decision.measured.wall_s)
+            )
+        elif decision.chosen is RefreshKind.FULL and decision.change.source_rows is not None:
+            records.append(
+                CostRecord(RefreshKind.FULL, state.engine, decision.change.source_rows, decision.measured.wall_s)
+            )
+    return records
+
+
+def _fit(points: Sequence[CostRecord], prior: Line) -> Line:
+    """The line through ``points``: least squares when their sizes spread, else the prior scaled to them."""
+    xs = [p.rows for p in points]
+    ys = [p.seconds for p in points]
+    if min(xs) > 0 and max(xs) >= 2 * min(xs):
+        mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+        spread = sum((x - mean_x) ** 2 for x in xs)
+        per_row = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+        fixed = mean_y - per_row * mean_x
+        if per_row >= 0 and fixed >= 0:
+            return Line(fixed, per_row)
+    return prior.scaled(_speed(points, prior))
+
+
+def _speed(points: Sequence[CostRecord], prior: Line) -> float:
+    return statistics.median(p.seconds / prior.at(p.rows) for p in points)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """One table's two lines and where they come from."""
+
+    incremental: Line
+    full: Line
+    incremental_points: int = 0
+    """Records behind the incremental line (0: a prior, maybe scaled by the table's speed)."""
+    full_points: int = 0
+
+    @property
+    def learned(self) -> bool:
+        """Whether either line is the table's own (else the planner keeps today's rule)."""
+        return bool(self.incremental_points or self.full_points)
+
+    @property
+    def basis(self) -> str:
+        if not self.learned:
+            return "priors"
+        return f"fit over {self.incremental_points} incremental, {self.full_points} full refreshes"
+
+    def estimates(
+        self, change_rows: int | None, changed_source_rows: int | None, source_rows: int | None, incremental: bool
+    ) -> Estimates:
+        """Seconds of each candidate; ``incremental`` False: a recompute is the only candidate.
+
+        A prior recompute line is read at the changed sources' rows, where today's rule puts the crossing; a
+        recompute line of the table's own at the rows of every source, which its records measured.
+        """
+        full_rows = source_rows if self.full_points else changed_source_rows
+        full = self.full.at(full_rows) if full_rows is not None else None
+        inc = self.incremental.at(change_rows) if incremental and change_rows is not None else None
+        return Estimates(inc, full, self.basis)
+
+
+def cost_model(records: Sequence[CostRecord], engine: RefreshEngine = RefreshEngine.SPARK) -> CostModel:
+    """The model for a table with these records, for an incremental refresh on ``engine`` (its records alone
+    count for the incremental line: in process, a refresh costs a tenth of a Spark job)."""
+    incremental = [r for r in records if r.choice is RefreshKind.INCREMENTAL and r.engine is engine][-LAST_RECORDS:]
+    full = [r for r in records if r.choice is RefreshKind.FULL][-LAST_RECORDS:]
+    every = [*((r, PRIOR_INCREMENTAL) for r in incremental), *((r, PRIOR_FULL) for r in full)]
+    speed = statistics.median(r.seconds / prior.at(r.rows) for r, prior in every) if every else 1.0
+    own_incremental = len(incremental) >= MIN_POINTS
+    own_full = len(full) >= MIN_POINTS
+    return CostModel(
+        _fit(incremental, PRIOR_INCREMENTAL) if own_incremental else PRIOR_INCREMENTAL.scaled(speed),
+        _fit(full, PRIOR_FULL) if own_full else PRIOR_FULL.scaled(speed),
+        len(incremental) if own_incremental else 0,
+        len(full) if own_full else 0,
+    )
