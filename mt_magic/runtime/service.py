@@ -83,9 +83,7 @@ class MaterializedTables(Inspection):
         """
         handler = handler_for(stmt)
         try:
-            if not checked:
-                handler.check_current(self, stmt, cascade)
-            result = handler.apply(self, stmt, cascade)
+            result = handler.apply(self, stmt, cascade) if checked else handler.check_and_apply(self, stmt, cascade)
         except NoSuchMaterializedTableError as exc:
             raise self._named_table_missing(stmt) or exc from None
         touched = handler.touched(self.workspace, stmt)
@@ -161,8 +159,8 @@ class MaterializedTables(Inspection):
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
-        drop.check_drop(self, name, if_exists, cascade)
-        return drop.drop(self, name, if_exists, cascade)
+        plan = drop.check_drop(self, name, if_exists, cascade)
+        return drop.drop(self, name, if_exists, cascade, plan)
 
     def cancel(self, name: str) -> StatementResult:
         """Cancel the table's running refresh in this process (the card's Cancel); its schedule goes on.

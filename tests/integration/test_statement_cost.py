@@ -131,3 +131,32 @@ def test_rename_moves_the_reader_another_client_created_a_moment_ago(spark, mt, 
     run(mt, "ALTER MATERIALIZED TABLE old_name RENAME TO new_name")
     _, definition = mt.workspace.catalog.load_materialized(f"{spark_name}.{namespace}.late0")
     assert definition.upstream == (f"{spark_name}.{namespace}.new_name",)
+
+
+def _table_loads(mt, cell: str, cascade: bool = False) -> Counter:  # type: ignore[no-untyped-def]
+    """The GET requests of each table path (and of the ETag listing) while ``cell`` runs."""
+
+    def path(request):  # type: ignore[no-untyped-def]
+        tail = request.url.split("/v1/", 1)[-1].split("?", 1)[0]
+        return tail if request.method == "GET" and ("/tables/" in tail or tail.endswith("table-etags")) else None
+
+    with catalog_requests(mt, path) as counts:
+        run(mt, cell, cascade=cascade)
+    return counts
+
+
+def test_a_drop_loads_each_table_it_drops_once_from_check_to_apply(spark, mt, src) -> None:
+    """DROP's check reads its plan (the listing: the table, its readers) and hands it to the apply: the table is not
+    loaded again (before: 3 loads of the table, the check's, the scheduler lookup's and the view drop's; with
+    CASCADE the listing twice and 3 loads of each table)."""
+    run(mt, "CREATE MATERIALIZED TABLE base FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    run(mt, "CREATE MATERIALIZED TABLE reader FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM base")
+    run(mt, "CREATE MATERIALIZED TABLE lone FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    namespace = mt.workspace.default_namespace
+    alone = _table_loads(mt, "DROP MATERIALIZED TABLE lone")
+    assert alone[f"namespaces/{namespace}/tables/lone"] <= 1, alone  # at most the listing's, when it changed
+    assert alone["mt/table-etags"] == 1, alone
+    cascaded = _table_loads(mt, "DROP MATERIALIZED TABLE base", cascade=True)
+    assert cascaded["mt/table-etags"] == 1, cascaded
+    for table in ("base", "reader"):
+        assert cascaded[f"namespaces/{namespace}/tables/{table}"] <= 1, cascaded

@@ -68,8 +68,14 @@ class _Catalog:
             declared_refresh_mode=None,
             refresh_mode=RefreshMode.CONTINUOUS,
             options={"scheduler": "airflow"} if name.split(".")[-1].startswith("air") else {},
+            upstream=(),
         )
         return SimpleNamespace(name=name), definition
+
+    def list_materialized(self, namespace: str | None = None, **reuse: object) -> list[object]:
+        """DROP's listing: the tables these cells drop, none read by another."""
+        names = [f"mt.ns.{table}" for table in ("c", "air_c")]
+        return [SimpleNamespace(name=n, definition=self.load_materialized(n)[1]) for n in names if self.exists(n)]
 
 
 class _Workspace:

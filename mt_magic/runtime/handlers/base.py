@@ -135,6 +135,12 @@ class Handler(Generic[S]):
         """
         rt.workflows.check(rt.workspace, rt.workspace.qualify(_name(stmt)), exists=self.needs_dag)
 
+    def check_and_apply(self, rt: Runtime, stmt: S, cascade: bool) -> StatementResult:
+        """A statement on its own: :meth:`check_current`, then :meth:`apply`. A handler whose check reads what its
+        apply needs (DROP's plan) hands it on here rather than reading it twice."""
+        self.check_current(rt, stmt, cascade)
+        return self.apply(rt, stmt, cascade)
+
     def undo(self, rt: Runtime, stmt: S) -> tuple[str, Undo | None]:
         """(What the statement does, in words; how to take it back — ``None``: it cannot be), read before it is
         applied. An empty text: nothing to say (a look)."""

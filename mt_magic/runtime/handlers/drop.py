@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import drop as drop_statement
+from mt_magic.runtime.statements.drop import DropPlan
 from mt_magic.sql.ddl.statements import DropMaterializedTable
 from mt_magic.vocabulary import StatementAction
+
+if TYPE_CHECKING:
+    from mt_magic.scheduling.workflow import WorkflowScheduler
 
 DROP_WAIT_SECONDS = 60.0
 """How long a DROP waits for a cancelled refresh of the table to abort before purging its files."""
@@ -31,30 +37,52 @@ class Drop(Handler[DropMaterializedTable]):
     def check_current(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> None:
         check_drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade)
 
+    def check_and_apply(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> StatementResult:
+        """The plan the check reads (one listing: the table, its readers) is the one the apply drops by."""
+        name = rt.workspace.qualify(stmt.name)
+        plan = check_drop(rt, name, stmt.if_exists, cascade)
+        return drop(rt, name, stmt.if_exists, cascade, plan)
+
     def undo(self, rt: Runtime, stmt: DropMaterializedTable) -> tuple[str, Undo | None]:
         return f"dropped {rt.workspace.qualify(stmt.name)}", None  # its files are purged
 
 
-def check_drop(rt: Runtime, name: str, if_exists: bool, cascade: bool) -> None:
-    """DROP's checks against other schedulers before anything changes: each table it would drop that is on
-    Airflow is reachable there (with ``cascade``, the tables reading it too: :func:`plan_drop` finds them)."""
-    ws = rt.workspace
-    victims = drop_statement.plan_drop(ws, name, if_exists, cascade) if cascade else [name]
-    rt.workflows.check_drop(ws, victims)
+def check_drop(rt: Runtime, name: str, if_exists: bool, cascade: bool) -> DropPlan:
+    """DROP's checks before anything changes: what it would drop (:func:`plan_drop`: refused without CASCADE while
+    other tables read it) and, for each of those tables on Airflow, Airflow reachable. Returns the plan, read once."""
+    plan = drop_statement.plan_drop(rt.workspace, name, if_exists, cascade)
+    for victim, scheduler in _elsewhere(rt, plan).items():
+        scheduler.check(victim, exists=False)  # a DAG not parsed yet is fine
+    return plan
 
 
-def drop(rt: Runtime, name: str, if_exists: bool, cascade: bool) -> StatementResult:
-    """Plan (refused: nothing changes), then stop the tables' refreshes, then drop them."""
+def _elsewhere(rt: Runtime, plan: DropPlan) -> dict[str, WorkflowScheduler]:
+    """The plan's tables on another scheduler than this kernel's, from their definitions as the plan read them."""
+    if rt.workflows.run_here:
+        return {}
+    found = {}
+    for victim in plan.victims:
+        definition = plan.tables[victim].definition
+        scheduler = None if definition is None else rt.workflows.external(definition.options)
+        if scheduler is not None:
+            found[victim] = scheduler
+    return found
+
+
+def drop(rt: Runtime, name: str, if_exists: bool, cascade: bool, plan: DropPlan | None = None) -> StatementResult:
+    """Plan (refused: nothing changes), then stop the tables' refreshes, then drop them. ``plan``: its check's
+    (:func:`check_drop`), else read here."""
     ws = rt.workspace
-    victims = drop_statement.plan_drop(ws, name, if_exists, cascade)
+    plan = plan or drop_statement.plan_drop(ws, name, if_exists, cascade)
+    victims = list(plan.victims)
     if not victims:
         return StatementResult(StatementAction.DROPPED, (), f"{name} does not exist; nothing to drop (IF EXISTS).")
-    elsewhere = rt.workflows.for_drop(ws, victims)
+    elsewhere = _elsewhere(rt, plan)
     for victim in victims:
         if rt.manager.knows(victim):
             rt.manager.remove(victim, wait=DROP_WAIT_SECONDS)
     try:
-        drop_statement.drop_tables(ws, victims)
+        drop_statement.drop_tables(ws, victims, plan.tables)
     except BaseException:
         # Not atomic: a cascade purges table by table, and a purged table cannot come back. A failure part
         # way (the catalog unreachable) leaves the dependents dropped so far gone; what remains stays managed.

@@ -4,6 +4,8 @@ without CASCADE), then each table's Iceberg view and the table go, views first a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import (
@@ -11,31 +13,41 @@ from mt_magic.errors import (
     DependencyError,
     NoSuchMaterializedTableError,
 )
-from mt_magic.runtime.graph import descendants, lineage
+from mt_magic.runtime.graph import descendants
 from mt_magic.runtime.statements import iceberg_view
 from mt_magic.runtime.workspace import Workspace
 
 if TYPE_CHECKING:
-    pass
+    from mt_magic.catalog.tables import TableInfo
 
 
-def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[str]:
-    """What a DROP would remove, dependents first; checks everything and changes nothing.
+@dataclass(frozen=True)
+class DropPlan:
+    """What a DROP removes, dependents first (empty: ``IF EXISTS`` on a missing table), with each table as the
+    listing that found it read it: DROP's check hands this to its apply, which loads none of them again."""
 
-    Returns:
-        The tables to drop in order (empty: ``IF EXISTS`` on a missing table).
+    victims: tuple[str, ...]
+    tables: Mapping[str, TableInfo] = field(default_factory=dict)
+
+
+def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> DropPlan:
+    """What a DROP would remove, dependents first; checks everything and changes nothing. One listing of the catalog
+    (each table unchanged since this process read it is not loaded again, ``list_materialized``) is every read.
 
     Raises:
         NoSuchMaterializedTableError: no such materialized table (and no ``IF EXISTS``).
         DefinitionError: it is a plain Iceberg table.
         DependencyError: other materialized tables read it and ``cascade`` was not given.
     """
-    upstream = lineage(ws).reads
+    tables = {
+        info.name: info for info in ws.catalog.list_materialized(reuse_unchanged=True) if info.definition is not None
+    }
+    upstream = {table: tuple(info.definition.upstream) for table, info in tables.items() if info.definition}
     if name not in upstream:
         if ws.catalog.exists(name):
             raise DefinitionError(f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table; use DROP TABLE.")
         if if_exists:
-            return []
+            return DropPlan(())
         raise NoSuchMaterializedTableError(
             f"DROP MATERIALIZED TABLE {name}: no such materialized table. Use DROP MATERIALIZED TABLE IF EXISTS."
         )
@@ -45,13 +57,15 @@ def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> list[
             f"DROP MATERIALIZED TABLE {name}: {', '.join(dependents)} read(s) it. Drop those first, or use "
             "`%%materialized --cascade` to drop them too."
         )
-    return [*reversed(dependents), name]
+    victims = (*reversed(dependents), name)
+    return DropPlan(victims, {victim: tables[victim] for victim in victims})
 
 
-def drop_tables(ws: Workspace, victims: list[str]) -> list[str]:
-    """Drop (and purge) ``victims`` and their views in order; returns those dropped before any failure re-raises."""
+def drop_tables(ws: Workspace, victims: list[str], read: Mapping[str, TableInfo] | None = None) -> list[str]:
+    """Drop (and purge) ``victims`` and their views in order; returns those dropped before any failure re-raises.
+    ``read``: the tables as the DROP's plan read them (not loaded again)."""
     dropped: list[str] = []
     for victim in victims:
-        iceberg_view.drop_with_view(ws, victim)
+        iceberg_view.drop_with_view(ws, victim, (read or {}).get(victim))
         dropped.append(victim)
     return dropped

@@ -22,6 +22,8 @@ from mt_magic.sql.query.hidden_keys import visible_query
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from mt_magic.catalog.tables import TableInfo
+
 
 def check_free(ws: Workspace, label: str, table: str) -> None:
     """Before the first write: the view name of ``table`` must be free (raises ``DefinitionError``)."""
@@ -71,9 +73,10 @@ def defining(
         raise
 
 
-def drop_with_view(ws: Workspace, table: str) -> None:
-    """DROP: the view, then the table (purged); if the table drop fails, the view is registered again."""
-    info = ws.catalog.load(table)
+def drop_with_view(ws: Workspace, table: str, info: TableInfo | None = None) -> None:
+    """DROP: the view, then the table (purged); if the table drop fails, the view is registered again. ``info``:
+    the table as the DROP's plan read it (else loaded here)."""
+    info = info or ws.catalog.load(table)
     views = MaterializedViews(ws.catalog)
     view = views.of_table(table, info.uuid)
     if view is not None:
