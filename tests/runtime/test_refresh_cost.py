@@ -143,3 +143,22 @@ def test_explain_takes_a_name_a_query_a_create_or_a_change_and_refuses_the_rest_
     assert "Fix: name the table, e.g. mt_magic.explain daily_orders" in str(e.value)
     with pytest.raises(SqlError, match=r"line 2, column \d+"):
         explained("ALTER MATERIALIZED TABLE t\nSET FRESHNESS = INTERVAL '5' FORTNIGHT", RULES)
+
+
+def test_a_refresh_that_will_run_on_spark_is_not_priced_by_in_process_runs_without_saying_so() -> None:
+    from mt_magic.vocabulary import RefreshEngine
+
+    append = f"incremental: {Strategy.APPEND_DELTA.label}"
+    history = [
+        record(0.1, strategy=append, engine=RefreshEngine.IN_PROCESS),
+        record(1.2, strategy=append, engine=RefreshEngine.SPARK),
+        record(0.2, strategy=append, engine=RefreshEngine.IN_PROCESS),
+    ]
+    spark = estimate(history, Strategy.APPEND_DELTA.label, RefreshEngine.SPARK)
+    assert spark is not None and (spark.median, spark.runs, spark.elsewhere) == (timedelta(seconds=1.2), 1, None)
+    only_in_process = history[::2]
+    guess = estimate(only_in_process, Strategy.APPEND_DELTA.label, RefreshEngine.SPARK)
+    assert guess is not None and guess.runs == 2 and guess.elsewhere is RefreshEngine.IN_PROCESS
+    assert str(guess).endswith("; they ran in process (DuckDB), the new definition runs on Spark)")
+    either = estimate(history, Strategy.APPEND_DELTA.label)
+    assert either is not None and either.runs == 3 and either.elsewhere is None

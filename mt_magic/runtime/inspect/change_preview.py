@@ -30,7 +30,7 @@ from mt_magic.runtime.inspect.refresh_cost import (
 from mt_magic.runtime.refresh.incremental.explain import Explanation, explain_definition
 from mt_magic.runtime.refresh.incremental.planner import table_state_fallback
 from mt_magic.sql.ddl.freshness import humanize
-from mt_magic.vocabulary import RefreshMode
+from mt_magic.vocabulary import RefreshEngine, RefreshMode
 
 if TYPE_CHECKING:
     from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -52,6 +52,8 @@ class DecidedChange(Protocol):
     def definition(self) -> MaterializedTableDefinition: ...
     @property
     def notes(self) -> tuple[str, ...]: ...
+    @property
+    def appended(self) -> tuple[tuple[str, str], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def preview_change(ws: Workspace, change: DecidedChange, history: Sequence[Refre
         changes.append(("query", f"definition version {before.definition_version} → {after.definition_version}"))
     old, new = _schedule(before), _schedule(after)
     changes.append(("schedule", old if old == new else f"{old} → {new}"))
-    explanation = explain_definition(ws, info, after)
+    explanation = explain_definition(ws, info, after, change.appended)
     next_refresh = explanation.next_refresh or "a full recompute (FULL mode)"
     if after.refresh_mode is RefreshMode.FULL or explanation.plan.fallback is not None:
         strategy = FULL_RECOMPUTE
@@ -173,11 +175,13 @@ def preview_change(ws: Workspace, change: DecidedChange, history: Sequence[Refre
     recomputes = after.refresh_mode is RefreshMode.FULL or next_refresh.startswith("full")
     first = estimate(history, FULL_RECOMPUTE if recomputes else strategy)
     rate = 0.0 if after.suspended else refreshes_per_hour(after.refresh_mode, after.interval, after.cron, ws.clock())
-    then = hourly_cost(history, strategy, rate) if rate else None
+    # the engine line says where appends run: "Spark (why)" when the new definition cannot run in process
+    engine = RefreshEngine.SPARK if explanation.engine.startswith(RefreshEngine.SPARK.value) else None
+    then = hourly_cost(history, strategy, rate, engine) if rate else None
     if after.definition_version != before.definition_version and first is not None:
         notes += ("the durations are the current query's; the new query's may differ",)
-    if after.kept_snapshot is not None and after.kept_snapshot == info.current_snapshot_id and first is not None:
-        notes += ("the next refresh reads only the changes since the last refresh: the recompute's figure is high",)
+    if after.kept_snapshot is not None and first is not None:
+        notes += ("that refresh writes the kept rows again with the new query's: it costs a recompute, not less",)
     return ChangePreview(
         statement=label,
         table=name,

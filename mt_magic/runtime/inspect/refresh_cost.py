@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.status import RefreshRecord
-from mt_magic.vocabulary import RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
 RECENT = 10
 """How many of the newest refreshes of one strategy an estimate reads (older ones ran on other data)."""
@@ -58,28 +58,42 @@ class DurationEstimate:
     """How many recent refreshes it reads (few: a rough figure)."""
     matched: bool
     """Whether they ran ``strategy``; ``False``: none did, so it reads the table's refreshes of any strategy."""
+    elsewhere: RefreshEngine | None = None
+    """The engine they ran on when none ran on the engine asked for (``None``: they did, or none was asked)."""
+    wanted: RefreshEngine | None = None
 
     def __str__(self) -> str:
         what = f"{self.runs} {self.strategy}" if self.matched else f"{self.runs} refresh(es) of any strategy"
         spread = "" if self.runs == 1 else f", range {_seconds(self.low)}–{_seconds(self.high)}"
         note = "" if self.matched else f"; none ran {self.strategy} yet"
+        if self.elsewhere is not None and self.wanted is not None:
+            note += f"; they ran {self.elsewhere.value}, the new definition runs on {self.wanted.value}"
+        if self.runs == 1:
+            one = self.strategy if self.matched else "refresh, of another strategy"
+            return f"{_seconds(self.median)} (the last {one}, one run: a rough figure{note})"
         return f"{_seconds(self.median)} (median of the last {what}{spread}{note})"
 
 
-def estimate(records: Iterable[RefreshRecord], strategy: str, recent: int = RECENT) -> DurationEstimate | None:
-    """A refresh running ``strategy``, predicted from ``records`` (newest first): the newest ``recent`` successful
-    refreshes that ran it, else (none did) those of any strategy; ``None``: no successful refresh that did work.
-
-    Failed attempts and refreshes with nothing to do say nothing about how long work takes, so they are left out.
+def estimate(
+    records: Iterable[RefreshRecord], strategy: str, engine: RefreshEngine | None = None, recent: int = RECENT
+) -> DurationEstimate | None:
+    """A refresh running ``strategy`` (on ``engine``, when given), predicted from ``records`` (newest first): the
+    newest ``recent`` successful refreshes that ran it on that engine, else on any (said so: in process and on Spark
+    differ by Spark's fixed cost), else (none ran it) those of any strategy; ``None``: no successful refresh that did
+    work. Failed attempts and refreshes with nothing to do say nothing about how long work takes: left out.
     """
     done = [r for r in records if r.error is None and r.kind is not RefreshKind.NOOP]
-    same = [r for r in done if strategy_of(r) == strategy][:recent]
-    used = same or done[:recent]
+    same = [r for r in done if strategy_of(r) == strategy]
+    on_engine = [r for r in same if engine is None or r.engine in (engine, None)]
+    elsewhere = None if on_engine or not same else same[0].engine
+    used = (on_engine or same or done)[:recent]
     if not used:
         return None
     durations = sorted(r.duration for r in used)
     median = timedelta(seconds=statistics.median(d.total_seconds() for d in durations))
-    return DurationEstimate(strategy, median, durations[0], durations[-1], len(used), bool(same))
+    return DurationEstimate(
+        strategy, median, durations[0], durations[-1], len(used), bool(same), elsewhere, engine if elsewhere else None
+    )
 
 
 def refreshes_per_hour(mode: RefreshMode, interval: timedelta, cron: str, now: datetime) -> float:
@@ -117,9 +131,11 @@ class HourlyCost:
         )
 
 
-def hourly_cost(records: Sequence[RefreshRecord], strategy: str, refreshes: float) -> HourlyCost | None:
-    """``refreshes`` an hour of ``strategy`` (:func:`estimate`); ``None`` without history."""
-    per_refresh = estimate(records, strategy)
+def hourly_cost(
+    records: Sequence[RefreshRecord], strategy: str, refreshes: float, engine: RefreshEngine | None = None
+) -> HourlyCost | None:
+    """``refreshes`` an hour of ``strategy`` on ``engine`` (:func:`estimate`); ``None`` without history."""
+    per_refresh = estimate(records, strategy, engine)
     return None if per_refresh is None else HourlyCost(per_refresh, refreshes)
 
 

@@ -45,6 +45,8 @@ class DecidedChange:
     """The definition the statement would write."""
     notes: tuple[str, ...] = ()
     """What the statement changes that the definition does not show (appended columns, clauses it ignores)."""
+    appended: tuple[tuple[str, str], ...] = ()
+    """The columns it appends to the table: name and Spark SQL type."""
 
 
 def decided(ws: Workspace, stmt: ChangeStatement) -> DecidedChange:
@@ -66,7 +68,7 @@ def decided(ws: Workspace, stmt: ChangeStatement) -> DecidedChange:
         return DecidedChange(name, f"{label} RESUME", resumed(ws, name, dict(stmt.options)))
     if isinstance(stmt, AlterQuery):
         altered = altered_query(ws, name, stmt.query, query_position=stmt.query_position)
-        return DecidedChange(name, f"{label} AS", altered.definition, _appended(altered))
+        return DecidedChange(name, f"{label} AS", altered.definition, _appended(altered), _columns(altered))
     altered = altered_query(
         ws, name, stmt.query, stmt.columns, stmt.start_mode, stmt.options_dict, query_position=stmt.query_position
     )
@@ -75,9 +77,15 @@ def decided(ws: Workspace, stmt: ChangeStatement) -> DecidedChange:
         notes += (
             "CREATE OR ALTER of an existing table keeps its FRESHNESS and REFRESH_MODE (ALTER … SET changes them)",
         )
-    return DecidedChange(name, f"CREATE OR ALTER MATERIALIZED TABLE {name} AS", altered.definition, notes)
+    return DecidedChange(
+        name, f"CREATE OR ALTER MATERIALIZED TABLE {name} AS", altered.definition, notes, _columns(altered)
+    )
 
 
 def _appended(altered: AlteredQuery) -> tuple[str, ...]:
     added = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in altered.added)
     return (f"appends column(s) {added} (nullable)",) if added else ()
+
+
+def _columns(altered: AlteredQuery) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, f.dataType.simpleString()) for f in altered.added)

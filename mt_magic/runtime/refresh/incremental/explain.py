@@ -6,6 +6,7 @@ so explaining never starts a Spark job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from mt_magic.runtime.refresh.incremental.shape import QueryPlan, QueryShape, pl
 from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.query.analysis import analyze_query
+from mt_magic.sql.query.in_process_gate import spark_sql_type
 from mt_magic.vocabulary import RefreshMode, is_hidden_column
 
 if TYPE_CHECKING:
@@ -206,9 +208,15 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
     )
 
 
-def explain_definition(ws: Workspace, info: TableInfo, definition: MaterializedTableDefinition) -> Explanation:
+def explain_definition(
+    ws: Workspace,
+    info: TableInfo,
+    definition: MaterializedTableDefinition,
+    appended: Sequence[tuple[str, str]] = (),
+) -> Explanation:
     """Explain the refreshes of the existing table ``info`` under ``definition``: its own, or the one a change
-    (``ALTER … AS``, ``SET REFRESH_MODE``, …) would write, previewed before it is (``inspect.change_preview``)."""
+    (``ALTER … AS``, ``SET REFRESH_MODE``, …) would write, previewed before it is (``inspect.change_preview``), with
+    the columns it would append (``appended``: name and Spark SQL type) among the table's."""
     query, upstream, mode = definition.expanded_query, definition.upstream, definition.refresh_mode
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
     options = {**info.properties, **dict(definition.options), "format-version": str(info.format_version)}
@@ -216,6 +224,7 @@ def explain_definition(ws: Workspace, info: TableInfo, definition: MaterializedT
     plan = plan_query(analyze_query(query))
     maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
     continuous = mode is RefreshMode.CONTINUOUS
+    columns = [*table_columns(info), *((name, spark_sql_type(kind)) for name, kind in appended)]
     return Explanation(
         table=info.name,
         mode=mode,
@@ -224,7 +233,7 @@ def explain_definition(ws: Workspace, info: TableInfo, definition: MaterializedT
         sources=tuple(_source_plan(i, n) for i, n in zip(sources, upstream, strict=True)),
         partition_columns=definition.partitioned_by,
         next_refresh=_describe_next(ws, info, definition, sources) if continuous else "",
-        engine=engine_line(options, plan, partitioning, query, sources, table_columns(info), definition.sql_settings)
+        engine=engine_line(options, plan, partitioning, query, sources, columns, definition.sql_settings)
         if maintained
         else "",
     )
