@@ -65,23 +65,34 @@ NAME_PART_REFUSED = {
 each with the reason. Everything else (spaces, ``;``, quotes, backquotes, non-ASCII letters, reserved words) works."""
 
 
-def name_part_problem(part: str) -> str | None:
-    """Why ``part`` cannot be part of a materialized table's or a source's name (``None``: it can).
+NAME_PART_FIX = "rename it without that character (e.g. use '_')"
+"""How to fix a name part :func:`name_part_refusal` refuses for one of its characters."""
 
-    The message says what, why, and how to fix it; callers add the statement and where.
-    """
+
+def name_part_refusal(part: str) -> tuple[str, str] | None:
+    """Why ``part`` cannot be part of a materialized table's or a source's name, and how to fix it, apart (the
+    formatter's ``problem`` and ``fix``); ``None``: it can."""
     if not part:
-        return "an empty name part is not a table name; write a name between the backquotes"
+        return "an empty name part is not a table name", "write a name between the backquotes"
     for char in part:
         why = NAME_PART_REFUSED.get(char)
         if why is None and char != " " and not char.isprintable():
             why = "a control or unprintable character (a tab, a line break, …) cannot be shown or typed in a cell"
         if why is not None:
-            return (
-                f"the name part {part!r} contains {char!r}, which mt_magic does not support: {why}. "
-                "Rename it without that character (e.g. use '_')"
-            )
+            return f"the name part {part!r} contains {char!r}, which mt_magic does not support: {why}", NAME_PART_FIX
     return None
+
+
+def name_part_problem(part: str) -> str | None:
+    """Why ``part`` cannot be part of a materialized table's or a source's name (``None``: it can).
+
+    The message says what, why, and how to fix it; callers add the statement and where.
+    """
+    refusal = name_part_refusal(part)
+    if refusal is None:
+        return None
+    problem, fix = refusal
+    return f"{problem}; {fix}" if not part else f"{problem}. {fix[0].upper()}{fix[1:]}"
 
 
 RESERVED_COLUMN_FIX = (

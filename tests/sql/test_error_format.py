@@ -193,5 +193,5 @@ def test_a_source_name_mt_magic_cannot_carry_keeps_its_own_fix_and_no_generic_on
     assert str(caught.value) == (
         "CREATE MATERIALIZED TABLE t: source table a.b: the name part 'a.b' contains '.', which mt_magic does not "
         "support: names travel as catalog.namespace.table text and nested namespaces are joined with '.', so a dot "
-        "inside one part would name a different table. Rename it without that character (e.g. use '_')"
+        "inside one part would name a different table. Fix: rename it without that character (e.g. use '_')."
     )

@@ -117,7 +117,7 @@ def resolve(ws: Workspace, text: str) -> ResolvedQuery:
     try:
         expanded, sources = qualify_sources(text, ws.catalog.spark_name, ws.default_namespace, known)
     except QueryRewriteError as exc:
-        raise QueryCellError(str(exc), statement=LABEL) from None
+        raise QueryCellError(exc.problem, statement=LABEL, offending=exc.offending, fix=exc.fix) from None
     temp = {s.name for s in facts.sources if s.namespace is None and is_temp_view(ws.spark, s.name)}
     views = {f"{ws.catalog.spark_name}.{ws.default_namespace}.{name}": name for name in temp}
     ours = f"{ws.catalog.spark_name}."

@@ -99,8 +99,8 @@ def qualified_sources(ws: Workspace, statement: str, query: Q) -> tuple[Q, tuple
     known = frozenset({ws.catalog.spark_name.lower(), "spark_catalog"})
     try:
         return qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
-    except QueryRewriteError as exc:  # its message says what and how (a name part, or sqlglot's reading)
-        raise DefinitionError(f"{statement}: {exc}") from exc
+    except QueryRewriteError as exc:  # what and how (a name part, or sqlglot's reading), said by the statement
+        raise DefinitionError(exc.problem, statement=statement or None, offending=exc.offending, fix=exc.fix) from exc
 
 
 def missing_name(ws: Workspace, name: str) -> tuple[tuple[str, ...], str | None]:

@@ -18,12 +18,13 @@ import sqlglot
 from sqlglot import exp
 
 from mt_magic.errors import MtMagicError
-from mt_magic.sql.names import name_part_problem
+from mt_magic.sql.names import name_part_refusal
 from mt_magic.sql.query.parsed import ParsedQuery, Q, rewritten, tree_to_change
 
 
 class QueryRewriteError(MtMagicError):
-    """The definition query could not be parsed for rewriting."""
+    """The definition query cannot be rewritten: sqlglot cannot read it, or a source's name or snapshot is missing
+    (what, the text at fault and a Fix; the caller adds the statement)."""
 
 
 def _tree(query: str | ParsedQuery) -> exp.Expr:
@@ -31,9 +32,14 @@ def _tree(query: str | ParsedQuery) -> exp.Expr:
     try:
         tree = tree_to_change(query)
     except sqlglot.errors.ParseError as exc:
-        raise QueryRewriteError(f"Cannot parse the query body as Spark SQL: {exc}") from exc
+        detail = exc.errors[0] if exc.errors else {}
+        raise QueryRewriteError(
+            f"the query cannot be read as Spark SQL: {detail.get('description', exc)}",
+            offending=detail.get("highlight") or None,
+            fix="correct the query near this position (check its brackets and quotes)",
+        ) from exc
     if tree is None:
-        raise QueryRewriteError("The query body is empty.")
+        raise QueryRewriteError("the query body is empty", fix="write a SELECT after AS")
     return tree
 
 
@@ -119,9 +125,10 @@ def qualify_sources(
 
     def replace(parts: tuple[str, ...], node: exp.Table) -> exp.Expr:
         for part in parts:
-            problem = name_part_problem(part)
-            if problem is not None:
-                raise QueryRewriteError(f"source table {'.'.join(parts)}: {problem}")
+            refusal = name_part_refusal(part)
+            if refusal is not None:
+                problem, fix = refusal
+                raise QueryRewriteError(f"source table {'.'.join(parts)}: {problem}", offending=part, fix=fix)
         full = qualify(parts)
         name = ".".join(full)
         if name not in sources:
@@ -152,7 +159,11 @@ def pin_sources(query: Q, snapshots: Mapping[str, int | None], views: Mapping[st
         if name in views:
             return _identifier_table((views[name],), alias)
         if name not in snapshots:
-            raise QueryRewriteError(f"Source {name} has no pinned snapshot.")
+            raise QueryRewriteError(
+                f"source {name} has no pinned snapshot: the refresh read other sources than the query names",
+                fix="run ALTER MATERIALIZED TABLE … AS with the table's query (SHOW CREATE MATERIALIZED TABLE shows "
+                "it) so its sources are recorded again",
+            )
         table = _identifier_table(parts, alias)
         snapshot = snapshots[name]
         if snapshot is not None:
