@@ -14,18 +14,32 @@ that hold a name rather than a statement.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime.handlers import alter, control, create, drop, handler_for, rename
+from mt_magic.runtime.handlers import control, handler_for
 from mt_magic.runtime.handlers.control import Partition
 from mt_magic.runtime.inspect.questions import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.workflows import KernelWorkflows, Workflows
-from mt_magic.sql.ddl.statements import AnyStatement, CreateMaterializedTable, Freshness, ShowMaterializedTables
-from mt_magic.sql.names import Position
+from mt_magic.sql.ddl.statements import (
+    AlterFreshness,
+    AlterQuery,
+    AlterRefresh,
+    AlterRefreshMode,
+    AlterRename,
+    AlterResume,
+    AlterScheduler,
+    AlterSuspend,
+    AnyStatement,
+    CreateMaterializedTable,
+    DropMaterializedTable,
+    Freshness,
+    ShowMaterializedTables,
+)
+from mt_magic.sql.names import Position, TableName
 from mt_magic.vocabulary import RefreshMode, RefreshTrigger, StatementAction
 
 if TYPE_CHECKING:
@@ -107,43 +121,36 @@ class MaterializedTables(Inspection):
             f"{verb} MATERIALIZED TABLE {stmt.name}: {name} does not exist. {missing_fix(self.workspace, name)}{skip}"
         )
 
-    # The entry points of the widgets, the Python API and the runner: the handlers' own checks and paths, by name.
+    # The entry points of the widgets, the Python API and the runner, for callers holding a name: each is the statement
+    # it stands for, run by its handler (HANDLERS: the one mapping of statement to check and apply).
 
     def create(self, stmt: CreateMaterializedTable) -> StatementResult:
-        create.check_create(self, stmt)
-        return create.create_table(self, stmt)
+        return self.execute(stmt)
 
     def alter_query(self, name: str, query: str, query_position: Position | None = None) -> StatementResult:
-        self.workflows.check(self.workspace, name, exists=False)
-        return alter.alter_query(self, name, query, query_position)
+        return self.execute(AlterQuery(**_named(name), query=query, query_position=query_position))
 
     def set_freshness(self, name: str, freshness: Freshness) -> StatementResult:
         """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
-        self.workflows.check(self.workspace, name, exists=False)
-        return alter.set_freshness(self, name, freshness)
+        return self.execute(AlterFreshness(**_named(name), freshness=freshness))
 
     def set_refresh_mode(self, name: str, mode: RefreshMode) -> StatementResult:
         """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
-        self.workflows.check(self.workspace, name, exists=False)
-        return alter.set_refresh_mode(self, name, mode)
+        return self.execute(AlterRefreshMode(**_named(name), mode=mode))
 
     def set_scheduler(self, name: str, scheduler: str) -> StatementResult:
         """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow."""
-        alter.check_scheduler_move(self, name, scheduler)
-        return alter.set_scheduler(self, name, scheduler)
+        return self.execute(AlterScheduler(**_named(name), scheduler=scheduler))
 
     def rename(self, name: str, new_name: str) -> StatementResult:
         """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
-        self.workflows.check(self.workspace, name, exists=False)
-        return rename.rename(self, name, new_name)
+        return self.execute(AlterRename(**_named(name), new_name=_table_name(new_name)))
 
     def suspend(self, name: str) -> StatementResult:
-        self.workflows.check(self.workspace, name, exists=True)
-        return control.suspend(self, name)
+        return self.execute(AlterSuspend(**_named(name)))
 
     def resume(self, name: str, options: Partition = ()) -> StatementResult:
-        self.workflows.check(self.workspace, name, exists=True)
-        return control.resume(self, name, options)
+        return self.execute(AlterResume(**_named(name), options=options))
 
     def refresh(
         self,
@@ -153,14 +160,17 @@ class MaterializedTables(Inspection):
         trigger: RefreshTrigger = RefreshTrigger.MANUAL,
     ) -> StatementResult:
         """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
-        A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
-        control.check_refresh(self, name, partition)
-        return control.refresh(self, name, partition, cascade, trigger)
+        A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset). The
+        trigger (the runner's, a stale read's) is not part of the statement: its handler's check, then its path."""
+        stmt = AlterRefresh(**_named(name), partition=partition)
+        if trigger is RefreshTrigger.MANUAL:
+            return self.execute(stmt, cascade)
+        handler_for(stmt).check_current(self, stmt, cascade)
+        return control.refresh(self, self.workspace.qualify(stmt.name), partition, cascade, trigger)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
-        plan = drop.check_drop(self, name, if_exists, cascade)
-        return drop.drop(self, name, if_exists, cascade, plan)
+        return self.execute(DropMaterializedTable(**_named(name), if_exists=if_exists), cascade)
 
     def cancel(self, name: str) -> StatementResult:
         """Cancel the table's running refresh in this process (the card's Cancel); its schedule goes on.
@@ -209,3 +219,12 @@ class MaterializedTables(Inspection):
         """Inline manager: run what was just requested (and its cascade) now, on this thread."""
         if not self.background:
             self.manager.step()
+
+
+def _table_name(name: str) -> TableName:
+    return TableName.from_parts(name.split("."))
+
+
+def _named(name: str) -> dict[str, Any]:
+    """The fields of a statement an entry point stands for: the table named, no cell text."""
+    return {"text": "", "position": Position(1, 1), "name": _table_name(name)}
