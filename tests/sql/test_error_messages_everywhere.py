@@ -127,7 +127,7 @@ def test_a_misspelt_mt_command_gets_the_command_meant(magics: MaterializedMagics
     )
     assert _said(UsageError, magics.mt, "explain") == (
         "%mt explain needs a table name or a statement. Fix: name the table, e.g. %mt explain daily_orders, or write "
-        "the CREATE MATERIALIZED TABLE statement or the query after %mt explain."
+        "the CREATE MATERIALIZED TABLE or ALTER MATERIALIZED TABLE statement, or the query, after %mt explain."
     )
 
 
