@@ -12,6 +12,7 @@ from mt_magic.catalog.tables import SnapshotInfo, TableInfo
 from mt_magic.runtime.refresh.cost import (
     PRIOR_FULL,
     PRIOR_INCREMENTAL,
+    RECENT_RECORDS,
     CostRecord,
     cost_model,
     recorded_costs,
@@ -89,7 +90,7 @@ def test_history_of_cheap_incremental_refreshes_moves_the_crossover_up() -> None
     assert crossover(cheap + full) > 0.9
 
 
-def test_a_strategy_with_too_few_records_keeps_its_prior_scaled_by_the_tables_speed() -> None:
+def test_a_strategy_without_records_keeps_its_prior_scaled_by_the_tables_speed() -> None:
     slow_machine = records(INC, {10_000: 2 * PRIOR_INCREMENTAL.at(10_000)})
     model = cost_model(slow_machine)
     assert not model.learned
@@ -115,8 +116,25 @@ def test_the_model_explains_its_recompute() -> None:
 
 def test_in_process_records_do_not_teach_the_spark_line() -> None:
     fast = [CostRecord(INC, RefreshEngine.IN_PROCESS, n, 0.05) for n in (1_000, 10_000, 50_000, 100_000)]
-    assert not cost_model(fast, RefreshEngine.SPARK).learned
-    assert cost_model(fast, RefreshEngine.IN_PROCESS).learned
+    created = records(FULL, {ROWS: 1.0})  # the creation's recompute
+    assert not cost_model(fast + created, RefreshEngine.SPARK).learned
+    assert cost_model(fast + created, RefreshEngine.IN_PROCESS).learned
+
+
+def test_one_record_of_each_strategy_scales_its_line() -> None:
+    # the creation's recompute as the prior says, then one incremental refresh 5× dearer than its prior
+    history = records(FULL, {ROWS: PRIOR_FULL.at(ROWS)}) + records(INC, {20_000: 5 * PRIOR_INCREMENTAL.at(20_000)})
+    model = cost_model(history)
+    assert model.learned and model.incremental == PRIOR_INCREMENTAL.scaled(5) and model.full == PRIOR_FULL
+    assert crossover(history) < 0.05
+
+
+def test_a_strategy_not_chosen_for_long_returns_to_its_prior_and_is_tried_again() -> None:
+    dear = records(INC, {20_000: 5 * PRIOR_INCREMENTAL.at(20_000)})
+    recomputes = [CostRecord(FULL, RefreshEngine.SPARK, ROWS, PRIOR_FULL.at(ROWS)) for _ in range(RECENT_RECORDS)]
+    assert cost_model(dear + recomputes[:10]).learned
+    assert not cost_model(dear + recomputes).learned  # the dear record left the window: today's rule again
+    assert crossover(dear + recomputes) == crossover([])
 
 
 def refresh_snapshot(snapshot_id: int, decision: Decision, seconds: float, engine: RefreshEngine) -> SnapshotInfo:

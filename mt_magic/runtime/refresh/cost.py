@@ -6,14 +6,18 @@ incremental row :data:`~mt_magic.options.DEFAULT_MAX_CHANGE` (0.3) times dearer 
 lines cross where the change is 30 % of the sources (``bench_incremental.py --parts crossover``). The table's
 recorded refreshes (:mod:`.decision`, in its snapshot summaries: seconds from start to commit, rows) correct them:
 
-- a strategy with :data:`MIN_POINTS` records of its own gets its own line — least squares over its last
-  :data:`LAST_RECORDS` when their sizes spread (the largest at least twice the smallest), else its prior scaled
-  by the median of actual over prior (a recompute reads about the same rows every time);
-- a strategy with fewer gets its prior scaled by the table's speed (the median of actual over prior over every
-  record of either strategy), so the two lines keep today's crossing until both have been measured.
+- a strategy with :data:`MIN_POINTS` records of its own gets its own line by least squares over its last
+  :data:`LAST_RECORDS` when their sizes spread (the largest at least twice the smallest); with fewer, or sizes
+  that do not spread (a recompute reads about the same rows every time), its prior scaled by the median of actual
+  over prior of its records — one is enough (the creation's recompute is the first full record);
+- a strategy without records keeps its prior scaled by the table's speed (the median of actual over prior over
+  every record), so the lines keep today's crossing until both strategies have been measured;
+- only the table's newest :data:`RECENT_RECORDS` refreshes count: a strategy the model stopped choosing drops
+  out after that many refreshes, its line returns to the prior, and ADAPTIVE tries it again (the only way a line
+  judged too dear can be corrected).
 
-A model with no line of its own is :attr:`CostModel.learned` False, and the planner then keeps today's rule
-exactly (:func:`~mt_magic.runtime.refresh.incremental.planner.cheaper_to_recompute`). Pure: no I/O.
+A model without both strategies measured is :attr:`CostModel.learned` False, and the planner then keeps today's
+rule exactly (:func:`~mt_magic.runtime.refresh.incremental.planner.cheaper_to_recompute`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ PRIOR_FULL_PER_ROW_S = 0.5e-6
 PRIOR_INCREMENTAL_PER_ROW_S = PRIOR_FULL_PER_ROW_S / DEFAULT_MAX_CHANGE
 """Dearer per row than a recompute by the crossover fraction: the lines cross where today's rule does."""
 MIN_POINTS = 4
-"""Records a strategy needs before it gets a line of its own."""
+"""Records a strategy needs before its line is fitted (fewer: its prior scaled to them)."""
 LAST_RECORDS = 20
 """The newest records of each strategy that count (the table's data and the machine drift)."""
+RECENT_RECORDS = 50
+"""The table's newest recorded refreshes the model reads (both strategies together)."""
 
 
 @dataclass(frozen=True)
@@ -93,10 +99,11 @@ def recorded_costs(info: TableInfo, definition_version: int | None = None) -> li
 
 
 def _fit(points: Sequence[CostRecord], prior: Line) -> Line:
-    """The line through ``points``: least squares when their sizes spread, else the prior scaled to them."""
+    """The line through ``points``: least squares when there are enough and their sizes spread, else the prior
+    scaled to them."""
     xs = [p.rows for p in points]
     ys = [p.seconds for p in points]
-    if min(xs) > 0 and max(xs) >= 2 * min(xs):
+    if len(points) >= MIN_POINTS and min(xs) > 0 and max(xs) >= 2 * min(xs):
         mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
         spread = sum((x - mean_x) ** 2 for x in xs)
         per_row = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
@@ -117,19 +124,21 @@ class CostModel:
     incremental: Line
     full: Line
     incremental_points: int = 0
-    """Records behind the incremental line (0: a prior, maybe scaled by the table's speed)."""
+    """Records behind the incremental line (0: its prior, scaled by the table's speed)."""
     full_points: int = 0
 
     @property
     def learned(self) -> bool:
-        """Whether either line is the table's own (else the planner keeps today's rule)."""
-        return bool(self.incremental_points or self.full_points)
+        """Whether both lines are the table's own (else they cross where today's rule does, and it decides)."""
+        return bool(self.incremental_points and self.full_points)
 
     @property
     def basis(self) -> str:
-        if not self.learned:
-            return "priors"
-        return f"fit over {self.incremental_points} incremental, {self.full_points} full refreshes"
+        """Where the lines come from, for the decision record."""
+        if self.learned:
+            return f"fit over {self.incremental_points} incremental, {self.full_points} full refreshes"
+        measured = self.incremental_points or self.full_points
+        return f"priors × the table's speed ({measured} recorded)" if measured else "priors"
 
     def estimates(
         self, change_rows: int | None, changed_source_rows: int | None, source_rows: int | None, incremental: bool
@@ -148,15 +157,14 @@ class CostModel:
 def cost_model(records: Sequence[CostRecord], engine: RefreshEngine = RefreshEngine.SPARK) -> CostModel:
     """The model for a table with these records, for an incremental refresh on ``engine`` (its records alone
     count for the incremental line: in process, a refresh costs a tenth of a Spark job)."""
-    incremental = [r for r in records if r.choice is RefreshKind.INCREMENTAL and r.engine is engine][-LAST_RECORDS:]
-    full = [r for r in records if r.choice is RefreshKind.FULL][-LAST_RECORDS:]
+    recent = records[-RECENT_RECORDS:]
+    incremental = [r for r in recent if r.choice is RefreshKind.INCREMENTAL and r.engine is engine][-LAST_RECORDS:]
+    full = [r for r in recent if r.choice is RefreshKind.FULL][-LAST_RECORDS:]
     every = [*((r, PRIOR_INCREMENTAL) for r in incremental), *((r, PRIOR_FULL) for r in full)]
     speed = statistics.median(r.seconds / prior.at(r.rows) for r, prior in every) if every else 1.0
-    own_incremental = len(incremental) >= MIN_POINTS
-    own_full = len(full) >= MIN_POINTS
     return CostModel(
-        _fit(incremental, PRIOR_INCREMENTAL) if own_incremental else PRIOR_INCREMENTAL.scaled(speed),
-        _fit(full, PRIOR_FULL) if own_full else PRIOR_FULL.scaled(speed),
-        len(incremental) if own_incremental else 0,
-        len(full) if own_full else 0,
+        _fit(incremental, PRIOR_INCREMENTAL) if incremental else PRIOR_INCREMENTAL.scaled(speed),
+        _fit(full, PRIOR_FULL) if full else PRIOR_FULL.scaled(speed),
+        len(incremental),
+        len(full),
     )
