@@ -25,7 +25,10 @@ class ManagedTable:
     """FULL mode's schedule (croniter syntax); ``None`` in CONTINUOUS mode."""
     suspended: bool = False
     upstream: tuple[str, ...] = ()
-    """Fully qualified names of the sources that are materialized tables themselves."""
+    """Fully qualified names of the sources that are materialized tables themselves (what a cascade follows)."""
+    sources: tuple[str, ...] = ()
+    """Every source it reads, materialized or plain, fully qualified, in the definition's order (what
+    ``TableStatus.upstream`` and the lineage's ``upstream`` say)."""
     partitioned_by: tuple[str, ...] = ()
     """The table's partition columns (a cascaded backfill reaches it with its partition only if they match)."""
     last_refresh_at: datetime | None = None

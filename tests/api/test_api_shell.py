@@ -81,6 +81,8 @@ def test_refresh_history_lineage_and_controls(shell, spark) -> None:
     assert run(shell, f"mt_magic.table('{NAME}').to_pandas().query('page == \"home\"')['views'].tolist()") == [3]
     lineage = run(shell, f"mt_magic.table('{NAME}').lineage")
     assert lineage.upstream == ("mt.default.api_clicks",) == lineage.reads[QUALIFIED]
+    # issue 38: the status (the card's "reads" row) names the plain source too, as the lineage does
+    assert run(shell, f"mt_magic.table('{NAME}').status.upstream") == lineage.upstream
 
     run(shell, f"mt_magic.table('{NAME}').suspend()")
     assert run(shell, f"mt_magic.table('{NAME}').status.state.value") == "suspended"

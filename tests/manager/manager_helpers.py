@@ -28,14 +28,19 @@ ManagerFactory = Callable[..., RefreshManager]
 
 def continuous(name: str, every: timedelta = MINUTE, **kwargs: Any) -> ManagedTable:
     """A CONTINUOUS table refreshed every ``every``."""
-    return ManagedTable(name=name, mode=RefreshMode.CONTINUOUS, freshness=every, cron=None, **kwargs)
+    return ManagedTable(name=name, mode=RefreshMode.CONTINUOUS, freshness=every, cron=None, **_sources(kwargs))
 
 
 def full(name: str, cron: str = "*/5 * * * *", freshness: timedelta = 5 * MINUTE, **kwargs: Any) -> ManagedTable:
     """A FULL table on ``cron``."""
-    return ManagedTable(name=name, mode=RefreshMode.FULL, freshness=freshness, cron=cron, **kwargs)
+    return ManagedTable(name=name, mode=RefreshMode.FULL, freshness=freshness, cron=cron, **_sources(kwargs))
 
 
 def ran(backend: FakeBackend) -> list[tuple[str, str]]:
     """``(table, trigger)`` of every refresh the backend received, in order."""
     return [(r.table, r.trigger.value) for r in backend.requests]
+
+
+def _sources(kwargs: dict) -> dict:  # type: ignore[type-arg]
+    """A fake table's sources: the materialized ``upstream`` it was given, unless it names plain ones too."""
+    return {"sources": kwargs.get("upstream", ())} | kwargs

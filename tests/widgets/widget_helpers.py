@@ -23,7 +23,7 @@ def continuous(name: str = NAME, every: timedelta = timedelta(minutes=1), **kwar
         freshness=every,
         cron=None,
         mode_reason="incremental (aggregate merge)",
-        **kwargs,
+        **_sources(kwargs),
     )
 
 
@@ -69,3 +69,8 @@ class ManagerActions:
 
 def subscribers(manager: RefreshManager) -> int:
     return len(manager._runner.subscribers)
+
+
+def _sources(kwargs: dict) -> dict:  # type: ignore[type-arg]
+    """A fake table's sources: the materialized ``upstream`` it was given, unless it names plain ones too."""
+    return {"sources": kwargs.get("upstream", ())} | kwargs

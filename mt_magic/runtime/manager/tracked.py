@@ -402,7 +402,7 @@ class ScheduledTable:
             last_error=self.last_error,
             consecutive_failures=self.failures,
             progress=job.progress if job is not None and not job.cancelled else None,
-            upstream=self.table.upstream,
+            upstream=self.table.sources,
             scheduler=self.table.scheduler,
             stall=job.stall_at(now) if job is not None and not job.cancelled else None,
             recent=tuple(self.recent),

@@ -51,6 +51,7 @@ def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
         cron=definition.cron or None,
         suspended=definition.suspended,
         upstream=tuple(u for u in definition.upstream if u in materialized),
+        sources=tuple(definition.upstream),
         partitioned_by=tuple(definition.partitioned_by),
         last_refresh_at=last[0].committed_at if last else None,
         mode_reason=definition.mode_reason,
