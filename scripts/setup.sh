@@ -57,6 +57,10 @@ if [ ! -f "$stamp" ]; then
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
+# an editable install leaves pyproject's data files out: JupyterLab's override that saves widget state with the
+# notebook (a reopened notebook shows its cards, not "model not found") goes where a wheel install puts it
+overrides="$venv/share/jupyter/lab/settings/overrides.d"
+mkdir -p "$overrides" && cp jupyter-config/lab/settings/overrides.d/mt_magic.json "$overrides/"
 
 case "$iceberg" in
   maven) jar_module=mt_magic.runtime.spark.iceberg_maven ;;
