@@ -160,3 +160,14 @@ def test_a_drop_loads_each_table_it_drops_once_from_check_to_apply(spark, mt, sr
     assert cascaded["mt/table-etags"] == 1, cascaded
     for table in ("base", "reader"):
         assert cascaded[f"namespaces/{namespace}/tables/{table}"] <= 1, cascaded
+
+
+def test_suspend_and_resume_read_the_scheduler_once_from_check_to_apply(spark, mt, src) -> None:
+    """SUSPEND's and RESUME's check reads the table's scheduler and hands it to the apply, which used to read it again
+    (before: SUSPEND loaded the table 4 times, RESUME 6)."""
+    run(mt, "CREATE MATERIALIZED TABLE paused FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
+    path = f"namespaces/{mt.workspace.default_namespace}/tables/paused"
+    suspended = _table_loads(mt, "ALTER MATERIALIZED TABLE paused SUSPEND")
+    resumed = _table_loads(mt, "ALTER MATERIALIZED TABLE paused RESUME")
+    assert suspended[path] == 3, suspended  # 4 before
+    assert resumed[path] == 5, resumed  # 6 before

@@ -5,11 +5,9 @@ must be refused by it, its statement's type in hand."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from mt_magic.runtime.handlers import HANDLERS, drop
+from mt_magic.runtime.handlers import HANDLERS
 from mt_magic.runtime.service import MaterializedTables
 from mt_magic.sql import parse_cell
 from mt_magic.sql.ddl import statements as s
@@ -22,6 +20,8 @@ class Checked(Exception):
 
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, str]]:
+    """Every handler's checks refuse: ``check_current`` (a cell's statement, a refresh with the runner's trigger)
+    and ``check_and_apply`` (a statement on its own, whose check hands what it read to its apply)."""
     seen: list[tuple[type, str]] = []
     for kind, handler in HANDLERS.items():
 
@@ -30,18 +30,12 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, str]]:
             raise Checked(kind.__name__)
 
         monkeypatch.setattr(handler, "check_current", refuse)
-
-    def refuse_drop(rt, name, if_exists, cascade):  # type: ignore[no-untyped-def]
-        seen.append((s.DropMaterializedTable, name))  # DROP's check_and_apply plans by it, handing the plan on
-        raise Checked("DropMaterializedTable")
-
-    monkeypatch.setattr(drop, "check_drop", refuse_drop)
+        monkeypatch.setattr(handler, "check_and_apply", refuse)
     return seen
 
 
 def test_each_entry_point_is_checked_by_its_statement_s_handler(checked: list[tuple[type, str]]) -> None:
-    service = object.__new__(MaterializedTables)  # nothing of it but the name resolution is reached before the check
-    service.engine = SimpleNamespace(workspace=SimpleNamespace(qualify=lambda name, namespace=None: str(name)))
+    service = object.__new__(MaterializedTables)  # nothing of it is reached before the check refuses
     [create] = parse_cell("CREATE MATERIALIZED TABLE mt.ns.t AS SELECT 1 AS one")
     [freshness] = parse_cell("ALTER MATERIALIZED TABLE t SET FRESHNESS = INTERVAL '1' HOUR")
     calls = {

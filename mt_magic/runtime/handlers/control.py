@@ -4,11 +4,16 @@ the table's DAG must be parsed already)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mt_magic.runtime.handlers.base import Handler, Runtime, Undo, nothing_to_undo
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
 from mt_magic.sql.ddl.statements import AlterRefresh, AlterResume, AlterSuspend
 from mt_magic.vocabulary import RefreshTrigger, StatementAction
+
+if TYPE_CHECKING:
+    from mt_magic.scheduling.workflow import WorkflowScheduler
 
 Partition = tuple[tuple[str, str], ...]
 
@@ -18,6 +23,10 @@ class Suspend(Handler[AlterSuspend]):
 
     def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
         return suspend(rt, rt.workspace.qualify(stmt.name))
+
+    def check_and_apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
+        name = rt.workspace.qualify(stmt.name)
+        return suspend(rt, name, checked_scheduler(rt, name))
 
     def undo(self, rt: Runtime, stmt: AlterSuspend) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
@@ -29,6 +38,10 @@ class Resume(Handler[AlterResume]):
 
     def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
         return resume(rt, rt.workspace.qualify(stmt.name), stmt.options)
+
+    def check_and_apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
+        name = rt.workspace.qualify(stmt.name)
+        return resume(rt, name, stmt.options, checked_scheduler(rt, name))
 
     def undo(self, rt: Runtime, stmt: AlterResume) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
@@ -46,6 +59,12 @@ class Refresh(Handler[AlterRefresh]):
     def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> None:
         check_refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition)
 
+    def check_and_apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> StatementResult:
+        name = rt.workspace.qualify(stmt.name)
+        scheduler = checked_scheduler(rt, name)
+        alter.check_partition(rt.workspace, name, stmt.partition)
+        return refresh(rt, name, stmt.partition, cascade, known=scheduler)
+
     def undo(self, rt: Runtime, stmt: AlterRefresh) -> tuple[str, Undo | None]:
         return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
 
@@ -57,8 +76,29 @@ def check_refresh(rt: Runtime, name: str, partition: Partition = ()) -> None:
     alter.check_partition(rt.workspace, name, partition)
 
 
-def suspend(rt: Runtime, name: str) -> StatementResult:
-    elsewhere = rt.workflows.scheduler(rt.workspace, name)
+Known = tuple["WorkflowScheduler | None"]
+"""The table's scheduler other than this kernel (``None``: the kernel), as its check read it."""
+
+
+def checked_scheduler(rt: Runtime, name: str) -> Known:
+    """SUSPEND's, RESUME's and REFRESH's scheduler check from one load of the definition, handed to the apply (which
+    would load it again to find the scheduler): the scheduler, when not this kernel, has the table's DAG."""
+    if rt.workflows.run_here:
+        return (None,)
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    scheduler = rt.workflows.external(definition.options)
+    if scheduler is not None:
+        scheduler.check(name, exists=True)
+        rt.workflows.runs.forget(name)
+    return (scheduler,)
+
+
+def _scheduler(rt: Runtime, name: str, known: Known | None) -> WorkflowScheduler | None:
+    return rt.workflows.scheduler(rt.workspace, name) if known is None else known[0]
+
+
+def suspend(rt: Runtime, name: str, known: Known | None = None) -> StatementResult:
+    elsewhere = _scheduler(rt, name, known)
     alter.update_definition(rt.workspace, name, suspended=True)
     rt.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
     if elsewhere is not None:
@@ -66,8 +106,8 @@ def suspend(rt: Runtime, name: str) -> StatementResult:
     return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
 
 
-def resume(rt: Runtime, name: str, options: Partition = ()) -> StatementResult:
-    elsewhere = rt.workflows.scheduler(rt.workspace, name)
+def resume(rt: Runtime, name: str, options: Partition = (), known: Known | None = None) -> StatementResult:
+    elsewhere = _scheduler(rt, name, known)
     alter.resume(rt.workspace, name, dict(options))
     rt.kernel.resume(name, options)
     if elsewhere is not None:
@@ -82,10 +122,12 @@ def refresh(
     partition: Partition = (),
     cascade: bool = False,
     trigger: RefreshTrigger = RefreshTrigger.MANUAL,
+    known: Known | None = None,
 ) -> StatementResult:
     """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
-    A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset)."""
-    elsewhere = rt.workflows.scheduler(rt.workspace, name)
+    A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset). ``known``: the
+    scheduler as the check read it (:func:`checked_scheduler`)."""
+    elsewhere = _scheduler(rt, name, known)
     where = f" partition {dict(partition)}" if partition else ""
     if elsewhere is not None:
         run = elsewhere.refresh(name, partition)
