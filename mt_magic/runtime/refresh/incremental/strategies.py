@@ -107,6 +107,11 @@ class StrategyContext:
         Exact for a keyed join: a result row with key K reads only sources' rows with key K, and a NULL key
         matches nothing, so the restricted query's rows are exactly the full query's rows with those keys.
         Literal filters on each source push down into its scan, also through a FULL join.
+
+        A source whose key column has another type than the keys (``f.b = d.i``: BOOLEAN with INT, which the
+        join compares in a type Spark chooses) is read whole: ``i IN (true)`` is no filter Spark accepts, and a
+        cast of either side would guess the join's comparison. Unfiltered, it only adds rows of other keys,
+        which the caller's ``where`` over the touched keys drops.
         """
         from pyspark.sql import functions as F
 
@@ -118,6 +123,9 @@ class StrategyContext:
                 if pinned is not None
                 else self.session.table(qualified(key.source))
             )
+            types = {f.name.lower(): f.dataType.simpleString() for f in table.schema.fields}
+            if types.get(key.column.lower()) != keys.type_name:
+                continue  # read whole, at its pinned snapshot (pin_sources)
             view = f"__mt_keyed_{index}_{uuid.uuid4().hex[:12]}"
             table.where(keys.member(F.col(identifier(key.column)))).createOrReplaceTempView(view)
             self.views.filtered.append(view)
