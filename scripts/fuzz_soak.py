@@ -27,7 +27,7 @@ ADDED = (
     "cascaded", "cascade_failed", "chain_compared", "depth2_compared", "depth3_compared", "merges", "deletes",
     "compactions", "changes_refused",
 )  # fmt: skip
-LISTED = ("disagreements", "engine_line_mismatches", "spark_side")
+LISTED = ("disagreements", "engine_line_mismatches", "spark_side", "refresh_failures")
 
 
 def main() -> int:
