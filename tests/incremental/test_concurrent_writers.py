@@ -40,13 +40,13 @@ class OtherWriters:
             getattr(self.source, kind)()
         self.spark.sql(f"INSERT OVERWRITE {self.table} SELECT * FROM {self.table}")
 
-    def commit(self, catalog, table, write, state, refresh_id, read_snapshot):  # type: ignore[no-untyped-def]
+    def commit(self, catalog, *args, **kwargs):  # type: ignore[no-untyped-def]
         self.calls += 1
         if self.calls == 1 and self.window == "before the check":
             self.strike()
         elif self.calls == 1:
             catalog = _StrikeAfterLoad(catalog, self.strike)
-        return commit_module.commit(catalog, table, write, state, refresh_id, read_snapshot)
+        return commit_module.commit(catalog, *args, **kwargs)
 
 
 class _StrikeAfterLoad:

@@ -80,9 +80,9 @@ def test_a_concurrent_write_to_the_table_aborts_the_commit(mt, spark, sums, monk
     name = qualified(mt, sums)
     real_commit = runner.commit
 
-    def write_first(catalog, table, write, state, refresh_id, read_snapshot):
+    def write_first(*args, **kwargs):
         spark.sql(f"INSERT INTO {name} VALUES (9, 1, 1)")  # another writer lands between read and commit
-        return real_commit(catalog, table, write, state, refresh_id, read_snapshot)
+        return real_commit(*args, **kwargs)
 
     monkeypatch.setattr(runner, "commit", write_first)
     with pytest.raises(RefreshError, match=r"sums changed during the refresh .*nothing was committed"):

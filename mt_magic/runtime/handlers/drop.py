@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo
@@ -31,7 +32,8 @@ class Drop(Handler[DropMaterializedTable]):
         if not stmt.if_exists:
             names.require(name, where)
         if names.present(name) and not names.made_here(name):
-            self.check_current(rt, stmt, cascade)
+            dropped_before = {n for n, exists in names.exists.items() if not exists}
+            check_drop(rt, name, stmt.if_exists, cascade, dropped_before)
         names.exists[name] = False
 
     def check_current(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> None:
@@ -47,10 +49,13 @@ class Drop(Handler[DropMaterializedTable]):
         return f"dropped {rt.workspace.qualify(stmt.name)}", None  # its files are purged
 
 
-def check_drop(rt: Runtime, name: str, if_exists: bool, cascade: bool) -> DropPlan:
+def check_drop(
+    rt: Runtime, name: str, if_exists: bool, cascade: bool, dropped_before: Collection[str] = ()
+) -> DropPlan:
     """DROP's checks before anything changes: what it would drop (:func:`plan_drop`: refused without CASCADE while
-    other tables read it) and, for each of those tables on Airflow, Airflow reachable. Returns the plan, read once."""
-    plan = drop_statement.plan_drop(rt.workspace, name, if_exists, cascade)
+    other tables read it, except those ``dropped_before`` in the cell) and, for each of those tables on Airflow,
+    Airflow reachable. Returns the plan, read once."""
+    plan = drop_statement.plan_drop(rt.workspace, name, if_exists, cascade, dropped_before)
     for victim, scheduler in _elsewhere(rt, plan).items():
         scheduler.check(victim, exists=False)  # a DAG not parsed yet is fine
     return plan

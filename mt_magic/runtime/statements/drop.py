@@ -4,7 +4,7 @@ without CASCADE), then each table's Iceberg view and the table go, views first a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,9 +30,12 @@ class DropPlan:
     tables: Mapping[str, TableInfo] = field(default_factory=dict)
 
 
-def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> DropPlan:
+def plan_drop(
+    ws: Workspace, name: str, if_exists: bool, cascade: bool, dropped_before: Collection[str] = ()
+) -> DropPlan:
     """What a DROP would remove, dependents first; checks everything and changes nothing. One listing of the catalog
     (each table unchanged since this process read it is not loaded again, ``list_materialized``) is every read.
+    ``dropped_before``: tables an earlier statement of the cell drops (they read nothing by then).
 
     Raises:
         NoSuchMaterializedTableError: no such materialized table (and no ``IF EXISTS``).
@@ -42,6 +45,7 @@ def plan_drop(ws: Workspace, name: str, if_exists: bool, cascade: bool) -> DropP
     tables = {
         info.name: info for info in ws.catalog.list_materialized(reuse_unchanged=True) if info.definition is not None
     }
+    tables = {table: info for table, info in tables.items() if table not in dropped_before}
     upstream = {table: tuple(info.definition.upstream) for table, info in tables.items() if info.definition}
     if name not in upstream:
         if ws.catalog.exists(name):
