@@ -15,7 +15,7 @@ runtime's layers keep its statements and its inspection apart (``pyproject.toml`
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from mt_magic.api import session
 from mt_magic.api import statements as build
@@ -45,9 +45,15 @@ def explain(statement: str) -> Explanation | ChangePreview:
     return explained_by(service, build.explained(statement, service.workspace.rules, WHERE))
 
 
+@overload
+def explained_by(service: MaterializedTables, target: TableName) -> Explanation: ...
+@overload
+def explained_by(service: MaterializedTables, target: build.Change) -> ChangePreview: ...
+@overload
+def explained_by(service: MaterializedTables, target: build.Explained) -> Explanation | ChangePreview: ...
 def explained_by(service: MaterializedTables, target: build.Explained) -> Explanation | ChangePreview:
-    """:func:`explain` of what :func:`~mt_magic.api.statements.explained` read, on ``service`` (``%mt explain``
-    passes the kernel's)."""
+    """:func:`explain` of what :func:`~mt_magic.api.statements.explained` read (or the table handle's
+    ``explain_change`` built), on ``service`` (``%mt explain`` passes the kernel's)."""
     from mt_magic.runtime.inspect.change_preview import preview_change
     from mt_magic.runtime.statements.change import decided, is_change
 

@@ -12,6 +12,7 @@ Example (a notebook after ``%load_ext mt_magic``, or a plain script)::
     daily.status.state          # JobState.SCHEDULED
     daily.refresh(wait=True)    # a manual refresh, finished (or its error raised)
     daily.history()             # a pandas DataFrame, newest first
+    daily.explain_change(freshness="1 hour")   # what SET FRESHNESS would do, nothing written
     mt_magic.table("daily_orders").to_pandas()
 """
 
@@ -23,9 +24,10 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from mt_magic.api import session
+from mt_magic.api import explaining, session
 from mt_magic.api import statements as build
 from mt_magic.errors import MtMagicError
+from mt_magic.sql.names import TableName
 from mt_magic.vocabulary import StatementAction
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from mt_magic.runtime.graph import Lineage
+    from mt_magic.runtime.inspect.change_preview import ChangePreview
+    from mt_magic.runtime.refresh.incremental.explain import Explanation
     from mt_magic.runtime.results import StatementResult
     from mt_magic.runtime.service import MaterializedTables
     from mt_magic.runtime.status import Decision, TableStatus
@@ -143,6 +147,37 @@ class MaterializedTable:
             for r in self.service.history(self.name).records
         ]
         return pandas.DataFrame(rows, columns=list(HISTORY_COLUMNS))
+
+    def explain(self) -> Explanation:
+        """How the table refreshes and why (``mt_magic.explain(name)``, ``%mt explain name``)."""
+        return explaining.explained_by(self.service, TableName.from_parts(self.name.split(".")))
+
+    def explain_change(
+        self,
+        *,
+        query: str | None = None,
+        freshness: build.FreshnessArg | None = None,
+        refresh_mode: RefreshMode | str | None = None,
+        resume: bool | Mapping[str, build.OptionValue] = False,
+    ) -> ChangePreview:
+        """What one change would do, before it is made, and nothing written: ``ALTER … AS query``, ``SET FRESHNESS``
+        (as :func:`materialize` takes it), ``SET REFRESH_MODE`` or ``RESUME`` (``resume``: ``True`` or its
+        ``WITH`` options) — the preview ``mt_magic.explain`` gives that statement: rows kept or rebuilt, the
+        refreshes after it and their cost predicted from the table's history.
+
+        >>> print(table("daily_orders").explain_change(freshness="1 hour"))  # doctest: +SKIP
+
+        Raises:
+            MtMagicError: none of the four or more than one (previews do not add up), or what the statement would
+                be refused for; nothing changed.
+        """
+        where = f"mt_magic.table({self.name!r}).explain_change"
+        target = TableName.from_parts(self.name.split("."))
+        service = self.service
+        stmt = build.change(
+            target, service.workspace.rules, where, query=query, fresh=freshness, mode=refresh_mode, resume=resume
+        )
+        return explaining.explained_by(service, stmt)
 
     # --- controls ----------------------------------------------------------------------------------------
 

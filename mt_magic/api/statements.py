@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
+from typing import TypeVar
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.spark.quoting import identifier, string_literal
@@ -26,6 +27,7 @@ from mt_magic.sql.ddl.statements import (
     CreateMaterializedTable,
     Freshness,
     FreshnessUnit,
+    Statement,
 )
 from mt_magic.sql.errors import FreshnessError, SqlSyntaxError
 from mt_magic.sql.names import Position, TableName
@@ -34,11 +36,14 @@ from mt_magic.vocabulary import RefreshMode
 OptionValue = str | int | float | bool
 FreshnessArg = str | timedelta | Freshness
 PartitionArg = str | Mapping[str, OptionValue]
+Built = TypeVar("Built", bound=Statement)
 
 MATERIALIZE = "mt_magic.materialize"
 EXPLAINED = (CreateMaterializedTable, AlterQuery, AlterFreshness, AlterRefreshMode, AlterResume)
 """The statements ``%mt explain`` / ``mt_magic.explain`` take: a CREATE (before it runs) and the changes it previews."""
-Explained = CreateMaterializedTable | AlterQuery | AlterFreshness | AlterRefreshMode | AlterResume | TableName
+Change = AlterQuery | AlterFreshness | AlterRefreshMode | AlterResume
+"""The changes a preview covers, one statement each (a CREATE OR ALTER of an existing table is one too)."""
+Explained = CreateMaterializedTable | Change | TableName
 QUERY_NAME = TableName("this_query")
 """The name a query given to explain is explained under (as a table it would define)."""
 
@@ -52,8 +57,9 @@ def table_name(text: str) -> TableName:
     return parse_table_name(text)
 
 
-def freshness(value: FreshnessArg) -> Freshness:
-    """``"INTERVAL '5' MINUTE"``, a :class:`~datetime.timedelta` of whole seconds, or a :class:`Freshness`.
+def freshness(value: FreshnessArg, where: str = MATERIALIZE) -> Freshness:
+    """``"INTERVAL '5' MINUTE"``, a :class:`~datetime.timedelta` of whole seconds, or a :class:`Freshness`;
+    ``where`` names the call in an error.
 
     Raises:
         FreshnessError: a duration that is not a positive whole number of seconds, or an interval FRESHNESS refuses.
@@ -62,12 +68,12 @@ def freshness(value: FreshnessArg) -> Freshness:
     if isinstance(value, Freshness):
         return value
     if isinstance(value, str):
-        return _interval_text(value)
+        return _interval_text(value, where)
     seconds = value.total_seconds()
     if seconds <= 0 or seconds != int(seconds):
         raise FreshnessError(
             f"freshness={value!r} is not a positive whole number of seconds",
-            statement=MATERIALIZE,
+            statement=where,
             fix="pass e.g. timedelta(minutes=5) or \"INTERVAL '5' MINUTE\"",
         )
     whole = int(seconds)
@@ -75,7 +81,7 @@ def freshness(value: FreshnessArg) -> Freshness:
     return Freshness(whole // unit.seconds, unit)
 
 
-def _interval_text(value: str) -> Freshness:
+def _interval_text(value: str, where: str) -> Freshness:
     """``"INTERVAL '5' MINUTE"`` as the grammar reads it (with the cell's errors), or the plain ``"5 minutes"`` /
     ``"1 hour"`` a Python caller writes; other text is refused with the argument as written, not with a position
     inside text the caller never typed."""
@@ -88,7 +94,7 @@ def _interval_text(value: str) -> Freshness:
             return Freshness(int(words[0]), unit)
     raise FreshnessError(
         f"freshness={value!r} is not an interval",
-        statement=MATERIALIZE,
+        statement=where,
         fix=FRESHNESS_FIX,
     )
 
@@ -96,8 +102,8 @@ def _interval_text(value: str) -> Freshness:
 FRESHNESS_FIX = 'pass "INTERVAL \'5\' MINUTE", "5 minutes" or timedelta(minutes=5) (SECOND, MINUTE, HOUR or DAY)'
 
 
-def refresh_mode(value: RefreshMode | str) -> RefreshMode:
-    """``RefreshMode.FULL`` or its name in any letter case.
+def refresh_mode(value: RefreshMode | str, where: str = MATERIALIZE) -> RefreshMode:
+    """``RefreshMode.FULL`` or its name in any letter case; ``where`` names the call in an error.
 
     Raises:
         SqlSyntaxError: another word, with the modes there are (as the grammar says it).
@@ -108,7 +114,7 @@ def refresh_mode(value: RefreshMode | str) -> RefreshMode:
     if mode is None:
         raise SqlSyntaxError(
             f"REFRESH_MODE must be CONTINUOUS or FULL, got {value!r}",
-            statement=MATERIALIZE,
+            statement=where,
             fix="pass refresh_mode='FULL' or 'CONTINUOUS', or leave it out (the freshness decides)",
         )
     return mode
@@ -146,23 +152,75 @@ def create_or_alter(
     if partitioned_by:
         lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in partitioned_by) + ")")
     if pairs:
-        lines.append("WITH (" + ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in pairs) + ")")
+        lines.append(f"WITH ({_pairs(pairs)})")
     if fresh is not None:
         lines.append(f"FRESHNESS = {fresh.sql()}")
     if mode is not None:
         lines.append(f"REFRESH_MODE = {mode.value}")
     lines.append("AS")
-    statements = parse_cell("\n".join(lines) + "\n" + query.strip().rstrip(";"), rules)
-    stmt = statements[0]
-    if len(statements) != 1 or not isinstance(stmt, CreateMaterializedTable):
-        raise SqlSyntaxError(
-            f"the query holds {len(statements)} statements",
-            statement=f"{MATERIALIZE}({name!r})",
-            fix="pass one SELECT (a ';' ends the statement)",
-        )
+    text = "\n".join(lines) + "\n" + query.strip().rstrip(";")
+    stmt = _one(parse_cell(text, rules), f"{MATERIALIZE}({name!r})", CreateMaterializedTable)
     # what Spark or the rules find inside the query is placed in the query as the caller passed it, not in the
     # statement built around it (whose text the caller never saw)
     return replace(stmt, query_position=_start_of(query))
+
+
+def change(
+    target: TableName,
+    rules: FreshnessRules,
+    where: str,
+    *,
+    query: str | None = None,
+    fresh: FreshnessArg | None = None,
+    mode: RefreshMode | str | None = None,
+    resume: bool | Mapping[str, OptionValue] = False,
+) -> Change:
+    """The one ALTER the arguments name — ``AS query``, ``SET FRESHNESS``, ``SET REFRESH_MODE`` or ``RESUME [WITH
+    (…)]`` (``resume``: ``True`` or its options) — parsed and checked like a cell. One: a change is previewed as
+    the one statement that makes it, and two statements' previews do not add up to the preview of both.
+
+    Raises:
+        MtMagicError: none of the four, or more than one (``where``, the arguments given, the Fix).
+        SqlError: what the grammar refuses in a value (``where``, or the query's own line and column).
+    """
+    values = (("query", query), ("freshness", fresh), ("refresh_mode", mode), ("resume", resume))
+    given = [k for k, v in values if v is not None and v is not False]
+    if len(given) != 1:
+        raise MtMagicError(
+            "needs one change to preview, got " + (" and ".join(f"{k}=" for k in given) if given else "none"),
+            statement=where,
+            fix="pass one of query='SELECT …', freshness='5 minutes', refresh_mode='FULL' or resume=True"
+            + (", one call per change" if given else ""),
+        )
+    head = "ALTER MATERIALIZED TABLE " + ".".join(identifier(p) for p in target.parts())
+    if query is not None:
+        stmt = _one(parse_cell(f"{head} AS\n{query.strip().rstrip(';')}", rules), where, AlterQuery)
+        return replace(stmt, query_position=_start_of(query))
+    if fresh is not None:
+        return _one(parse_cell(f"{head} SET FRESHNESS = {freshness(fresh, where).sql()}", rules), where, AlterFreshness)
+    if mode is not None:
+        return _one(
+            parse_cell(f"{head} SET REFRESH_MODE = {refresh_mode(mode, where).value}", rules), where, AlterRefreshMode
+        )
+    pairs = [(str(k), option_text(v)) for k, v in (resume.items() if isinstance(resume, Mapping) else ())]
+    return _one(parse_cell(f"{head} RESUME" + (f" WITH ({_pairs(pairs)})" if pairs else ""), rules), where, AlterResume)
+
+
+def _one(statements: Sequence[Statement], where: str, kind: type[Built]) -> Built:
+    """The one statement of ``kind`` built text parsed to (a query passed as an argument may hold a ';' and more)."""
+    stmt = statements[0]
+    if len(statements) != 1 or not isinstance(stmt, kind):
+        raise SqlSyntaxError(
+            f"the query holds {len(statements)} statements",
+            statement=where,
+            fix="pass one SELECT (a ';' ends the statement)",
+        )
+    return stmt
+
+
+def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
+    """``'k' = 'v', …`` of a WITH list."""
+    return ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in pairs)
 
 
 def _start_of(query: str) -> Position:

@@ -37,7 +37,14 @@ def fragment(text: str, cursor: int) -> str:
     return word if word.startswith("'") else word.rsplit(".", 1)[-1]
 
 
-def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query: bool = False) -> list[str]:
+def complete(
+    text: str,
+    cursor: int,
+    names: NameSnapshot | None = None,
+    *,
+    query: bool = False,
+    actions: Sequence[str] = ACTIONS,
+) -> list[str]:
     """What may replace :func:`fragment` at ``cursor``: keywords in grammar order, then names.
 
     Args:
@@ -45,6 +52,7 @@ def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query
         cursor: offset of the cursor in ``text``.
         names: the catalog's names (nothing but keywords without them).
         query: ``text`` is one query (a ``%%mtsql`` cell), not statements.
+        actions: the ALTER actions offered after the table's name (``%mt explain`` takes only those it previews).
     """
     names = names or NameSnapshot()
     word = fragment(text, cursor)
@@ -56,7 +64,7 @@ def complete(text: str, cursor: int, names: NameSnapshot | None = None, *, query
         qualifier, before = qualifier_of(before)
         candidates = query_candidates(before, at, names, qualifier)
     else:
-        candidates = _statement(before, at, names)
+        candidates = _statement(before, at, names, actions)
     return _matching(candidates, word)
 
 
@@ -73,7 +81,7 @@ def _current_statement(toks: list[Tok], offset: int) -> list[Tok]:
     return toks[begin:end]
 
 
-def _statement(before: list[Tok], at: Cursor, names: NameSnapshot) -> list[str]:
+def _statement(before: list[Tok], at: Cursor, names: NameSnapshot, actions: Sequence[str]) -> list[str]:
     qualifier, before = qualifier_of(before)
     words = [t.upper if t.kind is TokKind.WORD else t.text for t in before]
     if not words:
@@ -88,7 +96,7 @@ def _statement(before: list[Tok], at: Cursor, names: NameSnapshot) -> list[str]:
     if words[0] == "CREATE":
         return _create(words, before, names, at)
     if words[0] == "ALTER":
-        return _alter(words, names)
+        return _alter(words, before, names, actions)
     if words[0] == "DROP":
         return {"DROP": ["MATERIALIZED TABLE"], "MATERIALIZED": ["TABLE"]}.get(last) or (
             ["IF EXISTS", *names.materialized]
@@ -143,7 +151,7 @@ def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: Cursor
     return [*column_list, *CLAUSE_ORDER[after:], "AS"]
 
 
-def _alter(words: list[str], names: NameSnapshot) -> list[str]:
+def _alter(words: list[str], before: list[Tok], names: NameSnapshot, actions: Sequence[str]) -> list[str]:
     last = words[-1]
     if last == "ALTER":
         return ["MATERIALIZED TABLE"]
@@ -152,7 +160,7 @@ def _alter(words: list[str], names: NameSnapshot) -> list[str]:
     if last == "TABLE":
         return list(names.materialized)
     if len(words) == 4 or (len(words) > 4 and words[-2] == "."):
-        return list(ACTIONS)
+        return list(actions)
     if last == "SET":
         return ["FRESHNESS", "REFRESH_MODE"]
     if last == "REFRESH":
@@ -161,7 +169,7 @@ def _alter(words: list[str], names: NameSnapshot) -> list[str]:
         return ["WITH"]
     if last == "RENAME":
         return ["TO"]
-    return _value_of_clause(words, []) or []
+    return _value_of_clause(words, before) or []
 
 
 def _value_of_clause(words: list[str], before: list[Tok]) -> list[str] | None:

@@ -1,6 +1,7 @@
 """Completion of a ``%mt`` line, part by part: the command, then its table name, then its flags; after
-``%mt explain`` a table name or a whole statement or query, completed as in a ``%%materialized`` or ``%%mtsql``
-cell. A ``%mt`` line never gets Python names: where nothing fits, the answer is empty.
+``%mt explain`` a table name or a whole statement or query (a CREATE, an ALTER of the kinds explain previews),
+completed as in a ``%%materialized`` or ``%%mtsql`` cell. A ``%mt`` line never gets Python names: where nothing
+fits, the answer is empty.
 
 The commands and flags are the magic's own: :func:`flags_of` reads them from its argument parser, where each flag's
 help starts with the commands it belongs to (``"refresh: backfill one partition …"``).
@@ -13,14 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mt_magic.completion.grammar import complete, fragment
+from mt_magic.completion.grammar import ACTIONS, complete, fragment
 from mt_magic.completion.names import NameSnapshot
-from mt_magic.sql.ddl.statements import CreateMaterializedTable
+from mt_magic.sql.ddl.statements import AlterQuery, CreateMaterializedTable
 
 NAMED_COMMANDS = frozenset({"status", "history", "lineage", "explain", "refresh", "suspend", "resume"})
 """``%mt`` commands whose argument is a table name."""
-EXPLAINED_STATEMENTS = (*CreateMaterializedTable.starts, "SELECT")
-"""What ``%mt explain`` takes besides a table name: a CREATE (or CREATE OR ALTER) statement, or a query."""
+EXPLAINED_STATEMENTS = (*CreateMaterializedTable.starts, *AlterQuery.starts, "SELECT")
+"""What ``%mt explain`` takes besides a table name: a CREATE (or CREATE OR ALTER) statement, an ALTER, or a query."""
+EXPLAINED_ACTIONS = tuple(a for a in ACTIONS if a in {"AS", "SET FRESHNESS", "SET REFRESH_MODE", "RESUME"})
+"""The ALTER actions ``%mt explain`` previews (``api.statements.EXPLAINED``; SUSPEND, REFRESH, RENAME and SET
+('scheduler' …) it refuses), in the grammar's order."""
 QUERY_WORDS = frozenset({"SELECT", "WITH"})
 _LINE = re.compile(r"^\s*%mt\s(?P<rest>.*)$", re.DOTALL)
 
@@ -61,7 +65,7 @@ def complete_mt_line(before_cursor: str, spec: MtCommands, names: NameSnapshot) 
     command, given = words[0].lower(), words[1:]
     if command not in spec.commands:
         return word, []
-    if command == "explain" and given and given[0].upper() in {"CREATE", *QUERY_WORDS}:
+    if command == "explain" and given and given[0].upper() in {"CREATE", "ALTER", *QUERY_WORDS}:
         return _explain(rest, names)
     if word.startswith("-") or given or command not in NAMED_COMMANDS:  # after the table: the command's flags
         if given and given[-1] == "--partition":  # its value is the user's: a quoted predicate
@@ -74,7 +78,7 @@ def complete_mt_line(before_cursor: str, spec: MtCommands, names: NameSnapshot) 
 
 
 def _explain(rest: str, names: NameSnapshot) -> tuple[str, list[str]]:
-    """The statement or query after ``explain``, completed as in a cell."""
+    """The statement or query after ``explain``, completed as in a cell (an ALTER with the actions explain takes)."""
     text = rest.split(None, 1)[1].lstrip()  # after "explain": the statement or query typed so far
     query = text.split(None, 1)[0].upper() in QUERY_WORDS
-    return fragment(text, len(text)), complete(text, len(text), names, query=query)
+    return fragment(text, len(text)), complete(text, len(text), names, query=query, actions=EXPLAINED_ACTIONS)

@@ -4,6 +4,7 @@ second clause or statement into the text."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -11,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from mt_magic.api import statements as build
+from mt_magic.errors import MtMagicError
 from mt_magic.sql import parse_cell
 from mt_magic.sql.ddl.freshness import FreshnessRules
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
@@ -127,3 +129,41 @@ def test_import_mt_magic_and_the_api_attributes_load_no_spark() -> None:
         import mt_magic
 
         mt_magic.nope  # noqa: B018
+
+
+def test_a_previewed_change_is_the_cells_alter_one_at_a_time() -> None:
+    """``table(…).explain_change``'s arguments become the ALTER a cell would hold, one change per call (previews do
+    not add up), each value checked as a cell checks it and unable to carry a second clause or statement."""
+    where = "mt_magic.table('mt.sales.daily views').explain_change"
+    cell = "ALTER MATERIALIZED TABLE mt.sales.`daily views` "
+
+    def change(**values: object) -> object:
+        return build.change(TableName("daily views", "sales", "mt"), RULES, where, **values)  # type: ignore[arg-type]
+
+    def parsed(clause: str) -> object:
+        return parse_cell(cell + clause, RULES)[0]
+
+    assert change(query=f"\n  {QUERY};") == parsed(f"AS {QUERY}")
+    assert change(fresh=timedelta(hours=1)) == parsed("SET FRESHNESS = INTERVAL '1' HOUR")
+    assert change(fresh="5 minutes") == parsed("SET FRESHNESS = INTERVAL '5' MINUTE")
+    assert change(mode="full") == parsed("SET REFRESH_MODE = FULL")
+    assert change(resume=True) == parsed("RESUME")
+    with_options = parsed("RESUME WITH ('spark.sql.shuffle.partitions' = '4')")
+    assert change(resume={"spark.sql.shuffle.partitions": 4}) == with_options
+
+    with pytest.raises(MtMagicError) as none:
+        change()
+    assert str(none.value) == (
+        f"{where}: needs one change to preview, got none. "
+        "Fix: pass one of query='SELECT …', freshness='5 minutes', refresh_mode='FULL' or resume=True."
+    )
+    with pytest.raises(MtMagicError, match=r"got query= and resume=\. Fix: .*, one call per change\.$"):
+        change(query=QUERY, resume=True)
+    with pytest.raises(FreshnessError, match=rf"^{re.escape(where)}: freshness='5 mins' is not an interval"):
+        change(fresh="5 mins")
+    with pytest.raises(SqlSyntaxError, match=rf"^{re.escape(where)}: REFRESH_MODE must be CONTINUOUS or FULL"):
+        change(mode="FULL AS SELECT 1")
+    with pytest.raises(SqlSyntaxError, match=rf"^{re.escape(where)}: the query holds 2 statements"):
+        change(query=QUERY + "; DROP MATERIALIZED TABLE y")
+    with pytest.raises(UnsupportedOptionError, match="RESUME WITH options are Spark settings"):
+        change(resume={"sink.parallelism": 2})

@@ -235,6 +235,7 @@ def test_an_mt_line_part_by_part() -> None:
         "sales.`top 10`",
         "CREATE MATERIALIZED TABLE",
         "CREATE OR ALTER MATERIALIZED TABLE",
+        "ALTER MATERIALIZED TABLE",
         "SELECT",
     ]
     assert mt_line("%mt explain SELECT amount FROM orders WHERE am") == ["amount"]
@@ -246,6 +247,48 @@ def test_an_mt_line_part_by_part() -> None:
         "DAY",
     ]
     assert mt_line("%mt") is None  # still the magic's name: IPython completes magics
+
+
+def test_mt_explain_alter_completes_as_the_cell_with_the_changes_explain_previews() -> None:
+    """Issue 39: after ``%mt explain ALTER`` the statement completes as in a cell — the table names, then only the
+    ALTER actions explain previews (the others it refuses), then each one's clause, and the query after AS."""
+    from mt_magic.api.statements import EXPLAINED
+    from mt_magic.completion.grammar import ACTIONS
+    from mt_magic.completion.mt_line import EXPLAINED_ACTIONS, complete_mt_line, flags_of
+    from mt_magic.magics import MT_COMMANDS, MaterializedMagics
+    from mt_magic.sql import parse_cell
+
+    spec = flags_of(MaterializedMagics.mt.parser, MT_COMMANDS)
+
+    def mt_line(text: str) -> list[str] | None:
+        found = complete_mt_line(text, spec, NAMES)
+        return None if found is None else found[1]
+
+    assert mt_line("%mt explain al") == ["ALTER MATERIALIZED TABLE"]
+    assert mt_line("%mt explain ALTER ") == ["MATERIALIZED TABLE"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE ") == ["daily", "sales.`top 10`"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE mt.") == ["default", "sales"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE daily ") == [
+        "RESUME",
+        "AS",
+        "SET FRESHNESS",
+        "SET REFRESH_MODE",
+    ]
+    assert mt_line("%mt explain alter materialized table daily set ") == ["FRESHNESS", "REFRESH_MODE"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE daily SET REFRESH_MODE = ") == ["CONTINUOUS", "FULL"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE daily SET FRESHNESS = INTERVAL '1' H") == ["HOUR"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE daily RESUME ") == ["WITH"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE daily AS SELECT * FROM ord") == ["orders"]
+    assert mt_line("%mt explain ALTER MATERIALIZED TABLE daily AS SELECT id FROM orders WHERE am") == ["amount"]
+    assert mt_line("%mt explain CREATE OR ALTER MATERIALIZED TABLE ") == ["daily", "sales.`top 10`"]
+    # the cell still offers every action; explain's are exactly those whose statement it takes
+    assert complete("ALTER MATERIALIZED TABLE daily ", 31, NAMES) == list(ACTIONS)
+    assert at_end("ALTER MATERIALIZED TABLE daily SET FRESHNESS = INTERVAL '5' ") == ["SECOND", "MINUTE", "HOUR", "DAY"]
+    samples = {"AS": "AS SELECT 1 AS one", "RENAME TO": "RENAME TO other", "REFRESH": "REFRESH"}
+    samples |= {"SET FRESHNESS": "SET FRESHNESS = INTERVAL '1' HOUR", "SET REFRESH_MODE": "SET REFRESH_MODE = FULL"}
+    samples |= {"SET": "SET ('scheduler' = 'kernel')", "SUSPEND": "SUSPEND", "RESUME": "RESUME"}
+    taken = [a for a in ACTIONS if isinstance(parse_cell(f"ALTER MATERIALIZED TABLE t {samples[a]}")[0], EXPLAINED)]
+    assert tuple(taken) == EXPLAINED_ACTIONS
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,10 @@
-"""``%mt explain ALTER …`` and ``%mt history t --plot`` on a real shell (issue 39): the preview is the magic's
-answer, nothing changes, and bad input gets the formatter's message with its Fix line."""
+"""``%mt explain ALTER …``, the table handle's ``explain_change`` and ``%mt history t --plot`` on a real shell
+(issue 39): the preview is the magic's answer and the API's, nothing changes, and bad input gets the formatter's
+message with its Fix line."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from IPython.core.error import UsageError
@@ -56,3 +59,33 @@ def test_history_plot_is_the_chart(shell) -> None:
     view = shell.run_line_magic("mt", "history xpl_daily --plot")
     assert isinstance(view, HistoryChartView) and view.table == TABLE
     assert view._repr_html_().count("<svg") == 1 and "full recompute: 1 refresh(es)" in repr(view)
+
+
+def test_the_handle_previews_each_change_as_explain_does_the_statement(shell) -> None:
+    import mt_magic
+    from mt_magic.errors import MtMagicError
+
+    catalog = shell._mt_magic_magics.connection.service.workspace.catalog
+    before = catalog.load(TABLE).iceberg.metadata_location
+    daily = mt_magic.table("xpl_daily")
+    query = "SELECT day, sum(amount) AS total, count(*) AS n FROM xpl_orders GROUP BY day"
+    previews = {
+        f"AS {query}": daily.explain_change(query=query),
+        "SET FRESHNESS = INTERVAL '1' HOUR": daily.explain_change(freshness=timedelta(hours=1)),
+        "SET REFRESH_MODE = FULL": daily.explain_change(refresh_mode="full"),
+        "RESUME WITH ('spark.sql.shuffle.partitions' = '4')": daily.explain_change(
+            resume={"spark.sql.shuffle.partitions": 4}
+        ),
+    }
+    for clause, preview in previews.items():
+        assert preview == mt_magic.explain(f"ALTER MATERIALIZED TABLE xpl_daily {clause}"), clause
+    assert len({p.statement for p in previews.values()}) == 4  # four different previews, each the statement's
+    assert previews["SET FRESHNESS = INTERVAL '1' HOUR"].statement.endswith("SET FRESHNESS = INTERVAL '1' HOUR")
+    assert daily.explain() == mt_magic.explain("xpl_daily")
+
+    where = r"mt_magic\.table\('mt\.default\.xpl_daily'\)\.explain_change: "
+    with pytest.raises(MtMagicError, match=where + r"needs one change to preview, got none\. Fix: pass one of"):
+        daily.explain_change()
+    with pytest.raises(MtMagicError, match=where + r".*got freshness= and refresh_mode=.*one call per change"):
+        daily.explain_change(freshness="1 hour", refresh_mode="FULL")
+    assert catalog.load(TABLE).iceberg.metadata_location == before
