@@ -12,7 +12,9 @@ be when applied (Spark analyses its query, its options and schedule are checked:
 :func:`.statements.definition.build_definition`, which writes nothing); and the scheduler of each table the cell
 changes can take the statement now (Airflow reachable, for a table on Airflow or a CREATE for it). A CREATE reading
 a table created earlier in the cell is validated when it is applied. No apply checks any of this again: one that
-fails after all (a race) is undone with the others.
+fails after all (a race) is undone with the others. What a statement's check read that its apply needs (its plan:
+a CREATE's analysed definition, DROP's tables) goes to its apply, unless a statement before it in the cell changes
+what it was read from.
 
 The undo, when a statement fails after others were applied: a created table is dropped, SUSPEND and RESUME are
 reversed, SET FRESHNESS and SET REFRESH_MODE go back to the values before, RENAME renames back; a REFRESH needs
@@ -46,14 +48,13 @@ def execute_cell(
         CellNotAppliedError: statement k failed to apply; the message says which and what was undone.
     """
     checked = len(statements) > 1
-    if checked:
-        check_cell(service, statements, cascade)
+    plans = check_cell(service, statements, cascade) if checked else [None] * len(statements)
     results: list[StatementResult] = []
     applied: list[tuple[str, Undo | None]] = []
-    for number, statement in enumerate(statements, 1):
+    for number, (statement, plan) in enumerate(zip(statements, plans, strict=True), 1):
         label, undo = handler_for(statement).undo(service, statement)
         try:
-            results.append(service.execute(statement, cascade=cascade, checked=checked))
+            results.append(service.execute(statement, cascade=cascade, checked=checked, plan=plan))
         except MtMagicError as exc:
             if not applied:
                 raise
@@ -62,23 +63,32 @@ def execute_cell(
     return results
 
 
-def check_cell(service: MaterializedTables, statements: Sequence[AnyStatement], cascade: bool = False) -> None:
+def check_cell(
+    service: MaterializedTables, statements: Sequence[AnyStatement], cascade: bool = False
+) -> list[object | None]:
     """Every check that needs nothing applied first, over the whole cell: each statement's handler checks it with
     the names as the statements before it leave them (see the module docstring).
+
+    Returns:
+        Each statement's plan, for its apply (:meth:`~.handlers.base.Handler.check`; ``None``: its apply reads it).
 
     Raises:
         MtMagicError: the first statement found wrong, named by its number in the cell.
     """
     names = CellNames(service.workspace)
+    plans: list[object | None] = []
     for number, statement in enumerate(statements, 1):
         where = f"Statement {number} of the cell"
+        handler = handler_for(statement)
         try:
-            handler_for(statement).check(service, statement, names, where, cascade)
+            plans.append(handler.check(service, statement, names, where, cascade))
         except WorkflowSchedulerError as exc:  # its own message says nothing was changed; it names the statement
             if exc.statement is None:
                 exc.statement = where
                 exc.args = (exc.message(),)
             raise
+        names.changed.update(table.lower() for table in handler.touched(service.workspace, statement))
+    return plans
 
 
 def _undo_all(failure: MtMagicError, number: int, applied: list[tuple[str, Undo | None]]) -> str:

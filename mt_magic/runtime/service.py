@@ -86,10 +86,12 @@ class MaterializedTables(Inspection):
 
     # --- statements -------------------------------------------------------------------------------------
 
-    def execute(self, stmt: AnyStatement, cascade: bool = False, *, checked: bool = False) -> StatementResult:
+    def execute(
+        self, stmt: AnyStatement, cascade: bool = False, *, checked: bool = False, plan: object = None
+    ) -> StatementResult:
         """Apply one statement through its handler (:mod:`.handlers`), after its checks against the catalog and its
-        scheduler (``checked``: its cell ran them, :func:`.cell.check_cell`). ``cascade`` extends REFRESH and DROP
-        to downstream materialized tables.
+        scheduler (``checked``: its cell ran them, :func:`.cell.check_cell`, and ``plan`` is what that check read
+        for the apply). ``cascade`` extends REFRESH and DROP to downstream materialized tables.
 
         Each handler resolves nothing itself but the names it is given, and reads the table it changes once, first
         (an unknown name fails there, before anything changes). After a statement that may have committed, the
@@ -97,7 +99,10 @@ class MaterializedTables(Inspection):
         """
         handler = handler_for(stmt)
         try:
-            result = handler.apply(self, stmt, cascade) if checked else handler.check_and_apply(self, stmt, cascade)
+            if checked:
+                result = handler.apply(self, stmt, cascade, plan)
+            else:
+                result = handler.check_and_apply(self, stmt, cascade)
         except NoSuchMaterializedTableError as exc:
             raise self._named_table_missing(stmt) or exc from None
         touched = handler.touched(self.workspace, stmt)

@@ -96,7 +96,9 @@ class _Service:
         self.fail_at = fail_at
         self.applied: list[str] = []
 
-    def execute(self, stmt: Statement, cascade: bool = False, *, checked: bool = False) -> StatementResult:
+    def execute(
+        self, stmt: Statement, cascade: bool = False, *, checked: bool = False, plan: object = None
+    ) -> StatementResult:
         if len(self.applied) + 1 == self.fail_at:
             raise MtMagicError("the apply failed")
         self.applied.append(type(stmt).__name__)

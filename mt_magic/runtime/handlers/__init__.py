@@ -26,7 +26,7 @@ from mt_magic.runtime.handlers.looks import Describe, ShowCreate, ShowTables
 from mt_magic.runtime.handlers.rename import Rename
 from mt_magic.sql.ddl import statements as s
 
-HANDLERS: Mapping[type[s.Statement], Handler[Any]] = MappingProxyType(
+HANDLERS: Mapping[type[s.Statement], Handler[Any, Any]] = MappingProxyType(
     {
         s.CreateMaterializedTable: Create(),
         s.AlterSuspend: Suspend(),
@@ -45,7 +45,7 @@ HANDLERS: Mapping[type[s.Statement], Handler[Any]] = MappingProxyType(
 )
 
 
-def handler_for(stmt: s.AnyStatement) -> Handler[Any]:
+def handler_for(stmt: s.AnyStatement) -> Handler[Any, Any]:
     """The handler of ``stmt``'s type.
 
     Raises:

@@ -15,15 +15,15 @@ from mt_magic.sql.names import Position
 from mt_magic.vocabulary import RefreshMode, StatementAction
 
 
-class AlterAs(Handler[AlterQuery]):
+class AlterAs(Handler[AlterQuery, None]):
     """``ALTER … AS``: no undo (the next refresh recomputes; the table's older rows are gone)."""
 
-    def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool, plan: None = None) -> StatementResult:
         return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position)
 
 
-class SetFreshness(Handler[AlterFreshness]):
-    def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool) -> StatementResult:
+class SetFreshness(Handler[AlterFreshness, None]):
+    def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool, plan: None = None) -> StatementResult:
         return set_freshness(rt, rt.workspace.qualify(stmt.name), stmt.freshness)
 
     def undo(self, rt: Runtime, stmt: AlterFreshness) -> tuple[str, Undo | None]:
@@ -33,8 +33,8 @@ class SetFreshness(Handler[AlterFreshness]):
         return f"set the freshness of {name}", lambda: set_freshness(rt, name, freshness)
 
 
-class SetRefreshMode(Handler[AlterRefreshMode]):
-    def apply(self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool) -> StatementResult:
+class SetRefreshMode(Handler[AlterRefreshMode, None]):
+    def apply(self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool, plan: None = None) -> StatementResult:
         return set_refresh_mode(rt, rt.workspace.qualify(stmt.name), stmt.mode)
 
     def undo(self, rt: Runtime, stmt: AlterRefreshMode) -> tuple[str, Undo | None]:
@@ -44,10 +44,10 @@ class SetRefreshMode(Handler[AlterRefreshMode]):
         return f"set the refresh mode of {name}", lambda: set_refresh_mode(rt, name, mode)
 
 
-class SetScheduler(Handler[AlterScheduler]):
+class SetScheduler(Handler[AlterScheduler, None]):
     """``SET ('scheduler' = …)``: no undo (the table moved between schedulers)."""
 
-    def apply(self, rt: Runtime, stmt: AlterScheduler, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: AlterScheduler, cascade: bool, plan: None = None) -> StatementResult:
         return set_scheduler(rt, rt.workspace.qualify(stmt.name), stmt.scheduler)
 
     def check_current(self, rt: Runtime, stmt: AlterScheduler, cascade: bool) -> None:
@@ -62,7 +62,8 @@ def check_scheduler_move(rt: Runtime, name: str, scheduler: str) -> None:
 
 def alter_query(rt: Runtime, name: str, query: str, query_position: Position | None = None) -> StatementResult:
     with rt.workflows.changing(rt.workspace, name):
-        definition = alter.alter_query(rt.workspace, name, query, query_position=query_position)
+        altered = alter.altered_query(rt.workspace, name, query, query_position=query_position)
+        definition = alter.alter_query(rt.workspace, altered)
     rt.retrack(name)
     return StatementResult(
         StatementAction.ALTERED,

@@ -2,12 +2,14 @@
 
 A handler is stateless (one instance per statement type, :data:`mt_magic.runtime.handlers.HANDLERS`); what it
 works with comes in as a :class:`Runtime` — the service's parts (:class:`~mt_magic.runtime.service.MaterializedTables`
-is one), so a handler never imports the service above it.
+is one), so a handler never imports the service above it. What its check reads that its apply needs too (its *plan*:
+DROP's tables to drop, a CREATE's definition analysed by Spark) is returned by the check and handed to the apply by
+the caller (:meth:`Handler.check_and_apply`, a cell), so it is read once and the handler keeps no state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from mt_magic.errors import NoSuchMaterializedTableError
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
 
 S = TypeVar("S")
+P = TypeVar("P")
 
 Undo = Callable[[], object]
 """How to take back an applied statement (called when a later statement of its cell fails to apply)."""
@@ -64,19 +67,28 @@ class Runtime(Protocol):
 
 
 class CellNames:
-    """Which names exist as a cell's statements so far leave the catalog (each read from the catalog once), and
-    which of them the cell creates (lower case: not in the catalog yet, so a CREATE reading one is validated only
-    when it is applied)."""
+    """Which names exist as a cell's statements so far leave the catalog (each read from the catalog once), which
+    of them the cell creates (lower case: not in the catalog yet, so a CREATE reading one is validated only when it
+    is applied), and which tables the statements so far change (lower case, :meth:`Handler.touched`: a plan read
+    from the catalog before they apply may be stale for those)."""
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.exists: dict[str, bool] = {}
         self.created: set[str] = set()
+        self.changed: set[str] = set()
 
     def present(self, name: str) -> bool:
         if name not in self.exists:
             self.exists[name] = self.ws.catalog.exists(name)
         return self.exists[name]
+
+    def changed_any(self, tables: Iterable[str], cascade: bool) -> bool:
+        """Whether a statement before this one in the cell changes one of ``tables``; with ``cascade``, whether one
+        changes anything (a cascade reaches beyond the names: DROP drops the readers, REFRESH refreshes them)."""
+        if cascade:
+            return bool(self.changed)
+        return any(table.lower() in self.changed for table in tables)
 
     def made_here(self, name: str) -> bool:
         """Whether an earlier statement of the cell creates ``name`` (a CREATE, or a RENAME to it): its checks
@@ -93,9 +105,10 @@ class CellNames:
             )
 
 
-class Handler(Generic[S]):
-    """One statement type's behaviour. The defaults fit an ALTER of one existing table that cannot be undone;
-    each handler overrides what differs."""
+class Handler(Generic[S, P]):
+    """One statement type's behaviour (``S``: its statement; ``P``: its plan, what its check reads that its apply
+    needs, ``None`` for a handler whose apply reads all it needs). The defaults fit an ALTER of one existing table
+    that cannot be undone and has no plan; each handler overrides what differs."""
 
     verb: str | None = "ALTER"
     """The statement's verb in "<verb> MATERIALIZED TABLE t: t does not exist" (``None``: it names no table)."""
@@ -103,19 +116,24 @@ class Handler(Generic[S]):
     looks: bool = False
     """Only reads: changes no table (the kernel's session keeps its cached tables)."""
 
-    def apply(self, rt: Runtime, stmt: S, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: S, cascade: bool, plan: P | None = None) -> StatementResult:
         """Apply the statement, checked before (:meth:`check` in a cell, else :meth:`check_current`): it fails
-        only on a race (another process changed the table, Airflow went away), which a cell undoes."""
+        only on a race (another process changed the table, Airflow went away), which a cell undoes. ``plan``: what
+        that check returned (``None``: the apply reads it itself)."""
         raise NotImplementedError
 
     needs_dag: bool = False
     """On Airflow the statement acts on the table's DAG, which must be parsed already (SUSPEND, RESUME, REFRESH);
     a change of definition only needs Airflow reachable (the next parse builds a missing DAG)."""
 
-    def check(self, rt: Runtime, stmt: S, names: CellNames, where: str, cascade: bool = False) -> None:
+    def check(self, rt: Runtime, stmt: S, names: CellNames, where: str, cascade: bool = False) -> P | None:
         """Everything knowable before any statement of a cell is applied, with the names as the statements before
         this one leave them (``names``, updated with what this statement does to them); then, for a table that
         exists before the cell, :meth:`check_current`.
+
+        Returns:
+            The plan the cell hands to this statement's :meth:`apply`: ``None`` here (a handler with a plan overrides
+            this, and returns ``None`` where the statements before it may have made the plan stale).
 
         Raises:
             MtMagicError: the statement cannot apply; ``where`` names it in the cell.
@@ -124,22 +142,26 @@ class Handler(Generic[S]):
         names.require(name, where)
         if not names.made_here(name):
             self.check_current(rt, stmt, cascade)
+        return None
 
-    def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> None:
+    def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> P | None:
         """The checks against the table as the catalog and its scheduler hold it now: Airflow reachable for a table
         on Airflow (:meth:`Workflows.check`). All a single statement checks before it applies (its apply reads
         the table once, which is the rest of its check); :meth:`apply` checks none of it again.
+
+        Returns:
+            The plan, for :meth:`apply` (``None``: none).
 
         Raises:
             MtMagicError: the statement cannot apply now (nothing was changed).
         """
         rt.workflows.check(rt.workspace, rt.workspace.qualify(_name(stmt)), exists=self.needs_dag)
+        return None
 
     def check_and_apply(self, rt: Runtime, stmt: S, cascade: bool) -> StatementResult:
-        """A statement on its own: :meth:`check_current`, then :meth:`apply`. A handler whose check reads what its
-        apply needs (DROP's plan) hands it on here rather than reading it twice."""
-        self.check_current(rt, stmt, cascade)
-        return self.apply(rt, stmt, cascade)
+        """A statement on its own: :meth:`check_current`, then :meth:`apply` with the plan that check read, so
+        nothing is read twice."""
+        return self.apply(rt, stmt, cascade, self.check_current(rt, stmt, cascade))
 
     def undo(self, rt: Runtime, stmt: S) -> tuple[str, Undo | None]:
         """(What the statement does, in words; how to take it back — ``None``: it cannot be), read before it is

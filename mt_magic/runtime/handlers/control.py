@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 Partition = tuple[tuple[str, str], ...]
 
 
-class Suspend(Handler[AlterSuspend]):
+class Suspend(Handler[AlterSuspend, None]):
     needs_dag = True
 
-    def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool, plan: None = None) -> StatementResult:
         return suspend(rt, rt.workspace.qualify(stmt.name))
 
     def check_and_apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
@@ -33,10 +33,10 @@ class Suspend(Handler[AlterSuspend]):
         return f"suspended {name}", lambda: resume(rt, name, ())
 
 
-class Resume(Handler[AlterResume]):
+class Resume(Handler[AlterResume, None]):
     needs_dag = True
 
-    def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool, plan: None = None) -> StatementResult:
         return resume(rt, rt.workspace.qualify(stmt.name), stmt.options)
 
     def check_and_apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
@@ -48,12 +48,12 @@ class Resume(Handler[AlterResume]):
         return f"resumed {name}", lambda: suspend(rt, name)
 
 
-class Refresh(Handler[AlterRefresh]):
+class Refresh(Handler[AlterRefresh, None]):
     """No undo needed: a refresh changes no definition, and a refresh is never wrong."""
 
     needs_dag = True
 
-    def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool, plan: None = None) -> StatementResult:
         return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade)
 
     def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> None:

@@ -11,6 +11,7 @@ from mt_magic.runtime.handlers.drop import drop
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter, convert, create
 from mt_magic.runtime.statements import drop as drop_statement
+from mt_magic.runtime.statements.definition import BuiltDefinition, build_definition
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.vocabulary import StatementAction
 
@@ -18,19 +19,23 @@ if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
 
 
-class Create(Handler[CreateMaterializedTable]):
+class Create(Handler[CreateMaterializedTable, BuiltDefinition]):
+    """Its plan is the new table's definition, analysed by Spark (:func:`build_definition`), which the apply
+    writes: a CREATE's query is analysed once, in a cell too."""
+
     verb = "CREATE OR ALTER"
 
-    def apply(self, rt: Runtime, stmt: CreateMaterializedTable, cascade: bool) -> StatementResult:
-        return create_table(rt, stmt)
+    def apply(
+        self, rt: Runtime, stmt: CreateMaterializedTable, cascade: bool, plan: BuiltDefinition | None = None
+    ) -> StatementResult:
+        return create_table(rt, stmt, plan)
 
     def check(
         self, rt: Runtime, stmt: CreateMaterializedTable, names: CellNames, where: str, cascade: bool = False
-    ) -> None:
+    ) -> BuiltDefinition | None:
         """The name is free (or OR ALTER), a CREATE whose sources all exist already is validated in full, and its
-        scheduler can take it (:func:`check_schedulers`)."""
-        from mt_magic.runtime.statements.definition import build_definition
-
+        scheduler can take it (:func:`check_schedulers`). Returns the definition so validated when the apply can
+        write it as it is."""
         ws = rt.workspace
         name = ws.qualify(stmt.name)
         exists = names.present(name)
@@ -40,13 +45,20 @@ class Create(Handler[CreateMaterializedTable]):
                 "cell was applied). Fix: use CREATE OR ALTER MATERIALIZED TABLE to change its query, or DROP it "
                 "first."
             )
+        built = None
         if not exists and not _reads_any(ws, stmt, names.created):
-            build_definition(ws, stmt)
+            built = build_definition(ws, rt.workflows.for_create(stmt, name)[0])  # as the apply would write it
+            # Its schema and start were read from its sources before the cell: a source an earlier statement of
+            # the cell changes (ALTER … AS, CREATE OR ALTER, RENAME, DROP, REFRESH) may give another, so the
+            # apply builds it again then.
+            if names.changed_any(built[0].upstream, cascade):
+                built = None
         if not (exists and names.made_here(name)):
             check_schedulers(rt, stmt, exists)
         if not exists:
             names.created.add(name.lower())
         names.exists[name] = True
+        return built
 
     def check_current(self, rt: Runtime, stmt: CreateMaterializedTable, cascade: bool) -> None:
         check_create(rt, stmt)
@@ -81,9 +93,10 @@ def check_schedulers(rt: Runtime, stmt: CreateMaterializedTable, exists: bool) -
     rt.workflows.check_move(name, definition.options, stmt.options_dict)
 
 
-def create_table(rt: Runtime, stmt: CreateMaterializedTable) -> StatementResult:
+def create_table(rt: Runtime, stmt: CreateMaterializedTable, built: BuiltDefinition | None = None) -> StatementResult:
     """CREATE (or CREATE OR ALTER), checked before (:func:`check_schedulers`); inline, a failed first refresh
-    drops the table again."""
+    drops the table again. ``built``: the new table's definition as its cell's check built it (else built here;
+    not used when the table exists: CREATE OR ALTER changes it, or converts it, from what it holds)."""
     ws = rt.workspace
     name = ws.qualify(stmt.name)
     if stmt.or_alter and ws.catalog.exists(name):
@@ -95,7 +108,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable) -> StatementResult:
             rt.workflows.changing(ws, name),
             rt.workflows.moving(rt.kernel, name, existing.definition.options, stmt.options_dict) as moved,
         ):
-            alter.alter_query(
+            altered = alter.altered_query(
                 ws,
                 name,
                 stmt.query,
@@ -105,12 +118,13 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable) -> StatementResult:
                 query_position=stmt.query_position,
                 options=moved,
             )
+            alter.alter_query(ws, altered)
         rt.retrack(name)
         return StatementResult(
             StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."
         )
     stmt, elsewhere = rt.workflows.for_create(stmt, name)
-    name, definition = create.create_table(ws, stmt)
+    name, definition = create.create_table(ws, stmt, built)
     if elsewhere is not None:
         rt.manager.upsert(rt.managed(name))  # shown on cards and in %mt; refreshed by its scheduler
         return rt.workflows.created(elsewhere, name, definition, ws)

@@ -19,31 +19,34 @@ DROP_WAIT_SECONDS = 60.0
 """How long a DROP waits for a cancelled refresh of the table to abort before purging its files."""
 
 
-class Drop(Handler[DropMaterializedTable]):
+class Drop(Handler[DropMaterializedTable, DropPlan]):
+    """Its plan is what it drops (:func:`check_drop`: one listing of the catalog, the table and its readers)."""
+
     verb = "DROP"
 
-    def apply(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> StatementResult:
-        return drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade)
+    def apply(
+        self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool, plan: DropPlan | None = None
+    ) -> StatementResult:
+        return drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade, plan)
 
     def check(
         self, rt: Runtime, stmt: DropMaterializedTable, names: CellNames, where: str, cascade: bool = False
-    ) -> None:
+    ) -> DropPlan | None:
+        """The plan is handed on only when no statement before this one in the cell changes a table: it lists the
+        catalog as it is before the cell, so a reader an earlier CREATE or ALTER … AS adds, or a table an earlier
+        statement renames or drops, would be missing from it; then the apply lists the catalog again."""
         name = rt.workspace.qualify(stmt.name)
         if not stmt.if_exists:
             names.require(name, where)
+        plan = None
         if names.present(name) and not names.made_here(name):
             dropped_before = {n for n, exists in names.exists.items() if not exists}
-            check_drop(rt, name, stmt.if_exists, cascade, dropped_before)
+            plan = check_drop(rt, name, stmt.if_exists, cascade, dropped_before)
         names.exists[name] = False
+        return None if names.changed else plan
 
-    def check_current(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> None:
-        check_drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade)
-
-    def check_and_apply(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> StatementResult:
-        """The plan the check reads (one listing: the table, its readers) is the one the apply drops by."""
-        name = rt.workspace.qualify(stmt.name)
-        plan = check_drop(rt, name, stmt.if_exists, cascade)
-        return drop(rt, name, stmt.if_exists, cascade, plan)
+    def check_current(self, rt: Runtime, stmt: DropMaterializedTable, cascade: bool) -> DropPlan:
+        return check_drop(rt, rt.workspace.qualify(stmt.name), stmt.if_exists, cascade)
 
     def undo(self, rt: Runtime, stmt: DropMaterializedTable) -> tuple[str, Undo | None]:
         return f"dropped {rt.workspace.qualify(stmt.name)}", None  # its files are purged

@@ -12,7 +12,7 @@ from mt_magic.sql.ddl.statements import DescribeMaterializedTable, ShowCreateMat
 L = TypeVar("L", ShowMaterializedTables, ShowCreateMaterializedTable, DescribeMaterializedTable)
 
 
-class Look(Handler[L]):
+class Look(Handler[L, None]):
     """A statement that only reads: it asks no scheduler and has nothing to undo."""
 
     looks = True
@@ -27,7 +27,7 @@ class Look(Handler[L]):
 class ShowTables(Look[ShowMaterializedTables]):
     verb = None
 
-    def apply(self, rt: Runtime, stmt: ShowMaterializedTables, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: ShowMaterializedTables, cascade: bool, plan: None = None) -> StatementResult:
         return rt.show_tables(stmt.namespace, stmt.like)
 
     def check(
@@ -39,12 +39,14 @@ class ShowTables(Look[ShowMaterializedTables]):
 class ShowCreate(Look[ShowCreateMaterializedTable]):
     verb = "SHOW CREATE"
 
-    def apply(self, rt: Runtime, stmt: ShowCreateMaterializedTable, cascade: bool) -> StatementResult:
+    def apply(
+        self, rt: Runtime, stmt: ShowCreateMaterializedTable, cascade: bool, plan: None = None
+    ) -> StatementResult:
         return rt.show_create(rt.workspace.qualify(stmt.name))
 
 
 class Describe(Look[DescribeMaterializedTable]):
     verb = "DESCRIBE"
 
-    def apply(self, rt: Runtime, stmt: DescribeMaterializedTable, cascade: bool) -> StatementResult:
+    def apply(self, rt: Runtime, stmt: DescribeMaterializedTable, cascade: bool, plan: None = None) -> StatementResult:
         return rt.describe(rt.workspace.qualify(stmt.name))

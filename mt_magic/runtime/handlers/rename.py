@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from mt_magic.runtime.workspace import Workspace
 
 
-class Rename(Handler[AlterRename]):
-    def apply(self, rt: Runtime, stmt: AlterRename, cascade: bool) -> StatementResult:
+class Rename(Handler[AlterRename, None]):
+    def apply(self, rt: Runtime, stmt: AlterRename, cascade: bool, plan: None = None) -> StatementResult:
         return rename(rt, *names_of(rt.workspace, stmt))
 
     def check(self, rt: Runtime, stmt: AlterRename, names: CellNames, where: str, cascade: bool = False) -> None:

@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AlteredQuery:
-    """What ALTER … AS / CREATE OR ALTER would commit (:func:`altered_query`): the new definition and the columns
-    appended to the table's schema. Deciding it writes nothing, so ``%mt explain`` previews exactly this."""
+    """What ALTER … AS / CREATE OR ALTER would commit (:func:`altered_query`): the table, its new definition and
+    the columns appended to its schema. Deciding it writes nothing, so ``%mt explain`` previews exactly what
+    :func:`alter_query` writes."""
 
+    name: str
     definition: MaterializedTableDefinition
     added: tuple[StructField, ...]
 
@@ -91,24 +93,14 @@ def altered_query(
         sql_settings=settings,
         options=current.options if options is None else dict(options),
     )
-    return AlteredQuery(updated, tuple(added))
+    return AlteredQuery(name, updated, tuple(added))
 
 
-def alter_query(
-    ws: Workspace,
-    name: str,
-    query: str,
-    columns: tuple = (),
-    start_mode: StartMode | None = None,
-    with_options: Mapping[str, str] | None = None,
-    query_position: Position | None = None,
-    options: Mapping[str, str] | None = None,
-) -> MaterializedTableDefinition:
-    """ALTER … AS / CREATE OR ALTER (:func:`altered_query`), then one commit: the appended columns with the
-    definition that produces them, or neither (its Iceberg view version undone)."""
+def alter_query(ws: Workspace, altered: AlteredQuery) -> MaterializedTableDefinition:
+    """ALTER … AS / CREATE OR ALTER as :func:`altered_query` decided it, in one commit: the appended columns with
+    the definition that produces them, or neither (its Iceberg view version undone)."""
+    name, updated, added = altered.name, altered.definition, altered.added
     label = f"ALTER MATERIALIZED TABLE {name} AS"
-    altered = altered_query(ws, name, query, columns, start_mode, with_options, query_position, options)
-    updated, added = altered.definition, altered.added
     appended = schema_rules.arrow_columns(list(added))
     try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
         with iceberg_view.defining(ws, label, name, updated, appended):

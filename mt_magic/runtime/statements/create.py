@@ -6,26 +6,22 @@ new table; the view is registered after it and the table dropped when that fails
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.errors import (
     MaterializedTableExistsError,
 )
 from mt_magic.runtime.statements import iceberg_view
 from mt_magic.runtime.statements import schema as schema_rules
-from mt_magic.runtime.statements.definition import (
-    build_definition,
-)
+from mt_magic.runtime.statements.definition import BuiltDefinition, build_definition
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 
-if TYPE_CHECKING:
-    pass
 
-
-def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, MaterializedTableDefinition]:
-    """Create the (empty) Iceberg table with its definition; the first refresh populates it.
+def create_table(
+    ws: Workspace, stmt: CreateMaterializedTable, built: BuiltDefinition | None = None
+) -> tuple[str, MaterializedTableDefinition]:
+    """Create the (empty) Iceberg table with its definition; the first refresh populates it. ``built``: the
+    statement's :func:`build_definition`, when its check built it already (Spark analyses a query once).
 
     Raises:
         MaterializedTableExistsError: the name is taken (use CREATE OR ALTER to change its query).
@@ -38,7 +34,7 @@ def create_table(ws: Workspace, stmt: CreateMaterializedTable) -> tuple[str, Mat
             "to change its query, or DROP MATERIALIZED TABLE first."
         )
     iceberg_view.check_free(ws, f"CREATE MATERIALIZED TABLE {stmt.name}", name)
-    definition, schema = build_definition(ws, stmt)
+    definition, schema = built or build_definition(ws, stmt)
     schema_rules.create_iceberg_table(ws.spark, name, schema, definition, stmt.comment)
     iceberg_view.register(ws, name, definition)
     return name, definition

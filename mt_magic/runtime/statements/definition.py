@@ -188,9 +188,11 @@ def check_incremental_option(label: str, options: dict[str, str], mode: RefreshM
         )
 
 
-def build_definition(
-    ws: Workspace, stmt: CreateMaterializedTable, table: TableInfo | None = None
-) -> tuple[MaterializedTableDefinition, StructType]:
+BuiltDefinition = tuple[MaterializedTableDefinition, "StructType"]
+"""A CREATE's definition and the new table's schema, validated and not written (:func:`build_definition`)."""
+
+
+def build_definition(ws: Workspace, stmt: CreateMaterializedTable, table: TableInfo | None = None) -> BuiltDefinition:
     """Validate a CREATE against Spark and the catalog; nothing is written (``table``: the plain table it
     converts)."""
     label = f"CREATE MATERIALIZED TABLE {stmt.name}"
