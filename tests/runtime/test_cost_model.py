@@ -1,5 +1,6 @@
-"""ADAPTIVE's cost model (no Spark): its priors decide as the fixed fraction did, the table's recorded refreshes
-move the crossover, the user's fraction still wins, and the decision record survives the snapshot summary."""
+"""ADAPTIVE's cost model (no Spark): without records the fixed fraction decides, the table's recorded refreshes move
+the crossover, a first Spark incremental refresh is tried only where its prior expects it to pay, the user's fraction
+still wins, and the decision record survives the snapshot summary."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from mt_magic.catalog.tables import SnapshotInfo, TableInfo
 from mt_magic.runtime.refresh.cost import (
     PRIOR_FULL,
     PRIOR_INCREMENTAL,
+    PRIOR_INCREMENTAL_SPARK,
     RECENT_RECORDS,
+    SPARK_INCREMENTAL_JOBS,
     CostRecord,
     cost_model,
     recorded_costs,
@@ -46,32 +49,82 @@ def aggregate_plan(changed_rows: int) -> RefreshPlan:
     return plan
 
 
-def records(choice: RefreshKind, points: dict[int, float]) -> list[CostRecord]:
-    return [CostRecord(choice, RefreshEngine.SPARK, rows, seconds) for rows, seconds in points.items()]
+SPARK, IN_PROCESS = RefreshEngine.SPARK, RefreshEngine.IN_PROCESS
 
 
-def chooses_full(fraction: float, history: list[CostRecord], max_fraction: float | None = None) -> bool:
+def records(choice: RefreshKind, points: dict[int, float], engine: RefreshEngine = SPARK) -> list[CostRecord]:
+    return [CostRecord(choice, engine, rows, seconds) for rows, seconds in points.items()]
+
+
+def distinct_plan(changed_rows: int) -> RefreshPlan:
+    """A COUNT(DISTINCT)'s touched groups recomputed over ``changed_rows`` appended rows (a strategy that replaces
+    rows: on Spark it starts from Spark's prior)."""
+    query = static_plan(f"SELECT g, count(DISTINCT k) AS n FROM {SOURCE} GROUP BY g")
+    change = SourceChange(SOURCE, ChangeKind.APPENDS, 1, 2, changes=1, rows=changed_rows)
+    plan = RefreshPlan(query.strategy_for(ChangeKind.APPENDS, [SOURCE]), query, (change,), 10)  # type: ignore[arg-type]
+    assert plan.strategy.replaces_rows
+    return plan
+
+
+def chooses_full(
+    fraction: float,
+    history: list[CostRecord],
+    max_fraction: float | None = None,
+    engine: RefreshEngine = SPARK,
+    rows: int = ROWS,
+    replaces_rows: bool = False,
+) -> bool:
     # the append grows the source: ``fraction`` of its pinned rows are new, as ADAPTIVE counts them
-    changed = int(ROWS * fraction)
-    plan = aggregate_plan(changed)
-    model = cost_model(history)
-    return cheaper_to_recompute(plan, [source()], max_fraction, model) is not None
+    changed = int(rows * fraction)
+    plan = distinct_plan(changed) if replaces_rows else aggregate_plan(changed)
+    model = cost_model(history, engine, plan.strategy.replaces_rows)
+    return cheaper_to_recompute(plan, [source(rows)], max_fraction, model) is not None
 
 
-def crossover(history: list[CostRecord]) -> float:
+def crossover(
+    history: list[CostRecord], engine: RefreshEngine = SPARK, rows: int = ROWS, replaces_rows: bool = False
+) -> float:
     """The smallest fraction (in 1 % steps) at which ADAPTIVE recomputes (past 1: never)."""
-    return next((f / 100 for f in range(1, 101) if chooses_full(f / 100, history)), 1.01)
+    return next(
+        (f / 100 for f in range(1, 101) if chooses_full(f / 100, history, None, engine, rows, replaces_rows)), 1.01
+    )
 
 
-def test_without_history_the_priors_decide_exactly_as_the_fixed_fraction() -> None:
-    model = cost_model([])
-    assert not model.learned and model.basis == "priors"
-    for fraction in (0.01, 0.1, 0.29, 0.3, 0.31, 0.5, 0.9):
-        assert chooses_full(fraction, []) == (fraction > 0.3)
+def test_without_history_the_fixed_fraction_decides() -> None:
+    for engine, replaces in ((SPARK, True), (SPARK, False), (IN_PROCESS, True)):
+        model = cost_model([], engine, replaces)
+        assert not model.learned and not model.decides and model.basis == "priors"
+        for fraction in (0.01, 0.1, 0.29, 0.3, 0.31, 0.5, 0.9):
+            assert chooses_full(fraction, [], engine=engine, replaces_rows=replaces) == (fraction > 0.3)
+    for fraction in (0.01, 0.3, 0.31):
         without_model = cheaper_to_recompute(aggregate_plan(int(ROWS * fraction)), [source()], None)
         assert (without_model is not None) == (fraction > 0.3)
-    estimates = model.estimates(int(0.3 * ROWS), ROWS, ROWS, incremental=True)
-    assert estimates.incremental_s == pytest.approx(estimates.full_s)  # the priors' lines cross at 30 %
+    estimates = cost_model([], SPARK).estimates(int(0.3 * ROWS), ROWS, ROWS, incremental=True)
+    assert estimates.incremental_s == pytest.approx(estimates.full_s)  # these priors cross at 30 %
+    spark = cost_model([], SPARK, replaces_rows=True).estimates(int(0.3 * ROWS), ROWS, ROWS, incremental=True)
+    assert spark.incremental_s == pytest.approx(estimates.incremental_s + (SPARK_INCREMENTAL_JOBS - 1) * 0.5)
+
+
+def test_a_first_spark_refresh_that_replaces_rows_is_tried_only_where_its_prior_expects_it_to_pay() -> None:
+    """The creation's recompute measured, no incremental record: on Spark a strategy that replaces rows reads its
+    prior (several jobs) against the measured recompute — a small change recomputes a 1 M-row table (the jobs cost
+    more than reading it) and is applied to a 20 M-row one; in process, or an aggregate merge, the fraction still
+    decides."""
+    for rows in (ROWS, 20 * ROWS):
+        created = records(FULL, {rows: 3 * PRIOR_FULL.at(rows)})  # a machine three times slower than the priors
+        model = cost_model(created, SPARK, replaces_rows=True)
+        assert model.decides and not model.learned
+        assert model.incremental == PRIOR_INCREMENTAL_SPARK.scaled(3)
+        assert "Spark's incremental prior" in model.basis
+        assert chooses_full(0.001, created, rows=rows, replaces_rows=True) is (rows == ROWS)
+        assert crossover(created, IN_PROCESS, rows, replaces_rows=True) == 0.31
+        assert crossover(created, SPARK, rows) == 0.31
+        assert not cost_model(created, SPARK).decides
+    big = 20 * ROWS
+    assert 0.01 < crossover(records(FULL, {big: PRIOR_FULL.at(big)}), SPARK, big, replaces_rows=True) < 0.31
+    small = cost_model(records(FULL, {ROWS: PRIOR_FULL.at(ROWS)}), SPARK, replaces_rows=True)
+    fallback = cheaper_to_recompute(distinct_plan(1_000), [source()], None, small)
+    assert fallback is not None and "to recompute against" in fallback.detail
 
 
 def test_history_of_dear_incremental_refreshes_moves_the_crossover_down() -> None:
@@ -91,11 +144,13 @@ def test_history_of_cheap_incremental_refreshes_moves_the_crossover_up() -> None
 
 
 def test_a_strategy_without_records_keeps_its_prior_scaled_by_the_tables_speed() -> None:
-    slow_machine = records(INC, {10_000: 2 * PRIOR_INCREMENTAL.at(10_000)})
-    model = cost_model(slow_machine)
-    assert not model.learned
+    slow_machine = records(INC, {10_000: 2 * PRIOR_INCREMENTAL.at(10_000)}, IN_PROCESS)
+    model = cost_model(slow_machine, IN_PROCESS)
+    assert not model.learned and not model.decides
     assert model.full.at(ROWS) == pytest.approx(2 * PRIOR_FULL.at(ROWS))
-    assert crossover(slow_machine) == crossover([])  # the same speed on both lines: today's crossing
+    assert crossover(slow_machine, IN_PROCESS) == crossover([])  # the same speed on both lines: today's crossing
+    spark = cost_model(records(INC, {10_000: 2 * PRIOR_INCREMENTAL_SPARK.at(10_000)}), SPARK, replaces_rows=True)
+    assert spark.full.at(ROWS) == pytest.approx(2 * PRIOR_FULL.at(ROWS)) and not spark.decides
 
 
 def test_the_tables_own_fraction_wins_over_the_model() -> None:
@@ -125,16 +180,24 @@ def test_one_record_of_each_strategy_scales_its_line() -> None:
     # the creation's recompute as the prior says, then one incremental refresh 5× dearer than its prior
     history = records(FULL, {ROWS: PRIOR_FULL.at(ROWS)}) + records(INC, {20_000: 5 * PRIOR_INCREMENTAL.at(20_000)})
     model = cost_model(history)
-    assert model.learned and model.incremental == PRIOR_INCREMENTAL.scaled(5) and model.full == PRIOR_FULL
+    assert model.learned and model.full == PRIOR_FULL
+    assert model.incremental.at(20_000) == pytest.approx(5 * PRIOR_INCREMENTAL.at(20_000))
     assert crossover(history) < 0.05
+    in_process = records(FULL, {ROWS: PRIOR_FULL.at(ROWS)}) + records(
+        INC, {20_000: 5 * PRIOR_INCREMENTAL.at(20_000)}, IN_PROCESS
+    )
+    assert cost_model(in_process, IN_PROCESS).incremental == PRIOR_INCREMENTAL.scaled(5)
 
 
 def test_a_strategy_not_chosen_for_long_returns_to_its_prior_and_is_tried_again() -> None:
-    dear = records(INC, {20_000: 5 * PRIOR_INCREMENTAL.at(20_000)})
-    recomputes = [CostRecord(FULL, RefreshEngine.SPARK, ROWS, PRIOR_FULL.at(ROWS)) for _ in range(RECENT_RECORDS)]
-    assert cost_model(dear + recomputes[:10]).learned
-    assert not cost_model(dear + recomputes).learned  # the dear record left the window: today's rule again
-    assert crossover(dear + recomputes) == crossover([])
+    dear = records(INC, {20_000: 5 * PRIOR_INCREMENTAL.at(20_000)}, IN_PROCESS)
+    recomputes = [CostRecord(FULL, SPARK, ROWS, PRIOR_FULL.at(ROWS)) for _ in range(RECENT_RECORDS)]
+    assert cost_model(dear + recomputes[:10], IN_PROCESS).learned
+    assert not cost_model(dear + recomputes, IN_PROCESS).learned  # the dear record left the window: today's rule
+    assert crossover(dear + recomputes, IN_PROCESS) == crossover([])
+    # on Spark the line returns to Spark's prior, read against the measured recomputes
+    spark = records(INC, {20_000: 5 * PRIOR_INCREMENTAL_SPARK.at(20_000)}) + recomputes
+    assert cost_model(spark, SPARK, replaces_rows=True).incremental == PRIOR_INCREMENTAL_SPARK
 
 
 def refresh_snapshot(snapshot_id: int, decision: Decision, seconds: float, engine: RefreshEngine) -> SnapshotInfo:

@@ -26,17 +26,21 @@ class Seen:
     change: Change | None
     records: tuple[CostRecord, ...] = ()
 
-    def model(self, engine: RefreshEngine = RefreshEngine.SPARK) -> CostModel:
-        """The cost model for an incremental refresh on ``engine``, corrected by the recorded costs."""
-        return cost_model(self.records, engine)
+    def model(self, engine: RefreshEngine = RefreshEngine.SPARK, replaces_rows: bool = False) -> CostModel:
+        """The cost model for an incremental refresh on ``engine`` (one that ``replaces_rows`` or not), corrected by
+        the recorded costs."""
+        return cost_model(self.records, engine, replaces_rows)
 
-    def estimates(self, incremental: bool, engine: RefreshEngine = RefreshEngine.SPARK) -> Estimates | None:
+    def estimates(
+        self, incremental: bool, engine: RefreshEngine = RefreshEngine.SPARK, replaces_rows: bool = False
+    ) -> Estimates | None:
         """Each candidate's seconds (``incremental`` False: a recompute is the only candidate); ``None`` when
         the change could not be read."""
         change = self.change
         if change is None:
             return None
-        return self.model(engine).estimates(change.rows, change.changed_source_rows, change.source_rows, incremental)
+        model = self.model(engine, replaces_rows)
+        return model.estimates(change.rows, change.changed_source_rows, change.source_rows, incremental)
 
     def decided(
         self, chosen: RefreshKind, reason: str, estimates: Estimates | None = None, measured: Measured | None = None

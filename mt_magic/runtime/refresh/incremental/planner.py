@@ -158,8 +158,9 @@ def cheaper_to_recompute(
     plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None = None
 ) -> Fallback | None:
     """ADAPTIVE: a full recompute when the change is past ``max_fraction`` of the changed sources' rows, or, once
-    the table's own refreshes corrected the cost ``model`` (:attr:`CostModel.learned`), when its estimate of a
-    recompute is below its estimate of the incremental refresh.
+    the cost ``model`` decides (:attr:`CostModel.decides`: both lines the table's own, or a Spark refresh of a
+    table whose recompute is measured), when its estimate of a recompute is below its estimate of the incremental
+    refresh.
 
     The incremental strategies' cost grows with the delta (rows read, merged or re-aggregated) while a
     recompute's is the sources' size; the fraction of changed rows, known from snapshot summaries, decides
@@ -168,10 +169,11 @@ def cheaper_to_recompute(
     (:data:`KEYS_COST`). ``max_fraction`` is the table's ``'incremental.max-change-fraction'``; when it is not
     set, :data:`~mt_magic.runtime.refresh.context.DEFAULT_MAX_CHANGE` applies, except to a refresh that
     :func:`reads_less_than_a_recompute` (a fraction set on the table applies to every strategy: the user's word
-    wins over the model). A model with no line of the table's own decides exactly as the fraction does (its
-    priors cross there), so the fraction decides then.
+    wins over the model). A model that does not decide (no line of the table's own, or in process without an
+    incremental record) would decide exactly as the fraction does (its priors cross there), so the fraction
+    decides then.
     """
-    learned = max_fraction is None and model is not None and model.learned
+    learned = max_fraction is None and model is not None and model.decides
     if max_fraction is None:
         if reads_less_than_a_recompute(plan):
             return None

@@ -46,6 +46,18 @@ class Strategy(enum.Enum):
     def label(self) -> str:
         return self.value
 
+    @property
+    def replaces_rows(self) -> bool:
+        """Reads the table's touched rows and writes them again (on Spark several jobs, where a recompute runs one:
+        ADAPTIVE's Spark prior, :data:`~mt_magic.runtime.refresh.cost.PRIOR_INCREMENTAL_SPARK`)."""
+        return self in {
+            Strategy.APPLY_CHANGES,
+            Strategy.AFFECTED_GROUPS,
+            Strategy.AFFECTED_PARTITIONS,
+            Strategy.AFFECTED_KEYS,
+            Strategy.AFFECTED_WINDOWS,
+        }
+
 
 class FallbackReason(enum.Enum):
     """Why a CONTINUOUS refresh recomputed fully instead of incrementally."""

@@ -118,9 +118,11 @@ def run_incremental(
             return windowed
         in_process = in_process_plan(plan, info, sources, definition) is None
         engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
-        estimates = seen.estimates(incremental=True, engine=engine)
+        replaces = plan.strategy.replaces_rows
+        estimates = seen.estimates(incremental=True, engine=engine, replaces_rows=replaces)
         if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
-            cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options), seen.model(engine))
+            model = seen.model(engine, replaces)
+            cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options), model)
             if cheaper is not None:
                 return dataclasses.replace(cheaper, estimates=estimates)
     if in_process:
