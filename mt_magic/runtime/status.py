@@ -164,6 +164,8 @@ class RefreshRecord:
     """The run ran far past its usual duration (flagged by the watchdog in this process); kept once it ends."""
     decision: Decision | None = None
     """Its decision record (``None``: a failed attempt, or a commit written before decisions were recorded)."""
+    definition_version: int | None = None
+    """The definition it refreshed (an ``ALTER … AS`` changes what a refresh computes; ``None``: not recorded)."""
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.options import DEFAULT_MAX_CHANGE
-from mt_magic.runtime.refresh.decision import recorded_decision
+from mt_magic.runtime.refresh.recorded import refresh_records
 from mt_magic.runtime.status import Estimates
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
 
@@ -100,20 +100,19 @@ def recorded_costs(info: TableInfo, definition_version: int | None = None) -> li
     no-ops and refreshes of an empty change are left out: their cost says nothing about either line), of
     ``definition_version`` only when given (an ALTER … AS changes what a refresh computes)."""
     records = []
-    for snapshot in info.snapshots:
-        state = snapshot.refresh_state
-        decision = recorded_decision(snapshot, state) if state is not None else None
-        if state is None or decision is None or decision.change is None or decision.measured.wall_s is None:
-            continue
-        if definition_version is not None and state.definition_version != definition_version:
+    for record in reversed(refresh_records(info)):
+        decision = record.decision
+        if decision is None or decision.change is None or decision.measured.wall_s is None or record.engine is None:
+            continue  # engine None: only a failed attempt's record, which a commit never is
+        if definition_version is not None and record.definition_version != definition_version:
             continue
         if decision.chosen is RefreshKind.INCREMENTAL and decision.change.rows > 0:
             records.append(
-                CostRecord(RefreshKind.INCREMENTAL, state.engine, decision.change.rows, decision.measured.wall_s)
+                CostRecord(RefreshKind.INCREMENTAL, record.engine, decision.change.rows, decision.measured.wall_s)
             )
         elif decision.chosen is RefreshKind.FULL and decision.change.source_rows is not None:
             records.append(
-                CostRecord(RefreshKind.FULL, state.engine, decision.change.source_rows, decision.measured.wall_s)
+                CostRecord(RefreshKind.FULL, record.engine, decision.change.source_rows, decision.measured.wall_s)
             )
     return records
 

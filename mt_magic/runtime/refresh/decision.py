@@ -192,10 +192,10 @@ class SparkCostsSeen:
             while len(self._costs) > KEPT_SPARK_COSTS:
                 self._costs.popitem(last=False)
 
-    def added(self, decision: Decision | None, snapshot_id: int) -> Decision | None:
+    def added(self, decision: Decision | None, snapshot_id: int | None) -> Decision | None:
         """``decision`` (read from the commit) with its Spark task time and bytes read, where this process ran it."""
         with self._lock:
-            seen = self._costs.get(snapshot_id)
+            seen = self._costs.get(snapshot_id) if snapshot_id is not None else None
         if decision is None or seen is None or decision.measured.spark_task_s is not None:
             return decision
         measured = replace(decision.measured, spark_task_s=seen.spark_task_s, bytes_read=seen.bytes_read)

@@ -7,12 +7,14 @@ snapshot summaries), so a new kernel or a headless runner picks up exactly where
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
+from datetime import datetime, timezone
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.runtime.refresh.context import load_source
-from mt_magic.runtime.refresh.decision import SparkCostsSeen, recorded_decision
+from mt_magic.runtime.refresh.decision import SparkCostsSeen
+from mt_magic.runtime.refresh.recorded import refresh_records
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.analysis_errors import refresh_failure
 from mt_magic.runtime.spark.jobs import SparkJobs, job_group_prefix
@@ -127,28 +129,12 @@ class Engine:
         return oldest
 
     def history(self, table: str, limit: int = 50) -> Sequence[RefreshRecord]:
-        info = self.workspace.catalog.load(table)
-        records = []
-        for snap in reversed(info.snapshots):
-            state = snap.refresh_state
-            if state is None:
-                continue
-            records.append(
-                RefreshRecord(
-                    kind=state.kind,
-                    trigger=state.trigger,
-                    started_at=state.refresh_start,
-                    duration=max(snap.committed_at - state.refresh_start, timedelta(0)),
-                    rows_written=int(snap.summary.get("added-records", "0")),
-                    snapshot_id=snap.snapshot_id,
-                    strategy=state.strategy,
-                    engine=state.engine,
-                    decision=self._spark_costs.added(recorded_decision(snap, state), snap.snapshot_id),
-                )
-            )
-            if len(records) >= limit:
-                break
-        return records
+        """The table's refreshes, newest first (:func:`.recorded.refresh_records`), each decision with the Spark
+        task time this process measured for it."""
+        return [
+            replace(r, decision=self._spark_costs.added(r.decision, r.snapshot_id))
+            for r in refresh_records(self.workspace.catalog.load(table), limit)
+        ]
 
 
 def _redefined_at(info: TableInfo, refreshed_at: datetime) -> datetime:
