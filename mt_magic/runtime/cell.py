@@ -13,8 +13,8 @@ be when applied (Spark analyses its query, its options and schedule are checked:
 changes can take the statement now (Airflow reachable, for a table on Airflow or a CREATE for it). A CREATE reading
 a table created earlier in the cell is validated when it is applied. No apply checks any of this again: one that
 fails after all (a race) is undone with the others. What a statement's check read that its apply needs (its plan:
-a CREATE's analysed definition, DROP's tables) goes to its apply, unless a statement before it in the cell changes
-what it was read from.
+a CREATE's analysed definition, DROP's tables, the scheduler of SUSPEND's, RESUME's and REFRESH's table) goes to its
+apply, unless a statement before it in the cell changes what it was read from (for a scheduler: may move the table).
 
 The undo, when a statement fails after others were applied: a created table is dropped, SUSPEND and RESUME are
 reversed, SET FRESHNESS and SET REFRESH_MODE go back to the values before, RENAME renames back; a REFRESH needs
@@ -87,7 +87,7 @@ def check_cell(
                 exc.statement = where
                 exc.args = (exc.message(),)
             raise
-        names.changed.update(table.lower() for table in handler.touched(service.workspace, statement))
+        names.after(handler.touched(service.workspace, statement), handler.keeps_scheduler)
     return plans
 
 

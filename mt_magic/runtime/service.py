@@ -170,8 +170,8 @@ class MaterializedTables(Inspection):
         stmt = AlterRefresh(**_named(name), partition=partition)
         if trigger is RefreshTrigger.MANUAL:
             return self.execute(stmt, cascade)
-        handler_for(stmt).check_current(self, stmt, cascade)
-        return control.refresh(self, self.workspace.qualify(stmt.name), partition, cascade, trigger)
+        plan = handler_for(stmt).check_current(self, stmt, cascade)
+        return control.refresh(self, self.workspace.qualify(stmt.name), partition, cascade, trigger, known=plan)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""

@@ -18,11 +18,15 @@ from mt_magic.vocabulary import RefreshMode, StatementAction
 class AlterAs(Handler[AlterQuery, None]):
     """``ALTER … AS``: no undo (the next refresh recomputes; the table's older rows are gone)."""
 
+    keeps_scheduler = True
+
     def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool, plan: None = None) -> StatementResult:
         return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position)
 
 
 class SetFreshness(Handler[AlterFreshness, None]):
+    keeps_scheduler = True
+
     def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool, plan: None = None) -> StatementResult:
         return set_freshness(rt, rt.workspace.qualify(stmt.name), stmt.freshness)
 
@@ -34,6 +38,8 @@ class SetFreshness(Handler[AlterFreshness, None]):
 
 
 class SetRefreshMode(Handler[AlterRefreshMode, None]):
+    keeps_scheduler = True
+
     def apply(self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool, plan: None = None) -> StatementResult:
         return set_refresh_mode(rt, rt.workspace.qualify(stmt.name), stmt.mode)
 

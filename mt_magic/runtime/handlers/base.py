@@ -3,8 +3,10 @@
 A handler is stateless (one instance per statement type, :data:`mt_magic.runtime.handlers.HANDLERS`); what it
 works with comes in as a :class:`Runtime` — the service's parts (:class:`~mt_magic.runtime.service.MaterializedTables`
 is one), so a handler never imports the service above it. What its check reads that its apply needs too (its *plan*:
-DROP's tables to drop, a CREATE's definition analysed by Spark) is returned by the check and handed to the apply by
-the caller (:meth:`Handler.check_and_apply`, a cell), so it is read once and the handler keeps no state.
+DROP's tables to drop, a CREATE's definition analysed by Spark, the scheduler of SUSPEND's, RESUME's and REFRESH's
+table) is returned by the check and handed to the apply by the caller (:meth:`Handler.check_and_apply`, a cell), so
+it is read once and the handler keeps no state. In a cell, a plan read before the statements ahead of it apply is
+handed on only where they leave what it holds as it was (:meth:`Handler.stale`).
 """
 
 from __future__ import annotations
@@ -69,26 +71,37 @@ class Runtime(Protocol):
 class CellNames:
     """Which names exist as a cell's statements so far leave the catalog (each read from the catalog once), which
     of them the cell creates (lower case: not in the catalog yet, so a CREATE reading one is validated only when it
-    is applied), and which tables the statements so far change (lower case, :meth:`Handler.touched`: a plan read
-    from the catalog before they apply may be stale for those)."""
+    is applied), which tables the statements so far change (lower case, :meth:`Handler.touched`: a plan read
+    from the catalog before they apply may be stale for those), and which of those they may move to another
+    scheduler (``moved``: changed by a statement that does not :attr:`~Handler.keeps_scheduler`)."""
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.exists: dict[str, bool] = {}
         self.created: set[str] = set()
         self.changed: set[str] = set()
+        self.moved: set[str] = set()
 
     def present(self, name: str) -> bool:
         if name not in self.exists:
             self.exists[name] = self.ws.catalog.exists(name)
         return self.exists[name]
 
-    def changed_any(self, tables: Iterable[str], cascade: bool) -> bool:
-        """Whether a statement before this one in the cell changes one of ``tables``; with ``cascade``, whether one
-        changes anything (a cascade reaches beyond the names: DROP drops the readers, REFRESH refreshes them)."""
+    def changed_any(self, tables: Iterable[str], cascade: bool, *, scheduler: bool = False) -> bool:
+        """Whether a statement before this one in the cell changes one of ``tables`` (``scheduler``: may move it to
+        another scheduler); with ``cascade``, whether one changes anything (a cascade reaches beyond the names: DROP
+        drops the readers, REFRESH refreshes them)."""
+        changed = self.moved if scheduler else self.changed
         if cascade:
-            return bool(self.changed)
-        return any(table.lower() in self.changed for table in tables)
+            return bool(changed)
+        return any(table.lower() in changed for table in tables)
+
+    def after(self, touched: Iterable[str], keeps_scheduler: bool) -> None:
+        """Record what a statement of the cell changes (:meth:`Handler.touched`), for the checks of those after it."""
+        lowered = {table.lower() for table in touched}
+        self.changed |= lowered
+        if not keeps_scheduler:
+            self.moved |= lowered
 
     def made_here(self, name: str) -> bool:
         """Whether an earlier statement of the cell creates ``name`` (a CREATE, or a RENAME to it): its checks
@@ -116,6 +129,11 @@ class Handler(Generic[S, P]):
     looks: bool = False
     """Only reads: changes no table (the kernel's session keeps its cached tables)."""
 
+    keeps_scheduler: bool = False
+    """The statement leaves the table it changes with the scheduler it had (SUSPEND, RESUME, REFRESH, SET FRESHNESS,
+    SET REFRESH_MODE, ALTER … AS): a cell's later statements may use that scheduler as read before (``False``: it may
+    move, drop, rename or create the table)."""
+
     def apply(self, rt: Runtime, stmt: S, cascade: bool, plan: P | None = None) -> StatementResult:
         """Apply the statement, checked before (:meth:`check` in a cell, else :meth:`check_current`): it fails
         only on a race (another process changed the table, Airflow went away), which a cell undoes. ``plan``: what
@@ -132,17 +150,25 @@ class Handler(Generic[S, P]):
         exists before the cell, :meth:`check_current`.
 
         Returns:
-            The plan the cell hands to this statement's :meth:`apply`: ``None`` here (a handler with a plan overrides
-            this, and returns ``None`` where the statements before it may have made the plan stale).
+            The plan the cell hands to this statement's :meth:`apply`: what :meth:`check_current` read, ``None`` where
+            it did not run (the table is created earlier in the cell) or the statements before it may have made the
+            plan :meth:`stale`.
 
         Raises:
             MtMagicError: the statement cannot apply; ``where`` names it in the cell.
         """
         name = rt.workspace.qualify(_name(stmt))
         names.require(name, where)
-        if not names.made_here(name):
-            self.check_current(rt, stmt, cascade)
-        return None
+        if names.made_here(name):
+            return None
+        plan = self.check_current(rt, stmt, cascade)
+        return None if self.stale(names, name, cascade) else plan
+
+    def stale(self, names: CellNames, name: str, cascade: bool) -> bool:
+        """Whether a plan of ``name`` read before the cell may no longer hold when this statement applies: here, a
+        statement before it changes the table (:meth:`CellNames.changed_any`); a handler whose plan holds less
+        narrows it."""
+        return names.changed_any([name], cascade)
 
     def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> P | None:
         """The checks against the table as the catalog and its scheduler hold it now: Airflow reachable for a table

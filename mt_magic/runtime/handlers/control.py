@@ -1,12 +1,12 @@
 """``ALTER … SUSPEND``, ``RESUME [WITH (…)]`` and ``REFRESH [PARTITION (…)]``: the table's scheduler (this kernel's
 manager, or Airflow) is told after the catalog is written; Airflow is checked before (:meth:`Handler.check_current`:
-the table's DAG must be parsed already)."""
+the table's DAG must be parsed already). The scheduler so read is the check's plan, which the apply tells."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from mt_magic.runtime.handlers.base import Handler, Runtime, Undo, nothing_to_undo
+from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo, nothing_to_undo
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
 from mt_magic.sql.ddl.statements import AlterRefresh, AlterResume, AlterSuspend
@@ -16,73 +16,68 @@ if TYPE_CHECKING:
     from mt_magic.scheduling.workflow import WorkflowScheduler
 
 Partition = tuple[tuple[str, str], ...]
+S = TypeVar("S", AlterSuspend, AlterResume, AlterRefresh)
 
 
-class Suspend(Handler[AlterSuspend, None]):
+Scheduled = tuple["WorkflowScheduler | None"]
+"""SUSPEND's, RESUME's and REFRESH's plan: the table's scheduler other than this kernel (``(None,)``: the kernel), as
+its check read it (:func:`checked_scheduler`); a plan of ``None`` means the apply reads it."""
+
+
+class Control(Handler[S, Scheduled]):
+    """What SUSPEND, RESUME and REFRESH share: their plan is the table's scheduler, read once by the check (which
+    asks it whether it has the table's DAG) and handed to the apply. In a cell it stays good after statements that
+    change the table but keep its scheduler (``ALTER t SUSPEND; ALTER t RESUME``): only one that may move it
+    (:attr:`Handler.keeps_scheduler`, :attr:`CellNames.moved`) makes the apply read it again."""
+
     needs_dag = True
+    keeps_scheduler = True
 
-    def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool, plan: None = None) -> StatementResult:
-        return suspend(rt, rt.workspace.qualify(stmt.name))
+    def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> Scheduled:
+        return checked_scheduler(rt, rt.workspace.qualify(stmt.name))
 
-    def check_and_apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool) -> StatementResult:
-        name = rt.workspace.qualify(stmt.name)
-        return suspend(rt, name, checked_scheduler(rt, name))
+    def stale(self, names: CellNames, name: str, cascade: bool) -> bool:
+        return names.changed_any([name], cascade, scheduler=True)
+
+
+class Suspend(Control[AlterSuspend]):
+    def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return suspend(rt, rt.workspace.qualify(stmt.name), plan)
 
     def undo(self, rt: Runtime, stmt: AlterSuspend) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
         return f"suspended {name}", lambda: resume(rt, name, ())
 
 
-class Resume(Handler[AlterResume, None]):
-    needs_dag = True
-
-    def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool, plan: None = None) -> StatementResult:
-        return resume(rt, rt.workspace.qualify(stmt.name), stmt.options)
-
-    def check_and_apply(self, rt: Runtime, stmt: AlterResume, cascade: bool) -> StatementResult:
-        name = rt.workspace.qualify(stmt.name)
-        return resume(rt, name, stmt.options, checked_scheduler(rt, name))
+class Resume(Control[AlterResume]):
+    def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return resume(rt, rt.workspace.qualify(stmt.name), stmt.options, plan)
 
     def undo(self, rt: Runtime, stmt: AlterResume) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
         return f"resumed {name}", lambda: suspend(rt, name)
 
 
-class Refresh(Handler[AlterRefresh, None]):
+class Refresh(Control[AlterRefresh]):
     """No undo needed: a refresh changes no definition, and a refresh is never wrong."""
 
-    needs_dag = True
+    def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade, known=plan)
 
-    def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool, plan: None = None) -> StatementResult:
-        return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade)
-
-    def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> None:
-        check_refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition)
-
-    def check_and_apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> StatementResult:
+    def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> Scheduled:
+        """Also: a backfill's partition keys are partition columns of the table."""
         name = rt.workspace.qualify(stmt.name)
         scheduler = checked_scheduler(rt, name)
         alter.check_partition(rt.workspace, name, stmt.partition)
-        return refresh(rt, name, stmt.partition, cascade, known=scheduler)
+        return scheduler
 
     def undo(self, rt: Runtime, stmt: AlterRefresh) -> tuple[str, Undo | None]:
         return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
 
 
-def check_refresh(rt: Runtime, name: str, partition: Partition = ()) -> None:
-    """REFRESH's checks before anything changes: its scheduler has the table's DAG, a backfill's partition keys
-    are partition columns of the table."""
-    rt.workflows.check(rt.workspace, name, exists=True)
-    alter.check_partition(rt.workspace, name, partition)
-
-
-Known = tuple["WorkflowScheduler | None"]
-"""The table's scheduler other than this kernel (``None``: the kernel), as its check read it."""
-
-
-def checked_scheduler(rt: Runtime, name: str) -> Known:
-    """SUSPEND's, RESUME's and REFRESH's scheduler check from one load of the definition, handed to the apply (which
-    would load it again to find the scheduler): the scheduler, when not this kernel, has the table's DAG."""
+def checked_scheduler(rt: Runtime, name: str) -> Scheduled:
+    """The check of SUSPEND, RESUME and REFRESH from one load of the definition: the table's scheduler, when not
+    this kernel, has the table's DAG (what Airflow last said of it is forgotten). Returns it, the apply's plan."""
     if rt.workflows.run_here:
         return (None,)
     _, definition = rt.workspace.catalog.load_materialized(name)
@@ -93,11 +88,12 @@ def checked_scheduler(rt: Runtime, name: str) -> Known:
     return (scheduler,)
 
 
-def _scheduler(rt: Runtime, name: str, known: Known | None) -> WorkflowScheduler | None:
+def _scheduler(rt: Runtime, name: str, known: Scheduled | None) -> WorkflowScheduler | None:
+    """The scheduler as the check read it, else read now."""
     return rt.workflows.scheduler(rt.workspace, name) if known is None else known[0]
 
 
-def suspend(rt: Runtime, name: str, known: Known | None = None) -> StatementResult:
+def suspend(rt: Runtime, name: str, known: Scheduled | None = None) -> StatementResult:
     elsewhere = _scheduler(rt, name, known)
     alter.update_definition(rt.workspace, name, suspended=True)
     rt.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
@@ -106,7 +102,7 @@ def suspend(rt: Runtime, name: str, known: Known | None = None) -> StatementResu
     return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
 
 
-def resume(rt: Runtime, name: str, options: Partition = (), known: Known | None = None) -> StatementResult:
+def resume(rt: Runtime, name: str, options: Partition = (), known: Scheduled | None = None) -> StatementResult:
     elsewhere = _scheduler(rt, name, known)
     alter.resume(rt.workspace, name, dict(options))
     rt.kernel.resume(name, options)
@@ -122,11 +118,11 @@ def refresh(
     partition: Partition = (),
     cascade: bool = False,
     trigger: RefreshTrigger = RefreshTrigger.MANUAL,
-    known: Known | None = None,
+    known: Scheduled | None = None,
 ) -> StatementResult:
     """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
     A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset). ``known``: the
-    scheduler as the check read it (:func:`checked_scheduler`)."""
+    scheduler as the check read it (:func:`checked_scheduler`; ``None``: read here)."""
     elsewhere = _scheduler(rt, name, known)
     where = f" partition {dict(partition)}" if partition else ""
     if elsewhere is not None:
