@@ -5,7 +5,8 @@ with the table's status, lineage, history, controls and reads. Both go through t
 (:class:`~mt_magic.runtime.service.MaterializedTables`), so they raise the magics' errors with the same Fix lines.
 
 - ``statements``: Python arguments → statement text → the grammar's typed statement (one path, the same checks)
-- ``handle``: :class:`MaterializedTable`, what ``table()`` returns
+- ``materialize``: ``materialize(…)``, CREATE OR ALTER (then the ALTER … SET it implies) from Python arguments
+- ``handle``: :class:`MaterializedTable`, what ``table()`` and ``materialize()`` return
 - ``explaining``: ``explain(…)``, what ``%mt explain`` answers: a table, a CREATE, a change previewed before it is made
 - ``session``: which connection: the kernel's when ``%load_ext mt_magic`` ran, else one for this process
 
@@ -15,7 +16,8 @@ Nothing here imports Spark until a function connects.
 from __future__ import annotations
 
 from mt_magic.api.explaining import explain
-from mt_magic.api.handle import MaterializedTable, materialize, table
+from mt_magic.api.handle import MaterializedTable, table
+from mt_magic.api.materialize import materialize
 from mt_magic.api.session import close, service
 
 __all__ = ["MaterializedTable", "close", "explain", "materialize", "service", "table"]
