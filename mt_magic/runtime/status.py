@@ -243,6 +243,10 @@ class TableStatus:
     lines for recommendations)."""
     missing_source: MissingSource | None = None
     """A source it reads is gone or unreadable (its staleness is then unknown); ``None`` otherwise."""
+    behind_upstream: str | None = None
+    """The materialized table upstream (this manager's) whose unreflected source change is older than any of this
+    table's own: ``staleness`` is measured from that change (rows read from a behind table are behind too, as the
+    materialized-view draft's recursive freshness check says); ``None`` otherwise."""
 
     @property
     def within_freshness(self) -> bool | None:

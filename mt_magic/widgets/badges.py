@@ -89,6 +89,8 @@ def freshness_badge(status: TableStatus) -> FreshnessBadge:
     if status.staleness is None:
         return FreshnessBadge(level, f"staleness unknown · target {human_duration(status.freshness)}")
     behind = "up to date" if not status.staleness else f"{human_duration(status.staleness)} behind"
+    if status.staleness and status.behind_upstream is not None:  # its own sources are read, but they are behind
+        behind += f" (upstream {status.behind_upstream.rsplit('.', 1)[-1]})"
     return FreshnessBadge(level, f"{level.value} · {behind} / target {human_duration(status.freshness)}")
 
 

@@ -295,8 +295,9 @@ def test_alter_as_is_invalid_until_the_next_refresh(mt, reader: DraftReader, wat
 
 def test_a_table_on_a_table(mt, reader: DraftReader, watched: Watched, revenue: str, connection) -> None:  # type: ignore[no-untyped-def]
     """The upstream table is recorded as a ``table`` source: its storage table's snapshot. Judged on its recorded
-    sources (what mt_magic's status does), the downstream table is fresh while only its upstream is behind; the
-    draft's recursive check (Appendix B) calls it stale then."""
+    sources alone the downstream table is fresh while only its upstream is behind; the draft's recursive check
+    (Appendix B) calls it stale then, and so does mt_magic's status (its rows come from behind rows: the badge
+    names the upstream table, the staleness is measured from its oldest unreflected change)."""
     from mt_testing import run
 
     run(mt, "CREATE MATERIALIZED TABLE top FRESHNESS = INTERVAL '1' DAY AS SELECT max(total) AS top FROM revenue")
@@ -310,7 +311,13 @@ def test_a_table_on_a_table(mt, reader: DraftReader, watched: Watched, revenue: 
     assert reader.judge([revenue], "revenue__mv") is Verdict.STALE
     assert reader.judge([revenue], "top__mv") is Verdict.FRESH
     assert reader.judge([revenue], "top__mv", recursive=True) is Verdict.STALE
-    assert (mt_says(watched, "revenue"), mt_says(watched, "top")) == ("behind", "up to date")
+    assert (mt_says(watched, "revenue"), mt_says(watched, "top")) == ("behind", "behind")
+    from mt_magic.widgets.badges import freshness_badge
+
+    namespace = f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}"
+    top, upstream = watched.service.status(f"{namespace}.top"), watched.service.status(f"{namespace}.revenue")
+    assert top.behind_upstream == f"{namespace}.revenue" and top.staleness == upstream.staleness
+    assert "(upstream revenue)" in freshness_badge(top).label
 
     run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH")
     assert reader.judge([revenue], "revenue__mv") is Verdict.FRESH

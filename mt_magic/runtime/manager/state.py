@@ -462,10 +462,31 @@ class SchedulerState:
 
     def snapshot(self, entry: ScheduledTable, now: datetime) -> TableStatus:
         status = replace(entry.snapshot(now, self.jobs.get(entry.name), self.policy), paused=self.pause_reason)
+        upstream = self.oldest_upstream_change(entry)
+        if status.staleness is not None and upstream is not None:
+            since, name = upstream
+            if entry.pending_since is None or since < entry.pending_since:
+                status = replace(status, staleness=max(now - since, timedelta(0)), behind_upstream=name)
         if self.leases is None:
             return status
         holder = self.leases.holder_of(entry.name, now)
         return replace(status, refreshed_by=holder, refreshed_here=holder == self.leases.holder)
+
+    def oldest_upstream_change(self, entry: ScheduledTable) -> tuple[datetime, str] | None:
+        """The oldest source change not yet reflected by a materialized table upstream of ``entry`` (through every
+        level this manager tracks), and that table: ``None`` when every one is caught up (or unknown here)."""
+        oldest: tuple[datetime, str] | None = None
+        pending, seen = list(entry.table.upstream), set()
+        while pending:
+            name = pending.pop()
+            up = self.tables.get(name)
+            if name in seen or up is None:
+                continue
+            seen.add(name)
+            if up.pending_since is not None and (oldest is None or up.pending_since < oldest[0]):
+                oldest = (up.pending_since, name)
+            pending.extend(up.table.upstream)
+        return oldest
 
     def has_events(self) -> bool:
         return bool(self.events)
