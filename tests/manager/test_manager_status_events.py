@@ -155,3 +155,36 @@ def test_statuses_are_sorted_snapshots(backend: FakeBackend, make_manager: Manag
     a, b = manager.statuses()
     assert (a.name, b.name, b.upstream, b.mode_reason) == ("c.db.a", "c.db.b", ("c.db.a",), "incremental (append)")
     assert a.last_refresh is not None and a.last_refresh.rows_written == 10
+
+
+def test_a_table_reading_a_behind_table_is_behind_through_every_level(
+    backend: FakeBackend, clock: FakeClock, make_manager: ManagerFactory
+) -> None:
+    """Rows read from a behind materialized table are behind too (the materialized-view draft's recursive check):
+    each level's staleness is measured from the oldest unreflected change upstream, named on the badge."""
+    from mt_magic.widgets.badges import freshness_badge
+
+    backend.put(continuous("c.db.a", MINUTE, last_refresh_at=T0))
+    backend.put(continuous("c.db.b", MINUTE, upstream=("c.db.a",), last_refresh_at=T0))
+    backend.put(continuous("c.db.c", MINUTE, upstream=("c.db.b",), last_refresh_at=T0))
+    backend.pending["c.db.a"] = T0 - 30 * SECOND  # only a's source changed
+    manager = make_manager(staleness_every=5 * SECOND)
+    manager.step()
+    a, b, c = manager.statuses()
+    assert (a.staleness, a.behind_upstream) == (30 * SECOND, None)
+    assert (b.staleness, b.behind_upstream) == (30 * SECOND, "c.db.a")
+    assert (c.staleness, c.behind_upstream) == (30 * SECOND, "c.db.a")
+    assert "30s behind (upstream a)" in freshness_badge(c).label
+
+    backend.pending["c.db.b"] = T0 - 90 * SECOND  # b's own source (a) holds an older change: its own counts
+    clock.advance(seconds=5)
+    manager.step()
+    b, c = manager.status("c.db.b"), manager.status("c.db.c")
+    assert (b.staleness, b.behind_upstream) == (95 * SECOND, None)
+    assert (c.staleness, c.behind_upstream) == (95 * SECOND, "c.db.b")
+
+    backend.pending["c.db.a"] = backend.pending["c.db.b"] = None  # caught up everywhere
+    clock.advance(seconds=5)
+    manager.step()
+    assert [(s.staleness, s.behind_upstream) for s in manager.statuses()] == [(timedelta(0), None)] * 3
+    assert "up to date" in freshness_badge(manager.status("c.db.c")).label
