@@ -52,8 +52,10 @@ def aggregate_plan(changed_rows: int) -> RefreshPlan:
 SPARK, IN_PROCESS = RefreshEngine.SPARK, RefreshEngine.IN_PROCESS
 
 
-def records(choice: RefreshKind, points: dict[int, float], engine: RefreshEngine = SPARK) -> list[CostRecord]:
-    return [CostRecord(choice, engine, rows, seconds) for rows, seconds in points.items()]
+def records(
+    choice: RefreshKind, points: dict[int, float], engine: RefreshEngine = SPARK, replaces_rows: bool = False
+) -> list[CostRecord]:
+    return [CostRecord(choice, engine, rows, seconds, replaces_rows) for rows, seconds in points.items()]
 
 
 def distinct_plan(changed_rows: int) -> RefreshPlan:
@@ -149,7 +151,8 @@ def test_a_strategy_without_records_keeps_its_prior_scaled_by_the_tables_speed()
     assert not model.learned and not model.decides
     assert model.full.at(ROWS) == pytest.approx(2 * PRIOR_FULL.at(ROWS))
     assert crossover(slow_machine, IN_PROCESS) == crossover([])  # the same speed on both lines: today's crossing
-    spark = cost_model(records(INC, {10_000: 2 * PRIOR_INCREMENTAL_SPARK.at(10_000)}), SPARK, replaces_rows=True)
+    replaced = records(INC, {10_000: 2 * PRIOR_INCREMENTAL_SPARK.at(10_000)}, replaces_rows=True)
+    spark = cost_model(replaced, SPARK, replaces_rows=True)
     assert spark.full.at(ROWS) == pytest.approx(2 * PRIOR_FULL.at(ROWS)) and not spark.decides
 
 
@@ -196,7 +199,7 @@ def test_a_strategy_not_chosen_for_long_returns_to_its_prior_and_is_tried_again(
     assert not cost_model(dear + recomputes, IN_PROCESS).learned  # the dear record left the window: today's rule
     assert crossover(dear + recomputes, IN_PROCESS) == crossover([])
     # on Spark the line returns to Spark's prior, read against the measured recomputes
-    spark = records(INC, {20_000: 5 * PRIOR_INCREMENTAL_SPARK.at(20_000)}) + recomputes
+    spark = records(INC, {20_000: 5 * PRIOR_INCREMENTAL_SPARK.at(20_000)}, replaces_rows=True) + recomputes
     assert cost_model(spark, SPARK, replaces_rows=True).incremental == PRIOR_INCREMENTAL_SPARK
 
 
@@ -265,3 +268,20 @@ def test_the_change_seen_counts_rows_and_files_since_the_consumed_snapshot() -> 
     later = observed_change(TableInfo("c.db.t", "u-2", 9, (done,), {}, (), (), (), 0), [src])
     assert later == Change((SourceDelta(SOURCE, 14, 5, 1, 1),), 109, 109)
     assert later.ratio == pytest.approx(19 / 109)
+
+
+def test_an_appends_records_do_not_teach_the_line_of_a_refresh_that_replaces_rows() -> None:
+    """The replay's wrong choice: a filter whose appends ran cheaply on Spark (a delta appended) chose to apply an
+    80 % update in place (48 s against 2.6 s for a recompute). Appending costs less per row than replacing rows, so
+    each kind reads its own records; without any of its own, its prior against the measured recomputes."""
+    cheap_appends = records(INC, {n: 0.5 + 0.2e-6 * n for n in (10_000, 60_000, 150_000, 300_000)})
+    recomputes = records(FULL, {ROWS + i: PRIOR_FULL.at(ROWS) for i in range(4)})
+    history = cheap_appends + recomputes
+    assert crossover(history) > 0.9  # appends: cheap, stay incremental
+    replace_model = cost_model(history, SPARK, replaces_rows=True)
+    assert replace_model.incremental_points == 0
+    assert replace_model.incremental.at(10_000) == pytest.approx(PRIOR_INCREMENTAL_SPARK.at(10_000))
+    assert chooses_full(0.8, history, replaces_rows=True) and chooses_full(0.01, history, replaces_rows=True)
+    dear_replaces = records(INC, {n: 3 * PRIOR_INCREMENTAL_SPARK.at(n) for n in (1_000, 5_000)}, replaces_rows=True)
+    assert cost_model(history + dear_replaces, SPARK, replaces_rows=True).incremental_points == 2
+    assert cost_model(history + dear_replaces, SPARK).incremental_points == 4

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.options import DEFAULT_MAX_CHANGE
+from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.recorded import refresh_records
 from mt_magic.runtime.status import Estimates
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
@@ -93,6 +94,9 @@ class CostRecord:
     rows: int
     """Rows changed (incremental) or rows of every source (full)."""
     seconds: float
+    replaces_rows: bool = False
+    """An incremental refresh whose strategy replaces the table's touched rows (``Strategy.replaces_rows``): its
+    cost per row is another line's than an append's or an aggregate merge's."""
 
 
 def recorded_costs(info: TableInfo, definition_version: int | None = None) -> list[CostRecord]:
@@ -107,8 +111,12 @@ def recorded_costs(info: TableInfo, definition_version: int | None = None) -> li
         if definition_version is not None and record.definition_version != definition_version:
             continue
         if decision.chosen is RefreshKind.INCREMENTAL and decision.change.rows > 0:
+            strategy = Strategy.of_line(record.strategy)
+            replaces = strategy is not None and strategy.replaces_rows
             records.append(
-                CostRecord(RefreshKind.INCREMENTAL, record.engine, decision.change.rows, decision.measured.wall_s)
+                CostRecord(
+                    RefreshKind.INCREMENTAL, record.engine, decision.change.rows, decision.measured.wall_s, replaces
+                )
             )
         elif decision.chosen is RefreshKind.FULL and decision.change.source_rows is not None:
             records.append(
@@ -191,11 +199,16 @@ class CostModel:
 def cost_model(
     records: Sequence[CostRecord], engine: RefreshEngine = RefreshEngine.SPARK, replaces_rows: bool = False
 ) -> CostModel:
-    """The model for a table with these records, for an incremental refresh on ``engine`` (its records alone
-    count for the incremental line: in process, a refresh costs a tenth of a Spark job) that ``replaces_rows``
-    or not (:func:`incremental_prior`)."""
+    """The model for a table with these records, for an incremental refresh on ``engine`` that ``replaces_rows``
+    or not: the incremental line reads only records of that engine and kind (in process a refresh costs a tenth
+    of a Spark job; appending a delta costs less per row than replacing rows, so an append's records would make a
+    large update look cheap), else its prior (:func:`incremental_prior`)."""
     recent = records[-RECENT_RECORDS:]
-    incremental = [r for r in recent if r.choice is RefreshKind.INCREMENTAL and r.engine is engine][-LAST_RECORDS:]
+    incremental = [
+        r
+        for r in recent
+        if r.choice is RefreshKind.INCREMENTAL and r.engine is engine and r.replaces_rows is replaces_rows
+    ][-LAST_RECORDS:]
     full = [r for r in recent if r.choice is RefreshKind.FULL][-LAST_RECORDS:]
     prior = incremental_prior(engine, replaces_rows)
     every = [*((r, prior) for r in incremental), *((r, PRIOR_FULL) for r in full)]

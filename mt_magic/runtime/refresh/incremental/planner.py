@@ -9,15 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.context import DEFAULT_MAX_CHANGE
-from mt_magic.runtime.refresh.cost import CostModel
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange, classify
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
 from mt_magic.sql.query.analysis import analyze_query
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.refresh.cost import CostModel
 
 
 @dataclass(frozen=True)

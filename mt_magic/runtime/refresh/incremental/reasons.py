@@ -46,6 +46,13 @@ class Strategy(enum.Enum):
     def label(self) -> str:
         return self.value
 
+    @staticmethod
+    def of_line(line: str) -> Strategy | None:
+        """The strategy an incremental refresh's strategy line names (``"incremental: apply inserts and deletes ·
+        …"``), ``None`` for another refresh's line or a strategy this version does not know."""
+        rest = line.removeprefix("incremental: ")
+        return next((s for s in Strategy if rest != line and rest.startswith(s.label)), None)
+
     @property
     def replaces_rows(self) -> bool:
         """Reads the table's touched rows and writes them again (on Spark several jobs, where a recompute runs one:
