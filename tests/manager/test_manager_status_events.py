@@ -188,3 +188,28 @@ def test_a_table_reading_a_behind_table_is_behind_through_every_level(
     manager.step()
     assert [(s.staleness, s.behind_upstream) for s in manager.statuses()] == [(timedelta(0), None)] * 3
     assert "up to date" in freshness_badge(manager.status("c.db.c")).label
+
+
+def test_statuses_of_some_names_snapshot_only_those(
+    backend: FakeBackend, make_manager: ManagerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SHOW MATERIALIZED TABLES IN ns`` asks for the statuses of its listed tables only: among 200 others the
+    listing costs its own tables' snapshots (it took every table's, 12 → 21 ms at 120 idle tables)."""
+    for index in range(200):
+        backend.put(continuous(f"c.other.t{index}", MINUTE))
+    backend.put(continuous("c.db.b", MINUTE))
+    backend.put(continuous("c.db.a", MINUTE))
+    manager = make_manager()
+    manager.step()
+    snapshot = type(manager._state).snapshot
+    taken: list[str] = []
+
+    def counted(state, entry, now):  # type: ignore[no-untyped-def]
+        taken.append(entry.name)
+        return snapshot(state, entry, now)
+
+    monkeypatch.setattr(type(manager._state), "snapshot", counted)
+    listed = manager.statuses(["c.db.b", "c.db.a", "c.db.gone"])
+    monkeypatch.undo()
+    assert [s.name for s in listed] == ["c.db.a", "c.db.b"] and sorted(taken) == ["c.db.a", "c.db.b"]
+    assert len(manager.statuses()) == 202

@@ -63,11 +63,11 @@ class Inspection:
     # --- statements that only look --------------------------------------------------------------------
 
     def show_tables(self, namespace: str | None = None, like: str | None = None) -> StatementResult:
-        statuses = {s.name: s for s in self.manager.statuses()}
         if namespace is not None:
             namespace = self.workspace.qualify_namespace(namespace)
         # each table unchanged since this process last read it (the manager's discovery) is a 304, not parsed again
         tables = self.workspace.catalog.list_materialized(namespace, reuse_unchanged=True)
+        statuses = {s.name: s for s in self.manager.statuses(info.name for info in tables)}
         listing = tables_listing(tables, statuses, namespace, like)
         where = f" in {namespace}" if namespace else ""
         return StatementResult(

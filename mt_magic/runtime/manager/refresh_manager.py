@@ -398,10 +398,11 @@ class RefreshManager:
         with self._lock:
             return self._state.table(name).latest_failures()
 
-    def statuses(self) -> list[TableStatus]:
-        """Immutable snapshots of every known table, sorted by name."""
+    def statuses(self, names: Iterable[str] | None = None) -> list[TableStatus]:
+        """Immutable snapshots of every known table (of those among ``names``, when given: a listing of one
+        namespace costs its tables, not the catalog's), sorted by name."""
         with self._lock:
-            return self._state.snapshots(self._clock())
+            return self._state.snapshots(self._clock(), names)
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback`` with every event, in order, on the manager's thread.

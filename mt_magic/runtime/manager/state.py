@@ -141,9 +141,10 @@ class SchedulerState:
         """Whether work is paused because the catalog cannot be reached."""
         return self.pause_reason is not None
 
-    def snapshots(self, now: datetime) -> list[TableStatus]:
-        """Every tracked table's status, sorted by name."""
-        return [self.snapshot(self.tables[name], now) for name in sorted(self.tables)]
+    def snapshots(self, now: datetime, names: Iterable[str] | None = None) -> list[TableStatus]:
+        """Every tracked table's status (of those among ``names``, when given), sorted by name."""
+        wanted = self.tables if names is None else {name for name in names if name in self.tables}
+        return [self.snapshot(self.tables[name], now) for name in sorted(wanted)]
 
     def lease_holder(self) -> str | None:
         """This manager's name in the catalog's lease map (``None``: leasing is off)."""
