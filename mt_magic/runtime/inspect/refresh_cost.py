@@ -33,8 +33,8 @@ def strategy_of(record: RefreshRecord) -> str:
     """The strategy a refresh ran: an incremental :class:`Strategy`'s label (from its strategy line,
     ``"incremental: merge the aggregated delta · …"``), :data:`FULL_RECOMPUTE` or :data:`PARTITION_RECOMPUTE`."""
     if record.kind is RefreshKind.INCREMENTAL:
-        line = record.strategy.removeprefix("incremental: ")
-        return next((s.label for s in Strategy if line.startswith(s.label)), INCREMENTAL)
+        named = Strategy.of_line(record.strategy)
+        return named.label if named is not None else INCREMENTAL
     if record.kind is RefreshKind.PARTITION:
         return PARTITION_RECOMPUTE
     return FULL_RECOMPUTE if record.kind is RefreshKind.FULL else "nothing to do"

@@ -49,9 +49,10 @@ class Strategy(enum.Enum):
     @staticmethod
     def of_line(line: str) -> Strategy | None:
         """The strategy an incremental refresh's strategy line names (``"incremental: apply inserts and deletes ·
-        …"``), ``None`` for another refresh's line or a strategy this version does not know."""
+        …"``), ``None`` for a strategy this version does not know (and for another refresh's line, which names none:
+        ``"full: …"``). The one reader of strategy lines: history's cost estimates and ADAPTIVE's records."""
         rest = line.removeprefix("incremental: ")
-        return next((s for s in Strategy if rest != line and rest.startswith(s.label)), None)
+        return next((s for s in Strategy if rest.startswith(s.label)), None)
 
     @property
     def replaces_rows(self) -> bool:
