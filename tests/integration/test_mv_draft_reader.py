@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -167,13 +167,16 @@ def _check_entry(table: str, entry: Mapping[str, Any]) -> None:
 
 
 class Namespace:
-    """The real engine, with discovery narrowed to one namespace (the session's catalog holds other tests')."""
+    """The real engine, with discovery narrowed to one namespace (the session's catalog holds other tests') and the
+    daily cron moved to ``cron``: the tables' last refresh is the real time, so at 23:00 UTC the real ``0 0 * * *``
+    would start a scheduled refresh within the test's two hours of clock (the CI run of ``a62745c`` failed so)."""
 
-    def __init__(self, engine: Any, prefix: str) -> None:
-        self._engine, self._prefix = engine, prefix
+    def __init__(self, engine: Any, prefix: str, cron: str) -> None:
+        self._engine, self._prefix, self._cron = engine, prefix, cron
 
     def discover(self, reuse: Any = frozenset()) -> Any:
-        return [t for t in self._engine.discover(reuse) if t.name.startswith(self._prefix)]
+        tables = [t for t in self._engine.discover(reuse) if t.name.startswith(self._prefix)]
+        return [replace(t, cron=self._cron) if t.cron else t for t in tables]
 
     def __getattr__(self, attribute: str) -> object:
         return getattr(self._engine, attribute)
@@ -196,7 +199,8 @@ class Watched:
 @pytest.fixture
 def watched(mt) -> Iterator[Watched]:  # type: ignore[no-untyped-def]
     """mt_magic's view of the tables: a refresh manager polling staleness, as a kernel's does (FULL tables with a
-    daily FRESHNESS: polled every 14.4 min of the clock, and no scheduled run within the test's hours)."""
+    daily FRESHNESS: polled every 14.4 min of the clock; their cron twelve hours away, so no scheduled
+    run falls within the test's hours whenever it runs)."""
     from mt_magic.runtime.manager.loop import InlineExecutor
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.runtime.service import MaterializedTables
@@ -205,7 +209,8 @@ def watched(mt) -> Iterator[Watched]:  # type: ignore[no-untyped-def]
 
     prefix = f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}."
     clock = FakeClock(utc_now())
-    manager = RefreshManager(Namespace(mt.engine, prefix), clock=clock, executor=InlineExecutor())
+    far_from_now = f"0 {(clock().hour + 12) % 24} * * *"  # still daily, twelve hours from the test's clock
+    manager = RefreshManager(Namespace(mt.engine, prefix, far_from_now), clock=clock, executor=InlineExecutor())
     yield Watched(MaterializedTables(mt.engine, manager, background=False), clock)
     manager.stop()
 
