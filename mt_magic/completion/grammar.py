@@ -192,7 +192,8 @@ def _value_of_clause(words: list[str], before: list[Tok]) -> list[str] | None:
 
 
 def _open_with(words: list[str], before: list[Tok]) -> list[str] | None:
-    """In an unclosed ``WITH (``: option keys after ``(`` or ``,``, a key's values after ``=``."""
+    """In an unclosed ``WITH (``: option keys after ``(`` or ``,`` (RESUME's: Spark run settings), a key's values
+    after ``=``."""
     from mt_magic.completion.options import option_keys, option_values
 
     if "WITH" not in words:
@@ -200,11 +201,11 @@ def _open_with(words: list[str], before: list[Tok]) -> list[str] | None:
     at = len(words) - 1 - words[::-1].index("WITH")
     if at + 1 >= len(words) or words[at + 1] != "(" or ")" in words[at + 1 :]:
         return ["("] if at == len(words) - 1 else None
-    last = words[-1]
+    last, resume = words[-1], at > 0 and words[at - 1] == "RESUME"
     if last in ("(", ","):
-        return list(option_keys())
+        return list(option_keys(resume))
     if last == "=" and before and len(before) >= 2 and before[-2].kind is TokKind.STRING:
-        return list(option_values(before[-2].text.strip("'")))
+        return list(option_values(before[-2].text.strip("'"), resume))
     return []
 
 

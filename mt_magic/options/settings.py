@@ -68,3 +68,13 @@ Left out on purpose: settings of plans and speed (``spark.sql.shuffle.*``, ``spa
 ``spark.sql.optimizer.*``), of the product (catalogs, ``spark.sql.iceberg.check-nullability``), of how Python
 receives rows (``spark.sql.datetime.java8API.enabled``, Arrow), CHAR padding (Iceberg has no CHAR type), and
 ``spark.sql.variable.substitute`` (``${…}`` in the query would read other settings; write the value instead)."""
+
+RUN_SETTINGS: Mapping[str, str] = {
+    "spark.sql.shuffle.partitions": "how many tasks a shuffle (GROUP BY, JOIN, DISTINCT) splits into",
+    "spark.sql.adaptive.enabled": "whether Spark re-plans a query from the sizes it meets while it runs",
+    "spark.sql.adaptive.coalescePartitions.enabled": "whether small shuffle partitions are merged after a shuffle",
+    "spark.sql.autoBroadcastJoinThreshold": "the largest side (bytes) a join broadcasts instead of shuffling; -1: never",
+    "spark.sql.files.maxPartitionBytes": "how many bytes of a source's files one task reads",
+}
+"""Spark settings of a refresh's speed, not its answer: what ``ALTER … RESUME WITH (…)`` is for (completion offers
+them there; RESUME accepts any ``spark.*`` key, and a definition's pinned :data:`ANSWER_SETTINGS` win over them)."""

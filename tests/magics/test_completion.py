@@ -188,6 +188,19 @@ def test_with_option_keys_and_values() -> None:
     assert at_end("CREATE MATERIALIZED TABLE t WITH ('incremental' = ") == ["'auto'", "'always'", "'strict'", "'never'"]
 
 
+def test_resume_with_offers_spark_run_settings_not_creates_options() -> None:
+    """RESUME WITH takes Spark settings of the resumed refreshes (anything else is refused): those are offered."""
+    from mt_magic.options.settings import RUN_SETTINGS
+
+    keys = at_end("ALTER MATERIALIZED TABLE t RESUME WITH (")
+    assert keys == [f"'{key}'" for key in RUN_SETTINGS] and "'incremental'" not in keys
+    assert at_end("ALTER MATERIALIZED TABLE t RESUME WITH ('spark.sql.shuffle.partitions' = '8', 'spark.sql.ad") == [
+        "'spark.sql.adaptive.enabled'",
+        "'spark.sql.adaptive.coalescePartitions.enabled'",
+    ]
+    assert at_end("ALTER MATERIALIZED TABLE t RESUME WITH ('spark.sql.adaptive.enabled' = ") == []
+
+
 def test_the_cache_answers_while_the_catalog_is_slow() -> None:
     release, loading, unreachable = threading.Event(), threading.Event(), threading.Event()
 
