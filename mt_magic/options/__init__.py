@@ -5,7 +5,8 @@ declared.py   mt_magic's own options: incremental, incremental.engine, increment
               scheduler, convert-existing-table, sql-settings.baseline, Iceberg's history.expire.* retention
 lookup.py     the lookups every reader, checker and completer asks (:func:`option`, :func:`registered`,
               :func:`problems`)
-settings.py   the Spark SQL settings a definition may pin in WITH (``ANSWER_SETTINGS``) and what each changes
+settings.py   the Spark SQL settings a definition may pin in WITH (``ANSWER_SETTINGS``) and what each changes,
+              and the run settings RESUME WITH offers (``RUN_SETTINGS``)
 
 It sits just above :mod:`mt_magic.vocabulary`, so the grammar, the scheduling seam, the runtime and completion
 all import it.
