@@ -398,13 +398,16 @@ class MaterializedCatalog:
         updates: Mapping[str, str],
         appended: pa.Schema | None = None,
         tags: Mapping[str, int | None] | None = None,
+        loaded: TableInfo | None = None,
     ) -> None:
         """Set table properties in one commit, with ``appended`` columns (optional, by name) in the same commit:
         the new columns and the definition that produces them are committed together or not at all. ``tags``:
-        tag name → the snapshot it marks (kept from expiry), or ``None`` to remove the tag, in the same commit."""
+        tag name → the snapshot it marks (kept from expiry), or ``None`` to remove the tag, in the same commit.
+        ``loaded``: the table as the caller just read it, committed on without loading it again (the commit's
+        requirements still catch a schema or tag another writer changed since)."""
         from pyiceberg.table.update.snapshot import ManageSnapshots
 
-        table = self.iceberg_table(name)
+        table = self.iceberg_table_of(loaded) if loaded is not None else self.iceberg_table(name)
         with reaching(name), table.transaction() as tx:
             if appended is not None and len(appended):
                 with tx.update_schema() as schema:

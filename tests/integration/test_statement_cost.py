@@ -170,14 +170,15 @@ def test_a_drop_loads_each_table_it_drops_once_from_check_to_apply(spark, mt, sr
 def test_suspend_and_resume_read_the_scheduler_once_from_check_to_apply(spark, mt, src) -> None:
     """SUSPEND's and RESUME's check reads the table's scheduler and hands it to the apply as its plan, on their own
     and in a cell alike (before: SUSPEND loaded the table 4 times, RESUME 6; then 3 and 5 on their own, but 10 for
-    the two in one cell, whose applies read the scheduler again). What is left is the apply's: the definition read
-    and written (2), RESUME's check of its options against the recorded settings and the manager's record (2)."""
+    the two in one cell, whose applies read the scheduler again; then 3 and 5, the apply reading the definition,
+    then loading the table again to write it, and RESUME reading it a third time to check its options). What is
+    left: the check's, the apply's one load (read, checked, written on) and RESUME's manager record."""
     run(mt, "CREATE MATERIALIZED TABLE paused FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM src")
     path = f"namespaces/{mt.workspace.default_namespace}/tables/paused"
     suspended = _table_loads(mt, "ALTER MATERIALIZED TABLE paused SUSPEND")
     resumed = _table_loads(mt, "ALTER MATERIALIZED TABLE paused RESUME")
-    assert suspended[path] == 3, suspended  # 4 before
-    assert resumed[path] == 5, resumed  # 6 before
+    assert suspended[path] == 2, suspended  # 4, then 3 before
+    assert resumed[path] == 3, resumed  # 6, then 5 before
     both = "ALTER MATERIALIZED TABLE paused SUSPEND; ALTER MATERIALIZED TABLE paused RESUME"
     together = _table_loads(mt, both, together=True)
-    assert together[path] == suspended[path] + resumed[path] == 8, together  # 10 before: RESUME's plan is kept
+    assert together[path] == suspended[path] + resumed[path] == 5, together  # 10 before: RESUME's plan is kept

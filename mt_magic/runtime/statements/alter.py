@@ -35,6 +35,8 @@ from mt_magic.vocabulary import RefreshMode
 if TYPE_CHECKING:
     from pyspark.sql.types import StructField
 
+    from mt_magic.catalog.tables import TableInfo
+
 
 @dataclass(frozen=True)
 class AlteredQuery:
@@ -114,45 +116,62 @@ def alter_query(ws: Workspace, altered: AlteredQuery) -> MaterializedTableDefini
 
 
 def update_definition(
-    ws: Workspace, name: str, extra: Mapping[str, str] | None = None, **changes: object
+    ws: Workspace,
+    name: str,
+    extra: Mapping[str, str] | None = None,
+    *,
+    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
+    **changes: object,
 ) -> MaterializedTableDefinition:
     """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
-    properties, in one commit."""
-    _, current = ws.catalog.load_materialized(name)
+    properties, in one commit, from one load of the table (``loaded``: the caller's, just read)."""
+    info, current = loaded or ws.catalog.load_materialized(name)
     updated = replace(current, **changes)  # type: ignore[arg-type]
-    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})})
+    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})}, loaded=info)
     return updated
 
 
-def resumed(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
+def resumed(
+    ws: Workspace,
+    name: str,
+    options: Mapping[str, str],
+    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
+) -> MaterializedTableDefinition:
     """``ALTER … RESUME [WITH (…)]`` decided, not written: the definition with the suspended flag cleared, after
-    checking that no option changes one of the table's recorded answer-changing settings.
+    checking that no option changes one of the table's recorded answer-changing settings (``loaded``: the table
+    as the caller just read it).
 
     Raises:
         DefinitionError: an option gives a recorded setting another value; nothing changed.
     """
-    _, current = ws.catalog.load_materialized(name)
+    _, current = loaded or ws.catalog.load_materialized(name)
     semantics.refuse_conflicts(f"ALTER MATERIALIZED TABLE {name} RESUME WITH", current.sql_settings, options)
     return replace(current, suspended=False)
 
 
 def resume(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
-    """``ALTER … RESUME [WITH (…)]`` (:func:`resumed`), written.
+    """``ALTER … RESUME [WITH (…)]`` (:func:`resumed`), written, from one load of the table.
 
     Raises:
         DefinitionError: an option gives a recorded setting another value; nothing changed.
     """
-    resumed(ws, name, options)
-    return update_definition(ws, name, suspended=False)
+    loaded = ws.catalog.load_materialized(name)
+    resumed(ws, name, options, loaded)
+    return update_definition(ws, name, loaded=loaded, suspended=False)
 
 
-def freshened(ws: Workspace, name: str, freshness: Freshness) -> tuple[MaterializedTableDefinition, dict[str, str]]:
+def freshened(
+    ws: Workspace,
+    name: str,
+    freshness: Freshness,
+    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
+) -> tuple[MaterializedTableDefinition, dict[str, str]]:
     """``SET FRESHNESS`` decided, not written: (the definition with the new freshness and schedule, the
     snapshot-retention properties that follow it). The refresh mode stays as it is (Flink keeps the mode of an
     existing table); the retention follows the new freshness unless WITH set it."""
     from mt_magic.sql.ddl.freshness import resolve_schedule
 
-    _, current = ws.catalog.load_materialized(name)
+    _, current = loaded or ws.catalog.load_materialized(name)
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
     retention = retention_properties(freshness.to_timedelta(), current.options)
     updated = replace(
@@ -162,10 +181,11 @@ def freshened(ws: Workspace, name: str, freshness: Freshness) -> tuple[Materiali
 
 
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
-    """New freshness (:func:`freshened`), written in one commit."""
-    updated, retention = freshened(ws, name, freshness)
+    """New freshness (:func:`freshened`), written in one commit, from one load of the table."""
+    loaded = ws.catalog.load_materialized(name)
+    updated, retention = freshened(ws, name, freshness, loaded)
     return update_definition(
-        ws, name, retention, freshness=updated.freshness, cron=updated.cron, interval=updated.interval
+        ws, name, retention, loaded=loaded, freshness=updated.freshness, cron=updated.cron, interval=updated.interval
     )
 
 
@@ -190,7 +210,12 @@ def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], 
         )
 
 
-def remoded(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
+def remoded(
+    ws: Workspace,
+    name: str,
+    mode: RefreshMode,
+    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
+) -> MaterializedTableDefinition:
     """``SET REFRESH_MODE`` decided, not written: a new schedule from the same freshness, taking over from the last
     committed refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh
     consumed).
@@ -203,7 +228,7 @@ def remoded(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDef
     from mt_magic.sql.ddl.parser import parse_interval
 
     label = f"ALTER MATERIALIZED TABLE {name} SET REFRESH_MODE = {mode.value}"
-    _, current = ws.catalog.load_materialized(name)
+    _, current = loaded or ws.catalog.load_materialized(name)
     try:
         schedule = resolve_schedule(parse_interval(current.freshness), mode, ws.rules)
     except MtMagicError as exc:
@@ -214,16 +239,18 @@ def remoded(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDef
 
 
 def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
-    """``SET REFRESH_MODE`` (:func:`remoded`), written in one commit.
+    """``SET REFRESH_MODE`` (:func:`remoded`), written in one commit, from one load of the table.
 
     Raises:
         FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
         DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
     """
-    updated = remoded(ws, name, mode)
+    loaded = ws.catalog.load_materialized(name)
+    updated = remoded(ws, name, mode, loaded)
     return update_definition(
         ws,
         name,
+        loaded=loaded,
         refresh_mode=mode,
         declared_refresh_mode=mode,
         cron=updated.cron,
