@@ -73,7 +73,7 @@ RUN_SETTINGS: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "how many tasks a shuffle (GROUP BY, JOIN, DISTINCT) splits into",
     "spark.sql.adaptive.enabled": "whether Spark re-plans a query from the sizes it meets while it runs",
     "spark.sql.adaptive.coalescePartitions.enabled": "whether small shuffle partitions are merged after a shuffle",
-    "spark.sql.autoBroadcastJoinThreshold": "the largest side (bytes) a join broadcasts instead of shuffling; -1: never",
+    "spark.sql.autoBroadcastJoinThreshold": "the largest join side (bytes) broadcast, not shuffled; -1: never",
     "spark.sql.files.maxPartitionBytes": "how many bytes of a source's files one task reads",
 }
 """Spark settings of a refresh's speed, not its answer: what ``ALTER … RESUME WITH (…)`` is for (completion offers
