@@ -221,11 +221,11 @@ class Workflows:
         return scheduler
 
     @contextmanager
-    def changing(self, workspace: Workspace, name: str) -> Iterator[None]:
+    def changing(self, workspace: Workspace, name: str, scheduler: WorkflowScheduler | None) -> Iterator[None]:
         """Around a statement that changes ``name``'s schedule or query (ALTER … AS, SET FRESHNESS, SET
-        REFRESH_MODE, CREATE OR ALTER): its scheduler is told after the body writes the catalog (Airflow parses the
-        DAG file now, so the DAG's schedule changes at once)."""
-        scheduler = self.scheduler(workspace, name)
+        REFRESH_MODE, CREATE OR ALTER): its ``scheduler`` (:meth:`scheduler`, or as the statement's check read it)
+        is told after the body writes the catalog (Airflow parses the DAG file now, so the DAG's schedule changes
+        at once)."""
         yield
         if scheduler is not None:
             scheduler.modify(name)

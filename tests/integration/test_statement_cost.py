@@ -179,6 +179,8 @@ def test_suspend_and_resume_read_the_scheduler_once_from_check_to_apply(spark, m
     resumed = _table_loads(mt, "ALTER MATERIALIZED TABLE paused RESUME")
     assert suspended[path] == 2, suspended  # 4, then 3 before
     assert resumed[path] == 3, resumed  # 6, then 5 before
+    freshened = _table_loads(mt, "ALTER MATERIALIZED TABLE paused SET FRESHNESS = INTERVAL '2' MINUTE")
+    assert freshened[path] == 3, freshened  # the check's, the apply's, the manager's record (6, then 4 before)
     both = "ALTER MATERIALIZED TABLE paused SUSPEND; ALTER MATERIALIZED TABLE paused RESUME"
     together = _table_loads(mt, both, together=True)
     assert together[path] == suspended[path] + resumed[path] == 5, together  # 10 before: RESUME's plan is kept

@@ -5,6 +5,7 @@
 * ``create`` — CREATE [OR ALTER] (a new table, a new query, a plain table converted).
 * ``alter`` — ALTER … AS, SET FRESHNESS, SET REFRESH_MODE, SET ('scheduler' = …).
 * ``control`` — ALTER … SUSPEND, RESUME, REFRESH.
+* ``scheduled`` — the plan of those and of ALTER … AS, SET FRESHNESS, SET REFRESH_MODE: the table's scheduler.
 * ``rename`` — ALTER … RENAME TO.  ``drop`` — DROP.  ``looks`` — SHOW, SHOW CREATE, DESCRIBE.
 
 The service applies a statement through :func:`handler_for`; a cell (``runtime.cell``) checks and undoes through it.

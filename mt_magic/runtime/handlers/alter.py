@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mt_magic.options import SCHEDULER
 from mt_magic.runtime.handlers.base import Handler, Runtime, Undo
+from mt_magic.runtime.handlers.scheduled import Scheduled, ScheduledHandler, scheduler_of
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
 from mt_magic.sql.ddl.parser import parse_interval
@@ -15,20 +16,16 @@ from mt_magic.sql.names import Position
 from mt_magic.vocabulary import RefreshMode, StatementAction
 
 
-class AlterAs(Handler[AlterQuery, None]):
+class AlterAs(ScheduledHandler[AlterQuery]):
     """``ALTER … AS``: no undo (the next refresh recomputes; the table's older rows are gone)."""
 
-    keeps_scheduler = True
-
-    def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool, plan: None = None) -> StatementResult:
-        return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position)
+    def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position, plan)
 
 
-class SetFreshness(Handler[AlterFreshness, None]):
-    keeps_scheduler = True
-
-    def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool, plan: None = None) -> StatementResult:
-        return set_freshness(rt, rt.workspace.qualify(stmt.name), stmt.freshness)
+class SetFreshness(ScheduledHandler[AlterFreshness]):
+    def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return set_freshness(rt, rt.workspace.qualify(stmt.name), stmt.freshness, plan)
 
     def undo(self, rt: Runtime, stmt: AlterFreshness) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
@@ -37,11 +34,11 @@ class SetFreshness(Handler[AlterFreshness, None]):
         return f"set the freshness of {name}", lambda: set_freshness(rt, name, freshness)
 
 
-class SetRefreshMode(Handler[AlterRefreshMode, None]):
-    keeps_scheduler = True
-
-    def apply(self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool, plan: None = None) -> StatementResult:
-        return set_refresh_mode(rt, rt.workspace.qualify(stmt.name), stmt.mode)
+class SetRefreshMode(ScheduledHandler[AlterRefreshMode]):
+    def apply(
+        self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool, plan: Scheduled | None = None
+    ) -> StatementResult:
+        return set_refresh_mode(rt, rt.workspace.qualify(stmt.name), stmt.mode, plan)
 
     def undo(self, rt: Runtime, stmt: AlterRefreshMode) -> tuple[str, Undo | None]:
         name = rt.workspace.qualify(stmt.name)
@@ -66,8 +63,10 @@ def check_scheduler_move(rt: Runtime, name: str, scheduler: str) -> None:
     rt.workflows.check_move(name, definition.options, {SCHEDULER.key: scheduler})
 
 
-def alter_query(rt: Runtime, name: str, query: str, query_position: Position | None = None) -> StatementResult:
-    with rt.workflows.changing(rt.workspace, name):
+def alter_query(
+    rt: Runtime, name: str, query: str, query_position: Position | None = None, known: Scheduled | None = None
+) -> StatementResult:
+    with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
         altered = alter.altered_query(rt.workspace, name, query, query_position=query_position)
         definition = alter.alter_query(rt.workspace, altered)
     rt.retrack(name)
@@ -78,17 +77,18 @@ def alter_query(rt: Runtime, name: str, query: str, query_position: Position | N
     )
 
 
-def set_freshness(rt: Runtime, name: str, freshness: Freshness) -> StatementResult:
-    """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule."""
-    with rt.workflows.changing(rt.workspace, name):
+def set_freshness(rt: Runtime, name: str, freshness: Freshness, known: Scheduled | None = None) -> StatementResult:
+    """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule (``known``: the
+    scheduler as the check read it, :mod:`.scheduled`)."""
+    with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
         alter.change_freshness(rt.workspace, name, freshness)
     rt.retrack(name)
     return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
 
 
-def set_refresh_mode(rt: Runtime, name: str, mode: RefreshMode) -> StatementResult:
+def set_refresh_mode(rt: Runtime, name: str, mode: RefreshMode, known: Scheduled | None = None) -> StatementResult:
     """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
-    with rt.workflows.changing(rt.workspace, name):
+    with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
         definition = alter.change_refresh_mode(rt.workspace, name, mode)
     rt.retrack(name)
     schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"

@@ -3,10 +3,10 @@
 A handler is stateless (one instance per statement type, :data:`mt_magic.runtime.handlers.HANDLERS`); what it
 works with comes in as a :class:`Runtime` — the service's parts (:class:`~mt_magic.runtime.service.MaterializedTables`
 is one), so a handler never imports the service above it. What its check reads that its apply needs too (its *plan*:
-DROP's tables to drop, a CREATE's definition analysed by Spark, the scheduler of SUSPEND's, RESUME's and REFRESH's
-table) is returned by the check and handed to the apply by the caller (:meth:`Handler.check_and_apply`, a cell), so
-it is read once and the handler keeps no state. In a cell, a plan read before the statements ahead of it apply is
-handed on only where they leave what it holds as it was (:meth:`Handler.stale`).
+DROP's tables to drop, a CREATE's definition analysed by Spark, the table's scheduler for the ALTERs, see
+:mod:`.scheduled`) is returned by the check and handed to the apply by the caller (:meth:`Handler.check_and_apply`,
+a cell), so it is read once and the handler keeps no state. In a cell, a plan read before the statements ahead of
+it apply is handed on only where they leave what it holds as it was (:meth:`Handler.stale`).
 """
 
 from __future__ import annotations

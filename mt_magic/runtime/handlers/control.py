@@ -4,40 +4,24 @@ the table's DAG must be parsed already). The scheduler so read is the check's pl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo, nothing_to_undo
+from mt_magic.runtime.handlers.base import Runtime, Undo, nothing_to_undo
+from mt_magic.runtime.handlers.scheduled import Scheduled, ScheduledHandler, checked_scheduler, scheduler_of
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
 from mt_magic.sql.ddl.statements import AlterRefresh, AlterResume, AlterSuspend
 from mt_magic.vocabulary import RefreshTrigger, StatementAction
 
-if TYPE_CHECKING:
-    from mt_magic.scheduling.workflow import WorkflowScheduler
-
 Partition = tuple[tuple[str, str], ...]
 S = TypeVar("S", AlterSuspend, AlterResume, AlterRefresh)
 
 
-Scheduled = tuple["WorkflowScheduler | None"]
-"""SUSPEND's, RESUME's and REFRESH's plan: the table's scheduler other than this kernel (``(None,)``: the kernel), as
-its check read it (:func:`checked_scheduler`); a plan of ``None`` means the apply reads it."""
-
-
-class Control(Handler[S, Scheduled]):
-    """What SUSPEND, RESUME and REFRESH share: their plan is the table's scheduler, read once by the check (which
-    asks it whether it has the table's DAG) and handed to the apply. In a cell it stays good after statements that
-    change the table but keep its scheduler (``ALTER t SUSPEND; ALTER t RESUME``): only one that may move it
-    (:attr:`Handler.keeps_scheduler`, :attr:`CellNames.moved`) makes the apply read it again."""
+class Control(ScheduledHandler[S]):
+    """What SUSPEND, RESUME and REFRESH share: they act on the table's scheduler, so on Airflow its DAG must be
+    parsed already (:attr:`needs_dag`); their plan is that scheduler (:mod:`.scheduled`)."""
 
     needs_dag = True
-    keeps_scheduler = True
-
-    def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> Scheduled:
-        return checked_scheduler(rt, rt.workspace.qualify(stmt.name))
-
-    def stale(self, names: CellNames, name: str, cascade: bool) -> bool:
-        return names.changed_any([name], cascade, scheduler=True)
 
 
 class Suspend(Control[AlterSuspend]):
@@ -75,26 +59,8 @@ class Refresh(Control[AlterRefresh]):
         return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
 
 
-def checked_scheduler(rt: Runtime, name: str) -> Scheduled:
-    """The check of SUSPEND, RESUME and REFRESH from one load of the definition: the table's scheduler, when not
-    this kernel, has the table's DAG (what Airflow last said of it is forgotten). Returns it, the apply's plan."""
-    if rt.workflows.run_here:
-        return (None,)
-    _, definition = rt.workspace.catalog.load_materialized(name)
-    scheduler = rt.workflows.external(definition.options)
-    if scheduler is not None:
-        scheduler.check(name, exists=True)
-        rt.workflows.runs.forget(name)
-    return (scheduler,)
-
-
-def _scheduler(rt: Runtime, name: str, known: Scheduled | None) -> WorkflowScheduler | None:
-    """The scheduler as the check read it, else read now."""
-    return rt.workflows.scheduler(rt.workspace, name) if known is None else known[0]
-
-
 def suspend(rt: Runtime, name: str, known: Scheduled | None = None) -> StatementResult:
-    elsewhere = _scheduler(rt, name, known)
+    elsewhere = scheduler_of(rt, name, known)
     alter.update_definition(rt.workspace, name, suspended=True)
     rt.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
     if elsewhere is not None:
@@ -103,7 +69,7 @@ def suspend(rt: Runtime, name: str, known: Scheduled | None = None) -> Statement
 
 
 def resume(rt: Runtime, name: str, options: Partition = (), known: Scheduled | None = None) -> StatementResult:
-    elsewhere = _scheduler(rt, name, known)
+    elsewhere = scheduler_of(rt, name, known)
     alter.resume(rt.workspace, name, dict(options))
     rt.kernel.resume(name, options)
     if elsewhere is not None:
@@ -123,7 +89,7 @@ def refresh(
     """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
     A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset). ``known``: the
     scheduler as the check read it (:func:`checked_scheduler`; ``None``: read here)."""
-    elsewhere = _scheduler(rt, name, known)
+    elsewhere = scheduler_of(rt, name, known)
     where = f" partition {dict(partition)}" if partition else ""
     if elsewhere is not None:
         run = elsewhere.refresh(name, partition)

@@ -105,7 +105,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable, built: BuiltDefinit
             convert.convert_table(ws, stmt, existing)
             return _populate(rt, name, f"Converted {name} in place (its rows and history stay)")
         with (
-            rt.workflows.changing(ws, name),
+            rt.workflows.changing(ws, name, rt.workflows.scheduler(ws, name)),
             rt.workflows.moving(rt.kernel, name, existing.definition.options, stmt.options_dict) as moved,
         ):
             altered = alter.altered_query(
