@@ -204,8 +204,8 @@ def _open_with(words: list[str], before: list[Tok]) -> list[str] | None:
     last, resume = words[-1], at > 0 and words[at - 1] == "RESUME"
     if last in ("(", ","):
         return list(option_keys(resume))
-    if last == "=" and before and len(before) >= 2 and before[-2].kind is TokKind.STRING:
-        return list(option_values(before[-2].text.strip("'"), resume))
+    if last == "=" and not resume and before and len(before) >= 2 and before[-2].kind is TokKind.STRING:
+        return list(option_values(before[-2].text.strip("'")))  # RESUME's Spark settings take free values
     return []
 
 

@@ -14,7 +14,7 @@ def option_keys(resume: bool = False) -> tuple[str, ...]:
     return tuple(f"'{key}'" for key in keys)
 
 
-def option_values(key: str, resume: bool = False) -> tuple[str, ...]:
-    """The values ``key`` takes, quoted (none for a free value, a key mt_magic does not declare, or in RESUME)."""
-    declared = None if resume else option(key)
+def option_values(key: str) -> tuple[str, ...]:
+    """The values ``key`` takes, quoted (none for a free value or a key mt_magic does not declare)."""
+    declared = option(key)
     return () if declared is None else tuple(f"'{value}'" for value in declared.values)
