@@ -177,6 +177,25 @@ def _run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     raise AssertionError("Run All Cells did not start the notebook")
 
 
+def snap(locator, path: str | Path, attempts: int = 10) -> None:  # type: ignore[no-untyped-def]
+    """Save a picture of ``locator``, taken again if its element is replaced while Playwright waits for it.
+
+    A live view re-sends its display whenever what it shows changes (``widgets/saved_output.py``), and
+    JupyterLab then renders the widget again: the element a screenshot waits on can leave the DOM for its
+    successor. The locator finds the new one on the next attempt; anything else is raised at once.
+    """
+    from playwright.sync_api import Error
+
+    for attempt in range(attempts):
+        try:
+            locator.screenshot(path=str(path))
+            return
+        except Error as error:
+            if "not attached to the DOM" not in str(error) or attempt == attempts - 1:
+                raise
+            locator.page.wait_for_timeout(250)
+
+
 def launch_chromium(playwright, tmp_path: Path, width: int = 1400, height: int = 1100):  # type: ignore[no-untyped-def]
     """The browser tests' headless Chromium, with a profile of its own under ``tmp_path``."""
     return playwright.chromium.launch_persistent_context(
@@ -210,7 +229,7 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             assert "mt.default.live_page_views" in page.locator(f"{CARD} .mt-title").inner_text()
             first_level = _level(page)
             assert first_level in ("fresh", "unknown")
-            card.screenshot(path=str(ARTIFACTS / "01-card-rendered.png"))
+            snap(card, str(ARTIFACTS / "01-card-rendered.png"))
 
             page.locator(".mt-dashboard").wait_for(state="attached", timeout=60_000)  # the last cell ran
             _wait_for(
@@ -224,7 +243,7 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             )
             assert "behind" in page.locator(BADGE).inner_text()
             card.scroll_into_view_if_needed()
-            card.screenshot(path=str(ARTIFACTS / "02-badge-after-append.png"))
+            snap(card, str(ARTIFACTS / "02-badge-after-append.png"))
 
             before = _last_refresh(page)
             assert "initial" in before or "scheduled" in before
@@ -238,7 +257,7 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
                 "the preview shows the appended rows",
                 30,
             )
-            card.screenshot(path=str(ARTIFACTS / "03-after-refresh-click.png"))
+            snap(card, str(ARTIFACTS / "03-after-refresh-click.png"))
             _wait_for(
                 page,
                 lambda: page.locator(f"{CHART} rect.mt-duration[data-strategy]").count() >= 2,
@@ -248,10 +267,10 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             chart = page.locator(CHART)
             assert "refresh duration by strategy" in chart.inner_html() and "rows written" in chart.inner_html()
             chart.scroll_into_view_if_needed()
-            chart.screenshot(path=str(ARTIFACTS / "03b-card-history-chart.png"))
-            chart.screenshot(path=str(DOCS / "card_history_chart.png"))
+            snap(chart, str(ARTIFACTS / "03b-card-history-chart.png"))
+            snap(chart, str(DOCS / "card_history_chart.png"))
             if os.environ.get(SCREENSHOT_ENV):  # the README's picture: `MT_MAGIC_SCREENSHOT=docs/live_card.png`
-                card.screenshot(path=os.environ[SCREENSHOT_ENV])
+                snap(card, os.environ[SCREENSHOT_ENV])
             page.screenshot(path=str(ARTIFACTS / "04-notebook.png"))
             page.locator(".mt-lineage").scroll_into_view_if_needed()
             assert page.locator(".mt-lineage .mt-node[data-level='source']").count() == 1  # the plain Iceberg table

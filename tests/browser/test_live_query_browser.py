@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_jupyterlab import ARTIFACTS, REPO, Lab, _wait_for, lab, launch_chromium  # noqa: F401 - the fixture
+from test_jupyterlab import ARTIFACTS, REPO, Lab, _wait_for, lab, launch_chromium, snap  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1200)]
 
@@ -66,8 +66,8 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
             snapshot = view.locator("tr.mt-as-of").first.get_attribute("data-snapshot")
             assert view.locator("button.mt-live-pause").is_visible()
             view.scroll_into_view_if_needed()
-            view.screenshot(path=str(ARTIFACTS / "live_query_before.png"))
-            view.screenshot(path=str(DOCS / "live_query_before.png"))
+            snap(view, str(ARTIFACTS / "live_query_before.png"))
+            snap(view, str(DOCS / "live_query_before.png"))
 
             _select(page, "start=200")
             _run_menu(page, "Run Selected Cell and All Below")
@@ -78,8 +78,8 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
             runs = view.locator(".mt-live-run")
             _wait_for(page, lambda: int(runs.get_attribute("data-runs") or 0) > 1, "the header counts the re-run", 120)
             view.scroll_into_view_if_needed()
-            view.screenshot(path=str(ARTIFACTS / "live_query_after.png"))
-            view.screenshot(path=str(DOCS / "live_query_after.png"))
+            snap(view, str(ARTIFACTS / "live_query_after.png"))
+            snap(view, str(DOCS / "live_query_after.png"))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "live_query_failure.png"))
             raise
