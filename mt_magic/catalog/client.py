@@ -150,9 +150,36 @@ def open_catalog(config: CatalogConfig) -> Catalog:
     from mt_magic.errors import CatalogError
 
     try:
-        return load_catalog(config.name, **dict(config.properties))
+        catalog = load_catalog(config.name, **dict(config.properties))
     except Exception as exc:  # requests/pyiceberg raise many kinds; the caller needs one
         raise CatalogError(f"Cannot open catalog {config.name!r} at {config.uri}: {exc}") from exc
+    _retry_reads_on_dropped_connections(catalog)
+    return catalog
+
+
+RETRIED_METHODS = frozenset({"GET", "HEAD"})
+"""The requests sent again when their connection drops: they change nothing, so a second try is safe. A commit
+(POST) is not: the server may have applied it, and only the caller can tell (its conflict check)."""
+
+
+def _retry_reads_on_dropped_connections(catalog: Catalog) -> None:
+    """Send a read again (up to twice) when the server drops or resets its connection before answering.
+
+    A client reuses an idle keep-alive connection; when a server (or a proxy before it) closes that
+    connection just as the client sends on it, the request fails with "Connection reset by peer" although
+    the catalog is up. requests retries nothing by default; pyiceberg's REST catalog takes its session as
+    requests makes it, so its adapters are replaced here (a more specific one pyiceberg mounts, SigV4's on
+    the catalog's URI, still wins).
+    """
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    session = getattr(catalog, "_session", None)
+    if session is None:
+        return
+    retry = Retry(total=2, connect=2, read=2, status=0, other=0, allowed_methods=RETRIED_METHODS, raise_on_status=False)
+    for prefix in ("http://", "https://"):
+        session.mount(prefix, HTTPAdapter(max_retries=retry))
 
 
 def spark_catalog_conf(config: CatalogConfig, spark_name: str | None = None) -> dict[str, str]:

@@ -151,6 +151,13 @@ def create_app(
     return app
 
 
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle client connection stays open (uvicorn's default is 5 s, nginx's 75 s). A client that
+reuses a connection just as the server closes it gets a reset: with 5 s, a kernel polling a table every 5 s
+(or a script pausing 5 s) met that moment often; clients also retry an idempotent request once on a reset
+(:func:`mt_magic.catalog.client.open_catalog`)."""
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket; port 0 picks a free one (read it back with ``getsockname``)."""
     # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP, and
@@ -207,7 +214,13 @@ def serve(
             ),
         )
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug", timeout_graceful_shutdown=5)
+        uvicorn.Config(
+            app,
+            log_level=log_level,
+            access_log=log_level == "debug",
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        )
     )
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the previous handler:
     # make that handler a clean exit so the state file is removed and the database closed.
