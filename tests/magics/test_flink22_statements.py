@@ -110,10 +110,36 @@ def test_rename_moves_the_table_and_its_readers_follow(shell, spark) -> None:
     assert spark.catalog.tableExists(f"{NS}.f22_renamed")
 
 
-def test_set_freshness_moves_the_retention_policy(shell) -> None:
-    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_top SET FRESHNESS = INTERVAL '2' HOUR")
-    info, _ = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_top")
+TWO_HOURS = "ALTER MATERIALIZED TABLE f22_top SET FRESHNESS = INTERVAL '2' HOUR"
+
+
+def test_set_freshness_moves_the_retention_policy_and_says_why_the_mode_stays(shell) -> None:
+    view = shell.run_cell_magic("materialized", "", TWO_HOURS)
+    info, definition = service(shell).workspace.catalog.load_materialized(f"{NS}.f22_top")
     assert info.properties["history.expire.max-snapshot-age-ms"] == str(100 * 2 * 3600 * 1000)
+    # The mode was inferred from 1 minute; 2 hours would make a new table FULL, and no line may still say 1 minute.
+    kept = "CONTINUOUS kept: SET FRESHNESS keeps an existing table's mode (freshness 2 hours ≥ 30 minutes threshold"
+    [result] = view.results
+    assert kept in result.message and "SET REFRESH_MODE = FULL changes it" in result.message
+    status = service(shell).status(f"{NS}.f22_top")
+    assert status.mode is RefreshMode.CONTINUOUS and definition.refresh_mode is RefreshMode.CONTINUOUS
+    for reason in (definition.mode_reason, status.mode_reason, describe(shell, "f22_top")["# refresh mode"]):
+        assert kept in reason and "1 minute" not in reason and "· incremental (" in reason
+
+    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_top SET FRESHNESS = INTERVAL '5' MINUTE")
+    reason = service(shell).status(f"{NS}.f22_top").mode_reason
+    assert reason.startswith("freshness 5 minutes < 30 minutes threshold → CONTINUOUS · incremental (")
+
+    # A declared mode keeps its reason whatever the freshness.
+    shell.run_cell_magic("materialized", "", "ALTER MATERIALIZED TABLE f22_top SET REFRESH_MODE = CONTINUOUS")
+    view = shell.run_cell_magic("materialized", "", TWO_HOURS)
+    [result] = view.results
+    assert "kept" not in result.message
+    assert service(shell).status(f"{NS}.f22_top").mode_reason.startswith("REFRESH_MODE = CONTINUOUS declared")
+
+
+def describe(shell, table: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {row[0]: row[1] for row in listing(shell, f"DESCRIBE MATERIALIZED TABLE {table}").rows}
 
 
 def test_distributed_by_makes_iceberg_buckets(shell, spark) -> None:

@@ -81,9 +81,11 @@ def set_freshness(rt: Runtime, name: str, freshness: Freshness, known: Scheduled
     """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule (``known``: the
     scheduler as the check read it, :mod:`.scheduled`)."""
     with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
-        alter.change_freshness(rt.workspace, name, freshness)
+        definition = alter.change_freshness(rt.workspace, name, freshness)
     rt.retrack(name)
-    return StatementResult(StatementAction.ALTERED, (name,), f"{name}: freshness is now {freshness}.")
+    kept = alter.mode_kept(rt.workspace, definition, freshness)
+    message = f"{name}: freshness is now {freshness}" + (f"; {kept}." if kept else ".")
+    return StatementResult(StatementAction.ALTERED, (name,), message)
 
 
 def set_refresh_mode(rt: Runtime, name: str, mode: RefreshMode, known: Scheduled | None = None) -> StatementResult:

@@ -175,9 +175,40 @@ def freshened(
     schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
     retention = retention_properties(freshness.to_timedelta(), current.options)
     updated = replace(
-        current, freshness=schedule.freshness.sql(), cron=schedule.cron or "", interval=freshness.to_timedelta()
+        current,
+        freshness=schedule.freshness.sql(),
+        cron=schedule.cron or "",
+        interval=freshness.to_timedelta(),
+        mode_reason=_freshened_mode_reason(ws, current, freshness),
     )
     return updated, retention
+
+
+def mode_kept(ws: Workspace, definition: MaterializedTableDefinition, freshness: Freshness) -> str | None:
+    """Why the table keeps a mode that a new table with ``freshness`` would not get (``SET FRESHNESS`` keeps an
+    existing table's mode, as Flink does); ``None`` when the mode was declared or would be inferred anyway."""
+    from mt_magic.sql.ddl.freshness import describe_freshness, humanize
+
+    inferred = ws.rules.infer_mode(freshness)
+    if definition.declared_refresh_mode is not None or inferred is definition.refresh_mode:
+        return None
+    sign = "≥" if inferred is RefreshMode.FULL else "<"
+    return (
+        f"{definition.refresh_mode.value} kept: SET FRESHNESS keeps an existing table's mode (freshness "
+        f"{describe_freshness(freshness)} {sign} {humanize(ws.rules.threshold)} threshold would make a new table "
+        f"{inferred.value}; SET REFRESH_MODE = {inferred.value} changes it)"
+    )
+
+
+def _freshened_mode_reason(ws: Workspace, current: MaterializedTableDefinition, freshness: Freshness) -> str:
+    """The mode reason after ``SET FRESHNESS``: a declared mode's stays; an inferred one is inferred again from the
+    new freshness, or says why the mode was kept (:func:`mode_kept`)."""
+    from mt_magic.sql.ddl.freshness import resolve_schedule
+
+    if current.declared_refresh_mode is not None:
+        return current.mode_reason
+    reason = mode_kept(ws, current, freshness) or resolve_schedule(freshness, None, ws.rules).reason
+    return incremental.mode_reason(reason, current.refresh_mode, current.expanded_query)
 
 
 def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
@@ -185,7 +216,14 @@ def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> Material
     loaded = ws.catalog.load_materialized(name)
     updated, retention = freshened(ws, name, freshness, loaded)
     return update_definition(
-        ws, name, retention, loaded=loaded, freshness=updated.freshness, cron=updated.cron, interval=updated.interval
+        ws,
+        name,
+        retention,
+        loaded=loaded,
+        freshness=updated.freshness,
+        cron=updated.cron,
+        interval=updated.interval,
+        mode_reason=updated.mode_reason,
     )
 
 
