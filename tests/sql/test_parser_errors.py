@@ -175,6 +175,47 @@ MALFORMED = [
         UnsupportedStatementError,
         r"SET … is not a materialized-table statement",
     ),
+    # A peer's statement, written from habit: the Fix names the statement that does it here.
+    (
+        "refresh-materialized",
+        "REFRESH MATERIALIZED TABLE t",
+        UnsupportedStatementError,
+        r"REFRESH … is not a materialized-table statement. Fix: .*ALTER MATERIALIZED TABLE t REFRESH",
+    ),
+    (
+        "databricks-view",
+        "CREATE MATERIALIZED VIEW mv AS SELECT 1",
+        SqlSyntaxError,
+        r"column 21: MATERIALIZED VIEW is another engine's name.*Fix: write CREATE MATERIALIZED TABLE",
+    ),
+    (
+        "databricks-or-replace-view",
+        "CREATE OR REPLACE MATERIALIZED VIEW mv AS SELECT 1",
+        SqlSyntaxError,
+        r"Fix: write CREATE OR ALTER MATERIALIZED TABLE",
+    ),
+    ("show-views", "SHOW MATERIALIZED VIEWS", SqlSyntaxError, r"Fix: write SHOW MATERIALIZED TABLES"),
+    ("drop-view", "DROP MATERIALIZED VIEW mv", SqlSyntaxError, r"Fix: write DROP MATERIALIZED TABLE"),
+    (
+        "snowflake-dynamic",
+        "CREATE OR REPLACE DYNAMIC TABLE dt TARGET_LAG = '5 minutes' WAREHOUSE = wh AS SELECT 1",
+        UnsupportedStatementError,
+        r"CREATE OR REPLACE DYNAMIC is not.*Fix: a Snowflake dynamic table is a materialized table here.*"
+        r"TARGET_LAG is FRESHNESS",
+    ),
+    ("snowflake-alter", "ALTER DYNAMIC TABLE dt SUSPEND", UnsupportedStatementError, r"ALTER MATERIALIZED TABLE t"),
+    (
+        "databricks-streaming",
+        "CREATE STREAMING TABLE st AS SELECT 1",
+        UnsupportedStatementError,
+        r"CONTINUOUS materialized table",
+    ),
+    (
+        "databricks-explain",
+        "EXPLAIN CREATE MATERIALIZED VIEW mv AS SELECT 1",
+        UnsupportedStatementError,
+        r"Fix: %mt explain CREATE MATERIALIZED TABLE",
+    ),
     (
         "or-replace",
         "CREATE OR REPLACE MATERIALIZED TABLE t AS SELECT 1",

@@ -180,11 +180,12 @@ def _parse_statement(raw: RawStatement, source: Source, rules: FreshnessRules) -
     if first.is_word("DESCRIBE", "DESC"):
         _require_materialized(cur, first)
         return parse_describe(cur, first)
+    second = cur.peek()
     raise cur.error(
         UnsupportedStatementError,
         f"{first.text} … is not a materialized-table statement",
         first,
-        statement_fix([first.text.upper()]),
+        statement_fix([first.text.upper(), *([second.upper] if second is not None and second.is_word() else [])]),
     )
 
 
@@ -197,6 +198,7 @@ def _require_materialized(cur: Cursor, first: Tok, skip: tuple[str, ...] = ()) -
         j += 1
     tok = cur.peek(j)
     if tok is not None and tok.is_word("MATERIALIZED"):
+        _refuse_materialized_view(cur, words, cur.peek(j + 1))
         return
     if tok is not None and tok.is_word():
         words.append(tok.upper)
@@ -208,6 +210,22 @@ def _require_materialized(cur: Cursor, first: Tok, skip: tuple[str, ...] = ()) -
         f"{what} is not a materialized-table statement",
         tok or first,
         statement_fix(words),
+    )
+
+
+def _refuse_materialized_view(cur: Cursor, words: list[str], tok: Tok | None) -> None:
+    """``CREATE MATERIALIZED VIEW`` (Databricks', StarRocks', Postgres' name) written for a materialized table: say
+    which statement here does it, instead of "expected TABLE"."""
+    if tok is None or not tok.is_word("VIEW", "VIEWS"):
+        return
+    table = "TABLES" if tok.is_word("VIEWS") else "TABLE"
+    written = " ".join("ALTER" if w == "REPLACE" else w for w in words)
+    raise cur.error(
+        SqlSyntaxError,
+        f"MATERIALIZED {tok.text} is another engine's name: Flink's, and mt_magic's, is MATERIALIZED {table}",
+        tok,
+        f"write {written} MATERIALIZED {table} (a materialized table is what Databricks and StarRocks call a "
+        "materialized view: a query and a freshness, kept fresh)",
     )
 
 
