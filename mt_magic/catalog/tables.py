@@ -239,7 +239,11 @@ class MaterializedCatalog:
             with reaching(name):
                 return self.catalog.load_table(self.identifier(name))
         except NoSuchTableError as exc:
-            raise NoSuchMaterializedTableError(f"Table {name} does not exist in catalog {self.spark_name}.") from exc
+            raise NoSuchMaterializedTableError(
+                f"table {name} does not exist in catalog {self.spark_name}",
+                fix=f"check the name: SHOW MATERIALIZED TABLES (in a %%materialized cell) lists the materialized "
+                f"tables, and an unqualified name is looked up in {name.rsplit('.', 1)[0]}",
+            ) from exc
 
     def iceberg_table_of(self, info: TableInfo) -> Table:
         """The pyiceberg table ``info`` was read from, at that point in time (loaded now only when ``info`` was not
@@ -274,7 +278,11 @@ class MaterializedCatalog:
         info = self.load(name, reuse_unchanged=reuse_unchanged)
         definition = info.definition
         if definition is None:
-            raise NoSuchMaterializedTableError(f"{name} is a plain Iceberg table, not a materialized table.")
+            raise NoSuchMaterializedTableError(
+                f"{name} is a plain Iceberg table, not a materialized table",
+                fix=f"name a materialized table (SHOW MATERIALIZED TABLES lists them), or make {name} one in place: "
+                f"CREATE MATERIALIZED TABLE {name} WITH ('convert-existing-table' = 'true') … AS SELECT …",
+            )
         return info, definition
 
     def names_near(self, name: str) -> tuple[str, ...]:

@@ -227,7 +227,8 @@ class MaterializedViews:
         if self.load(name) is not None or self.tables.exists(name):
             raise DefinitionError(
                 f"{label}: {name} already exists; mt_magic registers the materialized table's Iceberg view under "
-                f"that name (the table name + '{VIEW_SUFFIX}'). Drop or rename it, or choose another table name."
+                f"that name (the table name + '{VIEW_SUFFIX}')",
+                fix="drop or rename it, or choose another table name",
             )
 
     def _new_version(

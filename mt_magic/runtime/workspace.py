@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
 from mt_magic.errors import DefinitionError
-from mt_magic.sql.names import TableName, name_part_problem
+from mt_magic.sql.names import TableName, name_part_refusal
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,9 +56,9 @@ class Workspace:
             DefinitionError: another catalog, or a name part this dotted text cannot carry (``sql.names``).
         """
         for part in (name.catalog, name.name):
-            problem = None if part is None else name_part_problem(part)
-            if problem is not None:
-                raise DefinitionError(f"{name}: {problem}.")
+            refusal = None if part is None else name_part_refusal(part)
+            if refusal is not None:
+                raise DefinitionError(f"{name}: {refusal[0]}", fix=refusal[1])
         self._check_catalog(str(name), name.catalog)
         return ".".join((self.catalog.spark_name, name.namespace or namespace or self.default_namespace, name.name))
 

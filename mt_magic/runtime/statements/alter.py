@@ -243,8 +243,8 @@ def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], 
         spec = ", ".join(f"{k} = {string_literal(v)}" for k, v in partition)
         raise DefinitionError(
             f"ALTER MATERIALIZED TABLE {name} REFRESH PARTITION ({spec}): {name} is not partitioned by "
-            f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'}). Name its "
-            "partition columns, or refresh the whole table without PARTITION."
+            f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'})",
+            fix="name its partition columns, or refresh the whole table without PARTITION",
         )
 
 

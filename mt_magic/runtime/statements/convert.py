@@ -50,8 +50,9 @@ def refuse_plain(stmt: CreateMaterializedTable, name: str) -> DefinitionError:
     """Today's answer to CREATE OR ALTER on a plain table, naming the option that converts it."""
     return DefinitionError(
         f"CREATE OR ALTER MATERIALIZED TABLE {stmt.name}: {name} is a plain Iceberg table, not a materialized "
-        f"table. Nothing changed. To convert it in place, keeping its rows and snapshot history, add WITH "
-        f"('{CONVERT.key}' = 'true'); or choose another name."
+        "table; nothing changed",
+        fix=f"to convert it in place, keeping its rows and snapshot history, add WITH ('{CONVERT.key}' = 'true'); "
+        "or choose another name",
     )
 
 
@@ -76,16 +77,16 @@ def convert_table(ws: Workspace, stmt: CreateMaterializedTable, info: TableInfo)
     ]
     if layout:
         raise DefinitionError(
-            f"{label}: converting keeps the table's layout, so {', '.join(layout)} cannot apply. Nothing changed; "
-            "remove the clause (change the layout with Spark's ALTER TABLE before or after converting)."
+            f"{label}: converting keeps the table's layout, so {', '.join(layout)} cannot apply; nothing changed",
+            fix="remove the clause (change the layout with Spark's ALTER TABLE before or after converting)",
         )
     definition, schema = build_definition(ws, stmt, info)
     upstream = lineage(ws).reads
     loop = sorted(set(definition.upstream) & {info.name, *descendants(info.name, upstream)})
     if loop:
         raise DefinitionError(
-            f"{label}: the query reads {', '.join(loop)}, which would make {info.name} read itself. Nothing "
-            "changed; compute it from the tables it is derived from."
+            f"{label}: the query reads {', '.join(loop)}, which would make {info.name} read itself; nothing changed",
+            fix="compute it from the tables it is derived from",
         )
     check_columns(label, schema, ws.spark.table(qualified(info.name)).schema)
     identity = info.partition_spec_count == 1 and all(t == "identity" for t in info.partition_transforms)
@@ -129,6 +130,6 @@ def check_columns(label: str, query: StructType, table: StructType) -> None:
             fixes.append(f"make it non-null in the query (e.g. coalesce), or ALTER COLUMN {name} DROP NOT NULL")
     if problems:
         raise DefinitionError(
-            f"{label}: the query's columns do not match the table's: {'; '.join(problems)}. Nothing changed; "
-            f"{'; '.join(fixes)}."
+            f"{label}: the query's columns do not match the table's: {'; '.join(problems)}; nothing changed",
+            fix="; ".join(fixes),
         )

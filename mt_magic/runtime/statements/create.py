@@ -30,8 +30,8 @@ def create_table(
     name = ws.qualify(stmt.name)
     if ws.catalog.exists(name):
         raise MaterializedTableExistsError(
-            f"CREATE MATERIALIZED TABLE {stmt.name}: {name} already exists. Use CREATE OR ALTER MATERIALIZED TABLE "
-            "to change its query, or DROP MATERIALIZED TABLE first."
+            f"CREATE MATERIALIZED TABLE {stmt.name}: {name} already exists",
+            fix="use CREATE OR ALTER MATERIALIZED TABLE to change its query, or DROP MATERIALIZED TABLE first",
         )
     iceberg_view.check_free(ws, f"CREATE MATERIALIZED TABLE {stmt.name}", name)
     definition, schema = built or build_definition(ws, stmt)

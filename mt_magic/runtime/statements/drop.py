@@ -49,17 +49,21 @@ def plan_drop(
     upstream = {table: tuple(info.definition.upstream) for table, info in tables.items() if info.definition}
     if name not in upstream:
         if ws.catalog.exists(name):
-            raise DefinitionError(f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table; use DROP TABLE.")
+            raise DefinitionError(
+                f"DROP MATERIALIZED TABLE {name}: it is a plain Iceberg table",
+                fix=f'drop it with Spark: spark.sql("DROP TABLE {name}")',
+            )
         if if_exists:
             return DropPlan(())
         raise NoSuchMaterializedTableError(
-            f"DROP MATERIALIZED TABLE {name}: no such materialized table. Use DROP MATERIALIZED TABLE IF EXISTS."
+            f"DROP MATERIALIZED TABLE {name}: no such materialized table",
+            fix="check the name (SHOW MATERIALIZED TABLES lists them), or write DROP MATERIALIZED TABLE IF EXISTS",
         )
     dependents = descendants(name, upstream)
     if dependents and not cascade:
         raise DependencyError(
-            f"DROP MATERIALIZED TABLE {name}: {', '.join(dependents)} read(s) it. Drop those first, or use "
-            "`%%materialized --cascade` to drop them too."
+            f"DROP MATERIALIZED TABLE {name}: {', '.join(dependents)} read(s) it",
+            fix="drop those first, or run the cell as `%%materialized --cascade` to drop them too",
         )
     victims = (*reversed(dependents), name)
     return DropPlan(victims, {victim: tables[victim] for victim in victims})

@@ -34,9 +34,13 @@ def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
     label = f"ALTER MATERIALIZED TABLE {name} RENAME TO {new_name}"
     ws.catalog.load_materialized(name)
     if new_name == name:
-        raise DefinitionError(f"{label}: the new name is the current one; nothing to rename.")
+        raise DefinitionError(
+            f"{label}: the new name is the current one; nothing to rename", fix="write the new name after RENAME TO"
+        )
     if ws.catalog.exists(new_name):
-        raise MaterializedTableExistsError(f"{label}: {new_name} already exists. Choose another name or drop it.")
+        raise MaterializedTableExistsError(
+            f"{label}: {new_name} already exists", fix="choose another name, or drop that table first"
+        )
     infos = {i.name: i for i in ws.catalog.list_materialized(reuse_unchanged=True) if i.definition}
     upstream = {n: i.definition.upstream for n, i in infos.items() if i.definition}
     readers = [infos[reader] for reader in dependents(name, upstream)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import DefinitionError, first_line
+from mt_magic.errors import DefinitionError, closest_names, first_line
 from mt_magic.options import INCREMENTAL
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
@@ -59,9 +59,19 @@ def check_typed(label: str, schema: StructType) -> None:
     untyped = [f.name for f in schema.fields if f.dataType.simpleString() == "void"]
     if untyped:
         raise DefinitionError(
-            f"{label}: column(s) {', '.join(untyped)} have no type (a bare NULL), which an Iceberg table cannot "
-            "store. Cast them, e.g. CAST(NULL AS STRING) AS " + untyped[0] + "."
+            f"{label}: column(s) {', '.join(untyped)} have no type (a bare NULL), which an Iceberg table cannot store",
+            fix=f"cast them, e.g. CAST(NULL AS STRING) AS {untyped[0]}",
         )
+
+
+def _not_a_column(label: str, clause: str, column: str, schema: StructType) -> DefinitionError:
+    names = [f.name for f in schema.fields]
+    near = closest_names(column, names)
+    return DefinitionError(
+        f"{label}: {clause} column {column} is not a column of the query ({', '.join(names)})",
+        did_you_mean=near,
+        fix=f"name one of the query's columns in {clause}, or add {column} to the query's SELECT list",
+    )
 
 
 def check_keys(
@@ -74,26 +84,27 @@ def check_keys(
 ) -> None:
     """Primary key, partition, bucket and formatter columns must exist; formatter columns must be strings."""
     types = {f.name.lower(): f.dataType for f in schema.fields}
-    names = ", ".join(f.name for f in schema.fields)
     for col in bucket_columns:
         if col.lower() not in types:
-            raise DefinitionError(f"{label}: DISTRIBUTED BY column {col} is not a column of the query ({names}).")
+            raise _not_a_column(label, "DISTRIBUTED BY", col, schema)
     for col in primary_key.columns if primary_key else ():
         if col.lower() not in types:
-            raise DefinitionError(f"{label}: PRIMARY KEY column {col} is not a column of the query ({names}).")
+            raise _not_a_column(label, "PRIMARY KEY", col, schema)
     for col in partitioned_by:
         if col.lower() not in types:
-            raise DefinitionError(f"{label}: PARTITIONED BY column {col} is not a column of the query ({names}).")
+            raise _not_a_column(label, "PARTITIONED BY", col, schema)
     for col in formatters:
         if col not in partitioned_by:
             raise DefinitionError(
                 f"{label}: 'partition.fields.{col}.date-formatter' names {col}, which is not a partition column "
-                f"(PARTITIONED BY {', '.join(partitioned_by) or 'nothing'})."
+                f"(PARTITIONED BY {', '.join(partitioned_by) or 'nothing'})",
+                fix=f"name a partition column in the option, or add {col} to PARTITIONED BY",
             )
         if types[col.lower()].simpleString() != "string":
             raise DefinitionError(
                 f"{label}: the date-formatter column {col} must be a STRING partition column, "
-                f"but the query makes it {types[col.lower()].simpleString()}. Cast it, e.g. date_format(…)."
+                f"but the query makes it {types[col.lower()].simpleString()}",
+                fix=f"make it a string in the query, e.g. date_format(…, 'yyyyMMdd') AS {col}",
             )
 
 
@@ -194,9 +205,8 @@ def appended_columns(label: str, current: StructType, new: StructType) -> list[S
             )
     if problems:
         raise DefinitionError(
-            f"{label}: only appending nullable columns at the end is allowed, but "
-            + "; ".join(problems)
-            + ". Keep the existing columns as they are and add new ones last, or drop and recreate the table."
+            f"{label}: only appending nullable columns at the end is allowed, but " + "; ".join(problems),
+            fix="keep the existing columns as they are and add new ones last, or drop and recreate the table",
         )
     present = {f.name.lower() for f in current.fields}
     return shown[len(visible) :] + [f for name, f in hidden.items() if name not in present]

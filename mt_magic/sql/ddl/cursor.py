@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from mt_magic.errors import closest_names
 from mt_magic.sql.ddl.lexing import RawStatement, Source, Tok, TokKind
 from mt_magic.sql.errors import SqlError, SqlSyntaxError, UnsupportedNameError
-from mt_magic.sql.names import Position, TableName, name_part_problem
+from mt_magic.sql.names import Position, TableName, name_part_refusal
 
 
 def describe(tok: Tok | None) -> str:
@@ -154,9 +154,9 @@ class Cursor:
             toks.append(tok)
             parts.append(part)
         for tok, part in zip(toks, parts, strict=True):
-            problem = name_part_problem(part)
-            if problem is not None:
-                raise self.error(UnsupportedNameError, problem, tok)
+            refusal = name_part_refusal(part)
+            if refusal is not None:
+                raise self.error(UnsupportedNameError, refusal[0], tok, refusal[1])
         if len(parts) > 3:
             raise self.error(
                 SqlSyntaxError,
