@@ -42,7 +42,7 @@ def test_a_quoted_name_reads_back_through_the_grammar(namespace: str, name: str)
 @example(name="50%")
 @example(name="a\tb")
 def test_a_name_part_mt_magic_cannot_carry_is_refused_with_the_reason(name: str) -> None:
-    with pytest.raises(UnsupportedNameError, match=r"CREATE MATERIALIZED TABLE.*does not support.*Rename it"):
+    with pytest.raises(UnsupportedNameError, match=r"CREATE MATERIALIZED TABLE.*does not support.*Fix: rename it"):
         parse_cell(f"CREATE MATERIALIZED TABLE ns.{identifier(name)} AS SELECT 1 AS x")
 
 
