@@ -83,18 +83,6 @@ def name_part_refusal(part: str) -> tuple[str, str] | None:
     return None
 
 
-def name_part_problem(part: str) -> str | None:
-    """Why ``part`` cannot be part of a materialized table's or a source's name (``None``: it can).
-
-    The message says what, why, and how to fix it; callers add the statement and where.
-    """
-    refusal = name_part_refusal(part)
-    if refusal is None:
-        return None
-    problem, fix = refusal
-    return f"{problem}; {fix}" if not part else f"{problem}. {fix[0].upper()}{fix[1:]}"
-
-
 RESERVED_COLUMN_FIX = (
     "rename it (e.g. … AS key_0); to read another materialized table, read its Iceberg view (<table>__mv) or list "
     "its columns instead of SELECT *"

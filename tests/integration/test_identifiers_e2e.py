@@ -12,7 +12,7 @@ from mt_testing import run
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.spark.quoting import identifier
-from mt_magic.sql.names import name_part_problem
+from mt_magic.sql.names import name_part_refusal
 
 pytestmark = pytest.mark.spark
 
@@ -66,7 +66,7 @@ def _lifecycle(mt, spark, name: str) -> None:
 @example(name="50%")  # refused: pyiceberg sends names unencoded
 def test_a_name_works_end_to_end_or_is_refused_before_anything_is_written(mt, spark, name: str) -> None:
     spark.sql(f"DROP TABLE IF EXISTS mtit.{mt.workspace.default_namespace}.src PURGE")
-    if name_part_problem(name) is None:
+    if name_part_refusal(name) is None:
         _lifecycle(mt, spark, name)
         return
     before = _tables(mt)

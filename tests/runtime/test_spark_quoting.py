@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mt_magic.runtime.spark.quoting import identifier, procedure, qualified, string_literal
-from mt_magic.sql.names import name_part_problem
+from mt_magic.sql.names import name_part_refusal
 
 pytestmark = pytest.mark.spark
 
@@ -18,7 +18,7 @@ PARTS = st.text(
     ),
     min_size=1,
     max_size=12,
-).filter(lambda p: name_part_problem(p) is None)
+).filter(lambda p: name_part_refusal(p) is None)
 QUICK = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

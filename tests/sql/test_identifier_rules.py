@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.sql import UnsupportedNameError
 from mt_magic.sql.ddl.parser import parse_cell, parse_table_name
-from mt_magic.sql.names import NAME_PART_REFUSED, name_part_problem
+from mt_magic.sql.names import NAME_PART_REFUSED, name_part_refusal
 from mt_magic.sql.query.rewrite import QueryRewriteError, pin_sources, qualify_sources
 
 CARRIED = st.text(
     st.characters(exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"), exclude_characters="./%?#+"),
     min_size=1,
     max_size=12,
-).filter(lambda p: name_part_problem(p) is None)
+).filter(lambda p: name_part_refusal(p) is None)
 REFUSED = st.builds(
     lambda a, c, b: a + c + b,
     st.text("ab", max_size=2),

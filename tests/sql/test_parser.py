@@ -195,7 +195,7 @@ def test_whitespace_comments_and_case_never_change_the_statement(separators: lis
 @given(st.text(alphabet=string.ascii_letters + string.digits + "_ -.`", min_size=1, max_size=12))
 def test_any_backtick_identifier_round_trips(name: str) -> None:
     quoted = "`" + name.replace("`", "``") + "`"
-    if "." in name:  # a dot inside a part would name another table (sql.names.name_part_problem)
+    if "." in name:  # a dot inside a part would name another table (sql.names.name_part_refusal)
         with pytest.raises(UnsupportedNameError, match="contains '.'"):
             parse_cell(f"DROP MATERIALIZED TABLE {quoted}")
         return

@@ -4,7 +4,7 @@ Every name that reaches Spark — SQL text, ``spark.table``, ``read.table``, ``w
 goes through :func:`identifier` or :func:`qualified`, so any name Spark accepts in backquotes (spaces, ``;``,
 quotes, backquotes, non-ASCII letters, reserved words) means the same table everywhere. Names travel inside
 the runtime as ``catalog.namespace.table`` text, so :func:`qualified` splits on '.'; a dot inside one name
-part is refused where names enter (``sql.names.name_part_problem``: the grammar, ``Workspace.qualify``, the
+part is refused where names enter (``sql.names.name_part_refusal``: the grammar, ``Workspace.qualify``, the
 sources of a query).
 """
 

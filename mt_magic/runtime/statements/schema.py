@@ -65,6 +65,7 @@ def check_typed(label: str, schema: StructType) -> None:
 
 
 def _not_a_column(label: str, clause: str, column: str, schema: StructType) -> DefinitionError:
+    """A key, partition or bucket clause names ``column``, which the query does not produce."""
     names = [f.name for f in schema.fields]
     near = closest_names(column, names)
     return DefinitionError(
