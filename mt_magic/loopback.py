@@ -1,10 +1,30 @@
-"""Ports on 127.0.0.1 for what mt_magic starts locally: a catalog, Airflow, a Spark Connect server, a cluster."""
+"""What mt_magic starts locally: ports on 127.0.0.1 for a catalog, Airflow, a Spark Connect server and a cluster, and
+the files they keep under ``$MT_MAGIC_HOME``, which only their owner may read.
+
+Notebooks run on shared machines (a JupyterHub, a team's VM, a CI runner): the catalog's database, its warehouse,
+the logs and the state files hold a user's rows and tokens. Everything mt_magic writes there is made under
+:data:`OWNER_ONLY_UMASK` (folders 0700, files 0600), by :func:`owner_only` in this process and by
+``subprocess.Popen(..., umask=OWNER_ONLY_UMASK)`` for the servers it starts, not chmod-ed after the fact.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 HOST = "127.0.0.1"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+"""The host names a loopback server answers to (a browser's ``Host`` header: anything else is DNS rebinding)."""
+
+OWNER_ONLY_UMASK = 0o077
+"""Folders 0700, files 0600: what every writer of mt_magic's files runs under."""
+
+log = logging.getLogger(__name__)
 
 
 def free_port() -> int:
@@ -12,3 +32,37 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def owner_only() -> Iterator[None]:
+    """Whatever this process creates inside the block is its owner's only (umask 077, restored after).
+
+    The umask is the process's: keep the block to the file operations themselves (a ``mkdir``, an ``open``).
+    """
+    previous = os.umask(OWNER_ONLY_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only its owner can enter: made 0700 (with any missing parents), or, when it exists and
+    others may read or enter it, tightened to 0700 with a one-line warning saying so.
+
+    Raises:
+        PermissionError: the folder is another user's and open to others (the message says how to fix it).
+    """
+    with owner_only():
+        path.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        if path.stat().st_uid != os.getuid():
+            raise PermissionError(
+                f"{path} is another user's folder and open to others (mode {mode:o}); mt_magic keeps tokens and "
+                f"data there. Fix: use a folder of your own (MT_MAGIC_HOME=…), or have its owner run chmod 700 {path}"
+            )
+        os.chmod(path, mode & 0o700 | 0o700)
+        log.warning("mt_magic: %s was readable by other users (mode %o); now 0700 (owner only)", path, mode)
+    return path

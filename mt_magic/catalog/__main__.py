@@ -1,14 +1,16 @@
 """Command line of the REST catalog server.
 
     python -m mt_magic.catalog serve [--host 127.0.0.1] [--port 0] [--warehouse DIR] [--uri SQLALCHEMY_URL]
-                                     [--token T] [--allow-location URI ...] [--state-file PATH]
-                                     [--log-level warning]
+                                     [--token-file PATH | --insecure-no-auth] [--allow-location URI ...]
+                                     [--allow-host NAME ...] [--state-file PATH] [--log-level warning]
     python -m mt_magic.catalog start  [--home DIR]     # the embedded server of $MT_MAGIC_HOME, in the background
     python -m mt_magic.catalog status [--home DIR] [--show-token]
     python -m mt_magic.catalog stop   [--home DIR]
 
-``serve`` runs in the foreground (port 0 picks a free port; the URL is printed). The token may also come
-from ``$MT_MAGIC_CATALOG_TOKEN`` so it does not show in the process list. Without ``--uri`` (or
+``serve`` runs in the foreground (port 0 picks a free port; the URL is printed). Its token comes from
+``$MT_MAGIC_CATALOG_TOKEN`` or ``--token-file``, out of the process list (``--token T`` still works, with a
+warning: every local user reads it with ``ps``); a server without one must be asked for with
+``--insecure-no-auth``, and says so at start and in ``status``. Without ``--uri`` (or
 ``$MT_MAGIC_CATALOG_DATABASE``), ``--warehouse DIR`` keeps its own SQLite database beside it,
 ``DIR.catalog.db``. Tables and views may keep files only inside the warehouse and the ``--allow-location``
 roots.
@@ -44,7 +46,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URI",
         help="another storage root tables and views may use besides the warehouse (repeatable)",
     )
-    serve.add_argument("--token", help=f"required bearer token (default ${embedded.TOKEN_ENV}; none: no auth)")
+    serve.add_argument(
+        "--token-file", type=Path, help=f"a file holding the bearer token clients must send (or ${embedded.TOKEN_ENV})"
+    )
+    serve.add_argument("--token", help="the bearer token on the command line: visible to every local user in `ps`")
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve without a token: anyone who reaches the port reads and changes the catalog",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name clients use in Host besides the loopback names, IP addresses and --host ('*': any)",
+    )
     serve.add_argument("--state-file", type=Path, help="write pid/port/token here once listening")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     for name, text in (
@@ -60,7 +77,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _describe(server: embedded.EmbeddedServer, show_token: bool = False) -> str:
-    token = server.token if show_token or not server.token else "****"
+    if not server.token:
+        token = "NONE: no authentication (--insecure-no-auth), anyone who reaches the port reads and changes it"
+    else:
+        token = server.token if show_token else "****"
     return (
         f"running: {server.uri} (pid {server.pid})\nwarehouse: {server.warehouse}\n"
         f"database: {embedded.display_database(server.database)}\ntoken: {token}"
@@ -69,6 +89,38 @@ def _describe(server: embedded.EmbeddedServer, show_token: bool = False) -> str:
 
 def _default_database(warehouse: str | None) -> str:
     return embedded.database_for_warehouse(warehouse) if warehouse else embedded.default_database()
+
+
+def _serve_token(args: argparse.Namespace) -> str | None:
+    """The token ``serve`` requires: ``--token-file``, ``--token`` (with a warning), else the environment;
+    ``None`` only with ``--insecure-no-auth``.
+
+    Raises:
+        MtMagicError: no token and no ``--insecure-no-auth``; an empty or unreadable token file.
+    """
+    if args.token:
+        print(
+            "warning: --token puts the token on the command line, where every local user reads it (ps); "
+            f"use ${embedded.TOKEN_ENV} or --token-file instead",
+            file=sys.stderr,
+        )
+    token: str | None = args.token or os.environ.get(embedded.TOKEN_ENV) or None
+    if args.token_file is not None:
+        token = args.token_file.read_text().strip()
+        if not token:
+            raise MtMagicError(
+                f"serve --token-file {args.token_file}: the file is empty",
+                fix=f"write the token into it (openssl rand -hex 24 > {args.token_file}; chmod 600 {args.token_file})",
+            )
+    if token and args.insecure_no_auth:
+        raise MtMagicError("serve: a token and --insecure-no-auth were both given", fix="keep one of them")
+    if not token and not args.insecure_no_auth:
+        raise MtMagicError(
+            "serve: no token, so anyone who reaches the port could read and change the catalog",
+            fix=f"export {embedded.TOKEN_ENV}=$(openssl rand -hex 24) (or --token-file FILE) and give clients the "
+            "same token; or, for a server only you can reach, pass --insecure-no-auth",
+        )
+    return token
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,10 +134,11 @@ def main(argv: list[str] | None = None) -> int:
                 port=args.port,
                 warehouse=args.warehouse or str(embedded.default_warehouse()),
                 database=args.uri or os.environ.get(embedded.DATABASE_ENV) or _default_database(args.warehouse),
-                token=args.token or os.environ.get(embedded.TOKEN_ENV) or None,
+                token=_serve_token(args),
                 state_file=args.state_file,
                 log_level=args.log_level,
                 allowed_locations=[embedded.location_uri(loc) for loc in args.allow_location],
+                extra_hosts=args.allow_host,
             )
         elif args.command == "start":
             print(_describe(embedded.ensure_embedded_server(args.home)))

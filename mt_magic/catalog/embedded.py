@@ -1,7 +1,9 @@
 """Start, find, reuse and stop the embedded REST catalog server (a separate process per ``$MT_MAGIC_HOME``).
 
 Layout under ``$MT_MAGIC_HOME`` (default ``~/.mt_magic``): ``catalog.db`` (SQLite), ``warehouse/``,
-``server.json`` (pid, port, URL, warehouse, database, token; mode 0600), ``server.log``, ``server.lock``.
+``server.json`` (pid, port, URL, warehouse, database, token; mode 0600), ``server.log``, ``server.lock``. The home is
+0700 and everything in it is its owner's only (:func:`mt_magic.loopback.owner_only`; the server process runs
+under the same umask, so the database, its ``-wal``/``-shm`` and the warehouse's files are 0600 too).
 The server writes ``server.json`` itself once its socket listens and removes it on a clean exit; a server
 counts as running only if its pid is alive *and* ``/v1/config`` answers. Several kernels sharing a home
 reuse one server; a file lock keeps two of them from starting two.
@@ -26,6 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from mt_magic.catalog.errors import EmbeddedServerError
+from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only, private_dir
 
 TOKEN_ENV = "MT_MAGIC_CATALOG_TOKEN"
 DATABASE_ENV = "MT_MAGIC_CATALOG_DATABASE"
@@ -67,7 +70,8 @@ def warehouse_uri(warehouse: str | Path) -> str:
     if path is None:
         return str(warehouse).rstrip("/")
     path = path.expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    with owner_only():
+        path.mkdir(parents=True, exist_ok=True)
     return path.as_uri()
 
 
@@ -91,10 +95,10 @@ def display_database(database: str) -> str:
 
 
 def mt_home(home: Path | None = None) -> Path:
-    """``home``, else ``$MT_MAGIC_HOME``, else ``~/.mt_magic`` (created)."""
+    """``home``, else ``$MT_MAGIC_HOME``, else ``~/.mt_magic``: made 0700, or tightened to 0700 (with a warning)
+    when others could read it (:func:`mt_magic.loopback.private_dir`)."""
     path = Path(home or os.environ.get("MT_MAGIC_HOME") or Path.home() / ".mt_magic").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(path)
 
 
 def state_path(home: Path | None = None) -> Path:
@@ -121,7 +125,8 @@ def database_for_warehouse(warehouse: str | Path, home: Path | None = None) -> s
     if local is None:
         digest = hashlib.sha256(text.rstrip("/").encode()).hexdigest()[:16]
         folder = mt_home(home) / "catalogs"
-        folder.mkdir(exist_ok=True)
+        with owner_only():
+            folder.mkdir(exist_ok=True)
         return f"sqlite:///{folder / f'{digest}.db'}"
     path = local.expanduser().resolve()
     name = f"{path.name or 'root'}.catalog.db"
@@ -171,19 +176,33 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _is_catalog_process(pid: int) -> bool:
-    """Guard against pid reuse (and zombies, whose command line is empty) where ``/proc`` exists."""
+def _is_catalog_process(pid: int, state_file: Path | None = None) -> bool:
+    """Guard against pid reuse (and zombies, whose command line is empty) where ``/proc`` exists: the process runs
+    ``mt_magic.catalog serve`` (with ``--state-file state_file``, when given), as this user."""
     if not Path("/proc/self").exists():
         return True
     try:
-        return b"mt_magic.catalog" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        owner = Path(f"/proc/{pid}").stat().st_uid
+    except OSError:
+        return False
+    if owner != os.getuid() or b"mt_magic.catalog" not in argv or b"serve" not in argv:
+        return False
+    if state_file is None:
+        return True
+    if b"--state-file" not in argv[:-1]:
+        return False
+    written = Path(os.fsdecode(argv[argv.index(b"--state-file") + 1]))
+    try:
+        written = Path(os.readlink(f"/proc/{pid}/cwd")) / written  # a relative path is the server's cwd's
+        return written.resolve() == state_file.resolve()
     except OSError:
         return False
 
 
-def server_alive(pid: int) -> bool:
-    """The pid is alive and is an mt_magic catalog process."""
-    return pid_alive(pid) and _is_catalog_process(pid)
+def server_alive(pid: int, state_file: Path | None = None) -> bool:
+    """The pid is alive and is an mt_magic catalog process (the one writing ``state_file``, when given)."""
+    return pid_alive(pid) and _is_catalog_process(pid, state_file)
 
 
 def answers(server: EmbeddedServer, timeout: float = 2.0) -> bool:
@@ -202,14 +221,14 @@ def answers(server: EmbeddedServer, timeout: float = 2.0) -> bool:
 def running_server(home: Path | None = None) -> EmbeddedServer | None:
     """The embedded server of ``home`` if it is alive and answering, else ``None``."""
     state = read_state(state_path(home))
-    if state is None or not server_alive(state.pid):
+    if state is None or not server_alive(state.pid, state_path(home)):
         return None
     return state if answers(state) else None
 
 
 @contextmanager
 def _home_lock(home: Path) -> Iterator[None]:
-    with open(home / "server.lock", "a") as f:
+    with owner_only(), open(home / "server.lock", "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -238,13 +257,14 @@ def _launch(home: Path, warehouse: Path | str, database: str, token: str | None,
         "0",
         "--warehouse",
         str(warehouse),
-        "--uri",
-        database,
         "--state-file",
-        str(state_file),
+        str(state_file.resolve()),
     ]
-    env = {**os.environ, TOKEN_ENV: token or ""}
-    with open(log_file, "ab") as log:
+    if not token:
+        cmd.append("--insecure-no-auth")
+    # The token and the database URL (a password in it) go through the environment: a command line is in `ps`.
+    env = {**os.environ, TOKEN_ENV: token or "", DATABASE_ENV: database}
+    with owner_only(), open(log_file, "ab") as log:
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -253,6 +273,7 @@ def _launch(home: Path, warehouse: Path | str, database: str, token: str | None,
             env=env,
             start_new_session=True,
             close_fds=True,
+            umask=OWNER_ONLY_UMASK,
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -330,7 +351,7 @@ def stop_embedded_server(home: Path | None = None, timeout: float = STOP_TIMEOUT
     home = mt_home(home)
     with _home_lock(home):
         state = read_state(state_path(home))
-        if state is None or not server_alive(state.pid):
+        if state is None or not server_alive(state.pid, state_path(home)):
             remove_state(state_path(home))
             return False
         os.kill(state.pid, signal.SIGTERM)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from mt_magic.errors import MtMagicError
-from mt_magic.loopback import HOST, free_port
+from mt_magic.loopback import HOST, OWNER_ONLY_UMASK, free_port, owner_only
 from mt_magic.scheduling.stop_signals import StopRequested, StopSignals
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,9 +147,18 @@ class LocalAirflow:
         """``airflow <args or name>`` in a session (process group) of its own, logging to ``<name>.log``."""
         argv = [str(airflow_venv() / "bin" / "airflow"), *(args or (name,))]
         with signals.deferred() if signals is not None else nullcontext():
-            log = open(self.home / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
+            with owner_only():
+                log = open(self.home / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
             self._logs.append(log)
-            process = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            # Airflow's database, logs and task logs: its owner's only, as everything under MT_MAGIC_HOME.
+            process = subprocess.Popen(
+                argv,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                umask=OWNER_ONLY_UMASK,
+            )
             self._groups.append(process)
         return process
 
@@ -257,8 +266,9 @@ def local_airflow(home: Path, catalog: str, extra_env: dict[str, str] | None = N
     url = f"http://127.0.0.1:{port or free_port()}"
     dags = home / "dags"
     try:
-        dags.mkdir(parents=True, exist_ok=True)
-        (dags / "materialized_tables.py").write_text(DAG_FILE)
+        with owner_only():
+            dags.mkdir(parents=True, exist_ok=True)
+            (dags / "materialized_tables.py").write_text(DAG_FILE)
         passwords = password_file(home)
         password = json.loads(passwords.read_text())[USER]
     except OSError as exc:

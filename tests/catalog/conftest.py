@@ -41,8 +41,9 @@ def rest(catalog_config: CatalogConfig):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def http(catalog_server: EmbeddedServer) -> Iterator[httpx.Client]:
-    """Raw HTTP with the token, for checking the wire format itself."""
-    with httpx.Client(base_url=catalog_server.uri, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+    """Raw HTTP with the token, for checking the wire format itself (bodies declared JSON, as clients send them)."""
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=catalog_server.uri, headers=headers, timeout=30) as client:
         yield client
 
 

@@ -21,7 +21,8 @@ def _start(args: tuple[str, ...], token: str, log: Path) -> subprocess.Popen[byt
     env.pop("MT_MAGIC_CATALOG_DATABASE", None)
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "mt_magic.catalog", "serve", "--port", "0", *args],
+            [sys.executable, "-m", "mt_magic.catalog", "serve", "--port", "0", *args]
+            + ([] if token else ["--insecure-no-auth"]),
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

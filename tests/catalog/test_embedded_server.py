@@ -129,6 +129,7 @@ def test_cli_serve_runs_in_the_foreground_and_stops_on_sigterm(tmp_path: Path) -
             str(tmp_path / "wh"),
             "--uri",
             f"sqlite:///{tmp_path / 'c.db'}",
+            "--insecure-no-auth",
         ],
         stdout=subprocess.PIPE,
         text=True,

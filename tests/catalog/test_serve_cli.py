@@ -31,7 +31,7 @@ def test_the_token_never_appears_in_logs_or_answers(tmp_path: Path) -> None:
         good = {"Authorization": f"Bearer {SECRET}"}
         for headers in (good, {"Authorization": f"Bearer {SECRET}x"}, {"Authorization": SECRET}, {}):
             answers.append(httpx.get(f"{url}/v1/namespaces", headers=headers).text)
-        with httpx.Client(base_url=url, headers=good) as http:
+        with httpx.Client(base_url=url, headers={**good, "Content-Type": "application/json"}) as http:
             answers.append(http.post("/v1/namespaces", content=b"{oops").text)
             answers.append(http.get("/v1/namespaces/missing/tables/t").text)
             answers.append(

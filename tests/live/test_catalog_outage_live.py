@@ -54,6 +54,7 @@ class CatalogProcess:
             str(self.home / "warehouse"),
             "--uri",
             f"sqlite:///{self.home / 'catalog.db'}",
+            "--insecure-no-auth",
         ]
         env = {**os.environ, "MT_MAGIC_CATALOG_TOKEN": ""}
         with open(self.home / "server.log", "ab") as log:

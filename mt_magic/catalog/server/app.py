@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -25,10 +26,12 @@ from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
 from mt_magic.catalog.server import routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.server.browser import BrowserGuard, allowed_hosts
 from mt_magic.catalog.server.edge import RestPathDecoding
 from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
 from mt_magic.catalog.server.service import build_service
 from mt_magic.catalog.server.views_store import create_view_table
+from mt_magic.loopback import LOOPBACK_NAMES, OWNER_ONLY_UMASK
 
 log = logging.getLogger(__name__)
 CATALOG_NAME = "mt"
@@ -106,7 +109,12 @@ def _bearer_ok(header: str | None, token: str) -> bool:
 
 
 def create_app(
-    catalog: SqlCatalog, token: str | None = None, *, warehouse: str, allowed_locations: Sequence[str] = ()
+    catalog: SqlCatalog,
+    token: str | None = None,
+    *,
+    warehouse: str,
+    allowed_locations: Sequence[str] = (),
+    hosts: frozenset[str] = frozenset(LOOPBACK_NAMES),
 ) -> FastAPI:
     """The REST catalog as an ASGI app.
 
@@ -116,6 +124,8 @@ def create_app(
         warehouse: where new tables and views go by default (a URI or a local directory); their files
             must stay inside it ...
         allowed_locations: ... or inside one of these storage roots.
+        hosts: the ``Host`` names it answers besides IP addresses (``*``: any); bodies must be JSON
+            (:class:`~mt_magic.catalog.server.browser.BrowserGuard`). No CORS header is ever sent.
 
     Returns:
         The FastAPI application; serve it with uvicorn (see :func:`serve`).
@@ -148,6 +158,7 @@ def create_app(
     app.include_router(routes_views.router)
     app.include_router(routes_namespaces.router)
     app.add_middleware(RestPathDecoding)
+    app.add_middleware(BrowserGuard, hosts=hosts)
     return app
 
 
@@ -184,16 +195,22 @@ def serve(
     state_file: Path | None = None,
     log_level: str = "warning",
     allowed_locations: Sequence[str] = (),
+    extra_hosts: Sequence[str] = (),
 ) -> None:
     """Run the server in this process until SIGTERM/SIGINT.
 
-    Prints one line with the URL once the socket listens; with ``state_file`` also writes the embedded
-    server's state there (and removes it on a clean exit).
+    Prints one line with the URL once the socket listens (and a warning when ``token`` is empty: no
+    authentication); with ``state_file`` also writes the embedded server's state there (and removes it on a clean
+    exit). Everything it writes (the SQLite database, its ``-wal``/``-shm``, the warehouse's files) is its
+    owner's only: the process runs under :data:`~mt_magic.loopback.OWNER_ONLY_UMASK`.
     """
     import uvicorn
 
+    os.umask(OWNER_ONLY_UMASK)
     catalog = open_sql_catalog(database, warehouse)
-    app = create_app(catalog, token, warehouse=warehouse, allowed_locations=allowed_locations)
+    names = [socket.gethostname(), socket.getfqdn()] if host in ("0.0.0.0", "::", "") else []
+    hosts = allowed_hosts(host, [*names, *extra_hosts])
+    app = create_app(catalog, token, warehouse=warehouse, allowed_locations=allowed_locations, hosts=hosts)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
     url = f"http://{host}:{actual_port}"
@@ -201,6 +218,14 @@ def serve(
         f"mt_magic catalog serving {url} (warehouse {warehouse_uri(warehouse)}, database {display_database(database)})",
         flush=True,
     )
+    if not token:
+        print(
+            f"WARNING: no authentication (--insecure-no-auth): every local user and every program that reaches {url} "
+            "can read, change and drop every table of this catalog. Start it with $MT_MAGIC_CATALOG_TOKEN or "
+            "--token-file unless this machine and its network are yours alone.",
+            file=sys.stderr,
+            flush=True,
+        )
     if state_file is not None:
         write_state(
             state_file,

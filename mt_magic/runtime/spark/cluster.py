@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
+from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only
 
 HOST = "127.0.0.1"
 
@@ -84,17 +85,18 @@ class StandaloneCluster:
 
     def _launch(self, name: str, args: list[str]) -> int:
         script, env = _spark_class()
-        log = (self.state_dir / f"{name}.log").open("ab")
-        proc = subprocess.Popen(
-            [str(script), *args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        with self.pid_file.open("a") as f:
-            f.write(f"{proc.pid}\n")
+        with owner_only(), (self.state_dir / f"{name}.log").open("ab") as log:
+            proc = subprocess.Popen(
+                [str(script), *args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                umask=OWNER_ONLY_UMASK,  # the workers' work directories, executors' files and logs: owner only
+            )
+            with self.pid_file.open("a") as f:
+                f.write(f"{proc.pid}\n")
         return proc.pid
 
     def start(self, timeout: float = 120.0) -> str:
@@ -107,7 +109,8 @@ class StandaloneCluster:
         s = self.settings
         if self.pids():
             raise RuntimeSetupError(f"A cluster from {self.state_dir} is running; stop it first (`... cluster stop`).")
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with owner_only():
+            self.state_dir.mkdir(parents=True, exist_ok=True)
         self._launch(
             "master",
             [
@@ -122,7 +125,8 @@ class StandaloneCluster:
         )
         for i in range(s.workers):
             work = self.state_dir / f"worker-{i}"
-            work.mkdir(exist_ok=True)
+            with owner_only():
+                work.mkdir(exist_ok=True)
             self._launch(
                 f"worker-{i}",
                 [

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
+from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 15002
@@ -142,22 +143,24 @@ class ConnectServer:
             raise RuntimeSetupError(f"A Spark Connect server from {self.state_dir} is running; stop it first.")
         if _port_open(self.settings.port):
             raise RuntimeSetupError(f"Port {self.settings.port} on {HOST} is taken; pass another --port.")
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         import pyspark
 
         env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": HOST}
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        with self.log_file.open("ab") as log:
-            proc = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self.pid_file.write_text(f"{proc.pid}\n")
+        with owner_only():  # the log, the pid file and the server's own files (its warehouse writes): owner only
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            with self.log_file.open("ab") as log:
+                proc = subprocess.Popen(
+                    self.command(),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    umask=OWNER_ONLY_UMASK,
+                )
+            self.pid_file.write_text(f"{proc.pid}\n")
         self._started = proc.pid
         deadline = time.monotonic() + timeout
         pause = threading.Event()
