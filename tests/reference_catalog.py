@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from listening import listens
+
 from mt_magic.loopback import free_port
 
 POM = Path(__file__).resolve().parent / "catalog" / "rck" / "pom.xml"
@@ -74,44 +76,65 @@ def _answers(url: str) -> bool:
         return False
 
 
+START_ATTEMPTS = 3
+
+
 @contextmanager
 def reference_server(folder: Path) -> Iterator[str]:
     """Run Iceberg's reference REST catalog until the block ends; yields its URL (``http://127.0.0.1:<port>``).
 
     Its warehouse is ``folder/warehouse`` and its catalog a SQLite file in ``folder`` (the server's default,
     an in-memory database, is one database per JDBC connection). It is configured as its own docs say, by
-    ``CATALOG_*`` environment variables; it takes no token. It logs to ``folder/reference-server.log``.
+    ``CATALOG_*`` environment variables; it takes no token. It logs to ``folder/reference-server.log``. The URL
+    counts only once the server's own process listens on the port (another catalog of the suite may have taken
+    the free port first: then the server exits, and starts again on another port).
     """
     jars = kit_jars()
-    port = free_port()
     warehouse = folder / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CATALOG_")}
-    env |= {
-        "CATALOG_WAREHOUSE": warehouse.as_uri(),
-        "CATALOG_URI": f"jdbc:sqlite:{folder / 'reference-catalog.db'}",
-        "CATALOG_REST_PORT": str(port),
-    }
+    env |= {"CATALOG_WAREHOUSE": warehouse.as_uri(), "CATALOG_URI": f"jdbc:sqlite:{folder / 'reference-catalog.db'}"}
     log = folder / "reference-server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            ["java", "-cp", _classpath(jars), SERVER_MAIN], stdout=out, stderr=subprocess.STDOUT, env=env
-        )
-    url = f"http://127.0.0.1:{port}"
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _answers(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"Iceberg's reference REST server did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+        for _ in range(START_ATTEMPTS):
+            port = free_port()
+            with log.open("ab") as out:
+                proc = subprocess.Popen(
+                    ["java", "-cp", _classpath(jars), SERVER_MAIN],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env | {"CATALOG_REST_PORT": str(port)},
+                )
+            url = f"http://127.0.0.1:{port}"
+            if _started(url, proc, port):
+                break
+            _end(proc)
+        else:
+            raise AssertionError(f"Iceberg's reference REST server did not start:\n{log.read_text()[-3000:]}")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
+        if proc is not None:
+            _end(proc)
+
+
+def _started(url: str, proc: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``proc`` answers on ``url`` itself; False once it has exited (its port was taken) or timed out."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not (_answers(url) and listens(proc.pid, port)):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ Every wait is bounded; JupyterLab (with its kernel and Spark), Chromium and the 
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -25,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from mt_magic.loopback import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -72,6 +71,21 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path, timeou
     raise TimeoutError(f"JupyterLab did not answer {url} within {timeout}s:\n{log.read_text()[-3000:]}")
 
 
+def _reported_url(runtime: Path, process: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> str:
+    """The URL the server says it listens on: its ``jpserver-<pid>.json`` in the runtime folder, written once it has
+    bound its port (it was started on port 0, so no other server can have taken the port in between)."""
+    info = runtime / f"jpserver-{process.pid}.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            return f"http://127.0.0.1:{int(json.loads(info.read_text())['port'])}"
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.3)
+    raise TimeoutError(f"JupyterLab wrote no {info.name} within {timeout}s:\n{log.read_text()[-3000:]}")
+
+
 def _stop(process: subprocess.Popen[bytes], lab: Lab) -> None:
     """Shut the server down (it shuts its kernels down), then end its whole process group, then the catalog."""
     from mt_magic.catalog.embedded import stop_embedded_server
@@ -106,7 +120,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
     (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    port, token = free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     env = {
         **os.environ,
         "MT_MAGIC_HOME": str(home),
@@ -124,7 +138,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
                 "--no-browser",
                 "--allow-root",
                 "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={port}",
+                "--ServerApp.port=0",  # the OS picks; _reported_url reads which
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={root}",
                 f"--LabApp.user_settings_dir={config / 'lab-settings'}",
@@ -135,8 +149,9 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    lab = Lab(f"http://127.0.0.1:{port}", token, home)
+    lab = Lab("", token, home)
     try:
+        lab = Lab(_reported_url(tmp_path / "runtime", process, log), token, home)
         _wait_until_up(f"{lab.url}/api/status?token={token}", process, log)
         yield lab
     finally:

@@ -63,14 +63,31 @@ def postgres_cluster() -> Iterator[str]:
         entry = pwd.getpwnam(UNPRIVILEGED_USER)
         os.chown(root, entry.pw_uid, entry.pw_gid)
     user = UNPRIVILEGED_USER if os.geteuid() == 0 else getpass.getuser()
-    data, port = root / "data", free_port()
+    data = root / "data"
     try:
         _run(str(bindir / "initdb"), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync")
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        _run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "server.log"), "-w", "start")
+        port = _start(bindir, data, root)
         try:
             yield f"postgresql+psycopg2://{user}@127.0.0.1:{port}/postgres"
         finally:
             _run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+START_ATTEMPTS = 3
+
+
+def _start(bindir: Path, data: Path, root: Path) -> int:
+    """Start the cluster on a free port; the port it listens on. PostgreSQL refuses a port another server took
+    between ``free_port`` and its bind (``pg_ctl -w start`` fails): then it is started again on another."""
+    for attempt in range(START_ATTEMPTS):
+        port = free_port()
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        try:
+            _run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "server.log"), "-w", "start")
+            return port
+        except RuntimeError:
+            if attempt == START_ATTEMPTS - 1:
+                raise
+    raise RuntimeError(f"START_ATTEMPTS is {START_ATTEMPTS}")
