@@ -23,6 +23,9 @@ from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
+FIRST_NAMES_WAIT_S = 10.0
+"""How long connecting waits, after Spark is up, for completion's first load of the catalog's names (it started
+before Spark, so it has mostly ended): the first Tab after ``%load_ext`` offers them."""
 
 
 def _wait_for_refreshes(results: Sequence[StatementResult]) -> None:
@@ -127,6 +130,9 @@ class MaterializedMagics(Magics):
         self._connection: Connection | None = None
         self._live: Any = None
         self._completion: Any = None
+        self._names_catalog: Any = None
+        """The catalog completion reads until the connection is up (opened on the names' thread)."""
+        self._names_closed = False
         super().__init__(shell=shell, **kwargs)
 
     # -- settings ----------------------------------------------------------------------------------------
@@ -272,28 +278,48 @@ class MaterializedMagics(Magics):
                 stall=self._stall_policy(),
             )
             try:
+                self._start_completion()  # the names load from the catalog while Spark starts
                 self._connection = connect(settings)
             except MtMagicError as exc:
                 raise UsageError(str(exc)) from None
+            self._names_catalog = None
             self._configure_workflows(self._connection)
-            self._start_completion()
+            if self._completion is not None:  # the first Tab after %load_ext finds them (a slow catalog: not all)
+                self._completion.names.wait(FIRST_NAMES_WAIT_S)
             notice = self._connection.service.engine.session_cache.notice
             if notice:  # a catalog defined before mt_magic, with Iceberg's caching
                 print(notice)
         return self._connection
 
     def _start_completion(self) -> None:
-        """Tab completion in ``%%materialized`` cells and on ``%mt`` lines, from names cached off the keypress."""
+        """Tab completion in ``%%materialized`` cells and on ``%mt`` lines, from names cached off the keypress.
+
+        Raises:
+            CatalogError: the catalog is not configured right, or the embedded one cannot start.
+        """
         if self._completion is None and getattr(self.shell, "Completer", None) is not None:
+            from mt_magic.catalog.client import resolve_catalog
             from mt_magic.completion.ipython import SqlCompleter
 
-            self._completion = SqlCompleter(self.shell, self._completion_service, MT_COMMANDS)
+            config = resolve_catalog(self.catalog_name)  # here, once: the embedded server is started by one thread
+            self._names_closed = False
+            self._completion = SqlCompleter(self.shell, lambda: self._completion_catalog(config), MT_COMMANDS)
 
-    def _completion_service(self):  # type: ignore[no-untyped-def]  # -> MaterializedTables
-        """The service the names cache reads (on its thread): never connects again after ``close()``."""
-        if self._connection is None:
+    def _completion_catalog(self, config):  # type: ignore[no-untyped-def]  # -> tuple[MaterializedCatalog, str]
+        """What the names cache reads (on its thread): the connection's catalog, or, while Spark starts, its own
+        client of the same catalog; never connects again after ``close()``."""
+        if self._names_closed:
             raise UsageError(str(MtMagicError("mt_magic is not connected", fix="run %load_ext mt_magic")))
-        return self._connection.service
+        connection = self._connection
+        if connection is not None:
+            workspace = connection.service.workspace
+            return workspace.catalog, workspace.default_namespace
+        if self._names_catalog is None:
+            from mt_magic.catalog.client import open_catalog
+            from mt_magic.catalog.tables import MaterializedCatalog
+
+            self._names_catalog = MaterializedCatalog(open_catalog(config), config.name)
+        return self._names_catalog, self.namespace
 
     def live_views(self):  # type: ignore[no-untyped-def]
         """The kernel's live views (cards, dashboard); ``None`` when no refresh manager runs to feed them."""
@@ -312,6 +338,7 @@ class MaterializedMagics(Magics):
     def close(self) -> None:
         """Close the live views (their thread and subscriptions), then stop the refresh manager."""
         if self._completion is not None:
+            self._names_closed = True
             self._completion.close()
             self._completion = None
         if self._live is not None:

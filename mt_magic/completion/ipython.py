@@ -6,10 +6,11 @@ the only answer, also when it has nothing to offer: IPython's matchers (Python n
 there. IPython's matcher API cannot say "this is mine, and there is nothing" (a matcher suppresses the others only
 when it has completions), so :class:`SqlCompleter` wraps the shell completer's :meth:`completions` — what
 ipykernel's ``complete_request`` (JupyterLab's Tab) and the terminal call — and hands every other cell to IPython.
-Names come from a :class:`~mt_magic.completion.names.CatalogNames` cache, loaded in the background at ``%load_ext``
-and again after each cell runs (IPython's ``post_run_cell`` event), so a keypress never waits on the catalog, the
-first included, and a table a cell made (a statement, ``spark.sql``, pyiceberg) is offered at the next Tab once that
-load is done.
+Names come from a :class:`~mt_magic.completion.names.CatalogNames` cache, loaded in the background from the moment
+``%load_ext`` opens the catalog (while Spark starts) and again after each cell runs (IPython's ``post_run_cell``
+event), so a keypress never waits on the catalog, the first included, and a table a cell made (a statement,
+``spark.sql``, pyiceberg) is offered at the next Tab once that load is done. A Tab that finds nothing, or reads a
+table whose columns the cache lacks (one another process made), asks for one more load: the next Tab has it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from mt_magic.completion.grammar import complete, fragment
 from mt_magic.completion.mt_line import complete_mt_line, flags_of
-from mt_magic.completion.names import CatalogNames, catalog_snapshot
+from mt_magic.completion.names import AskedNames, CatalogNames, catalog_snapshot
 
 if TYPE_CHECKING:
     from IPython.core.completer import Completion
 
-    from mt_magic.runtime.service import MaterializedTables
+    from mt_magic.catalog.tables import MaterializedCatalog
 
 STATEMENT_CELLS = ("%%materialized",)
 QUERY_CELLS = ("%%mtsql",)
@@ -35,13 +36,16 @@ class SqlCompleter:
 
     Args:
         shell: the IPython shell.
-        service: the kernel's service (called in the cache's thread, never on a keypress).
+        catalog: the catalog to read and the namespace names are typed without (called in the cache's thread,
+            never on a keypress).
         mt_commands: the ``%mt`` commands, in the magics' order.
     """
 
-    def __init__(self, shell: Any, service: Callable[[], MaterializedTables], mt_commands: Sequence[str]) -> None:
+    def __init__(
+        self, shell: Any, catalog: Callable[[], tuple[MaterializedCatalog, str]], mt_commands: Sequence[str]
+    ) -> None:
         self.shell = shell
-        self.names = CatalogNames(lambda: catalog_snapshot(service()))
+        self.names = CatalogNames(lambda: catalog_snapshot(*catalog()))
         line_magics = getattr(getattr(shell, "magics_manager", None), "magics", {}).get("line", {})
         mt = line_magics.get("mt")  # its flags, read from the magic's own parser
         self.mt_commands = flags_of(getattr(mt, "parser", None), mt_commands)
@@ -69,8 +73,11 @@ class SqlCompleter:
                 return "", []
             body = "\n".join(lines[1:])
             cursor = sum(len(text) + 1 for text in lines[1:line]) + column
-            query = first.startswith(QUERY_CELLS)
-            return fragment(body, cursor), complete(body, cursor, self.names.current(), query=query)
+            asked = AskedNames.of(self.names.current())
+            found = complete(body, cursor, asked, query=first.startswith(QUERY_CELLS))
+            if not found or asked.unknown:
+                self.names.missing(f"{first}\n{body[:cursor]}")
+            return fragment(body, cursor), found
         return complete_mt_line(lines[line][:column], self.mt_commands, self.names.current())
 
     def _completions(self, text: str, offset: int) -> Iterator[Completion]:

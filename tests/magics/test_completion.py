@@ -15,6 +15,7 @@ import threading
 import pytest
 
 from mt_magic.completion import CatalogNames, NameSnapshot, complete, fragment
+from mt_magic.completion.names import AskedNames
 from mt_magic.sql.ddl.create import CLAUSE_ORDER
 
 NAMES = NameSnapshot(
@@ -223,6 +224,36 @@ def test_the_cache_answers_while_the_catalog_is_slow() -> None:
     assert names.wait(30) and names.current().materialized == ("daily", "sales.`top 10`")
 
 
+def test_a_tab_that_asked_for_names_the_cache_lacks_loads_them_once() -> None:
+    """A table another process made after the last load: the Tab that asked for it starts one load (a repeated Tab
+    on the same text does not), and a failed load does not wait ``max_age`` before the next."""
+    calls: list[int] = []
+    fail = threading.Event()
+
+    def load() -> NameSnapshot:
+        calls.append(1)
+        if fail.is_set():
+            raise OSError("catalog unreachable")
+        return NAMES
+
+    names = CatalogNames(load, max_age=3600)
+    names.reload()
+    assert names.wait(30) and len(calls) == 1
+    names.current()
+    assert names.wait(30) and len(calls) == 1  # fresh: a keypress loads nothing
+    names.missing("FROM mt.ns.ze")
+    assert names.wait(30) and len(calls) == 2
+    names.missing("FROM mt.ns.ze")
+    assert names.wait(30) and len(calls) == 2  # the same Tab again: no second load
+    names.missing("FROM mt.ns.zo")
+    assert names.wait(30) and len(calls) == 3
+
+    asked = AskedNames.of(NAMES)
+    assert complete("SELECT  FROM mt.ns.zoo", len("SELECT "), asked, query=True) == ["mt.ns.zoo"]
+    assert asked.unknown == [("mt", "ns", "zoo")]  # read, but its columns unknown: the completer asks for a load
+    assert complete("SELECT  FROM orders", len("SELECT "), AskedNames.of(NAMES), query=True)[:1] == ["id"]
+
+
 def test_an_mt_line_part_by_part() -> None:
     """The command, its table (``explain``: or a statement, a query), then its flags, from the magic's own parser;
     never Python names on a ``%mt`` line."""
@@ -429,3 +460,30 @@ def test_a_tab_never_waits_for_the_catalog(shell) -> None:
         release.set()
         assert names.wait(120)
         names._load = real_load
+
+
+@pytest.mark.spark
+def test_a_table_made_elsewhere_is_offered_at_the_tab_after_the_one_that_missed_it(shell, spark) -> None:
+    """No cell runs here (a table another kernel or pyiceberg made): the Tab that asks for its name, or for its
+    columns, answers at once from what the cache holds and starts a load; the next Tab offers it (issue 51)."""
+    names = shell._mt_magic_magics._completion.names
+    assert names.wait(120)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS mt.tab_elsewhere")
+    spark.sql("CREATE TABLE IF NOT EXISTS mt.tab_elsewhere.zeb (zid INT, zname STRING) USING iceberg")
+    create = "%%materialized\nCREATE MATERIALIZED TABLE tab_none AS SELECT "
+    try:
+        assert tab(shell, create + "* FROM mt.tab_elsewhere.ze") == []  # not loaded yet: nothing, at once
+        assert names.wait(120)
+        assert tab(shell, create + "* FROM mt.tab_elsewhere.ze") == ["zeb"]
+        cell = create + " FROM mt.tab_elsewhere.zeb"
+        assert tab(shell, cell, cell.index(" FROM")) == ["zid", "zname", "mt.tab_elsewhere.zeb"]
+
+        spark.sql("CREATE TABLE mt.tab_elsewhere.zap (pid INT, pname STRING) USING iceberg")
+        cell = create + " FROM mt.tab_elsewhere.zap"
+        assert tab(shell, cell, cell.index(" FROM")) == ["mt.tab_elsewhere.zap"]  # its columns unknown yet
+        assert names.wait(120)
+        assert tab(shell, cell, cell.index(" FROM")) == ["pid", "pname", "mt.tab_elsewhere.zap"]
+    finally:
+        for table in ("zeb", "zap"):
+            spark.sql(f"DROP TABLE IF EXISTS mt.tab_elsewhere.{table} PURGE")
+        spark.sql("DROP NAMESPACE IF EXISTS mt.tab_elsewhere")
