@@ -10,7 +10,8 @@ with delete files at either end is marked ``merge_on_read`` and read from the da
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
@@ -52,6 +53,9 @@ class SourceChange:
     """Rows those snapshots added plus rows they removed, from the summaries: the size of the delta."""
     merge_on_read: bool = False
     """Delete files were added, or are present at either end: Iceberg's changelog scan refuses the range."""
+    iceberg: Any = field(default=None, compare=False, hash=False, repr=False)
+    """The source's pyiceberg ``Table`` it was classified from (``None``: none was loaded): the merge-on-read reader
+    plans both ends' files and reads their delete files through it (:mod:`.delete_positions`)."""
 
     @property
     def changed(self) -> bool:
@@ -110,5 +114,12 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
     if merge_on_read:
         rows += sum(_count(s, key) for s in logical for key in DELETED_BY_DELETE_FILES)
     return SourceChange(
-        name, ChangeKind.ROW_LEVEL, consumed, pinned, changes=len(logical), rows=rows, merge_on_read=merge_on_read
+        name,
+        ChangeKind.ROW_LEVEL,
+        consumed,
+        pinned,
+        changes=len(logical),
+        rows=rows,
+        merge_on_read=merge_on_read,
+        iceberg=info.iceberg,
     )

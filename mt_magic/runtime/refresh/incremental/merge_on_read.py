@@ -15,6 +15,10 @@ kind of delete) at both ends of the range:
 A superset of touched files is still exact (an untouched file has the same positions at both ends); rows
 a compaction moved to another file come out deleted and inserted again, which cancels in every strategy.
 Positions make duplicates and values that compare equal (NULL, NaN, -0.0) no concern: nothing compares values.
+
+Where the source's pyiceberg table is at hand and no equality delete changed, the positions come from the delete
+files themselves (:mod:`.delete_positions`): one scan per end, each a filter on ``_file`` and ``_pos`` — no
+metadata query, no join — rather than every row of the touched files at both ends joined on its position.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.refresh.incremental.changes import SourceChange
-from mt_magic.runtime.spark.quoting import identifier, qualified
+from mt_magic.runtime.refresh.incremental.delete_positions import PositionChange, plan_positions
+from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -112,19 +117,53 @@ def _rows(session: SparkSession, table: str, snapshot: int, files: frozenset[str
     """The rows of ``files`` at ``snapshot`` (deletes applied by Iceberg), with their position and side."""
     from pyspark.sql import functions as F
 
-    rows = session.sql(f"SELECT *, {FILE}, {POSITION} FROM {qualified(table)} VERSION AS OF {int(snapshot)}")
+    rows = _rows_at(session, table, snapshot)
     # a filter, not a DataFrame of the paths: PySpark's createDataFrame makes its session the process's active one,
     # so the refresh's child session would become what the user's SparkSession.getActiveSession() returns
     return rows.where(F.col(FILE).isin(sorted(files))).withColumn(SIDE, F.lit(side))
 
 
+def _files_in(paths: Iterable[str]) -> str:
+    return f"{FILE} IN ({', '.join(string_literal(p) for p in sorted(paths))})"
+
+
+def _at_positions(positions: PositionChange) -> str:
+    """The removed rows at the consumed snapshot, as a filter on ``_file`` and ``_pos`` (SQL text: one parse)."""
+    parts = [_files_in(positions.removed_files)] if positions.removed_files else []
+    for path, at in sorted(positions.removed_positions.items()):
+        parts.append(f"({FILE} = {string_literal(path)} AND {POSITION} IN ({', '.join(map(str, at))}))")
+    return " OR ".join(parts) or "false"
+
+
+def position_delta(session: SparkSession, change: SourceChange, positions: PositionChange) -> DataFrame:
+    """The change's rows from its files and positions: the removed ones read at the consumed snapshot, the rows of
+    the added files at the pinned one (each end one scan and a filter)."""
+    from pyspark.sql import functions as F
+
+    assert change.consumed is not None and change.pinned is not None, "a row-level change has both snapshots"
+    before = _rows_at(session, change.name, change.consumed).where(F.expr(_at_positions(positions)))
+    after = _rows_at(session, change.name, change.pinned)
+    after = after.where(F.expr(_files_in(positions.added_files)) if positions.added_files else F.lit(False))
+    data = [identifier(c) for c in before.columns if c not in (FILE, POSITION)]
+    deleted = before.select(*data, F.lit("-").alias(SIDE))
+    return deleted.unionByName(after.select(*data, F.lit("+").alias(SIDE)))
+
+
+def _rows_at(session: SparkSession, table: str, snapshot: int) -> DataFrame:
+    return session.sql(f"SELECT *, {FILE}, {POSITION} FROM {qualified(table)} VERSION AS OF {int(snapshot)}")
+
+
 def merge_on_read_delta(session: SparkSession, change: SourceChange) -> DataFrame:
     """The source's inserted (``SIDE`` = '+') and deleted ('-') rows between the change's two snapshots.
 
-    Lazy but for the metadata reads (two small ``files`` scans collected on the driver); the columns are
-    the source's, plus ``SIDE``.
+    Lazy but for the metadata reads (planned by pyiceberg, or two small ``files`` scans collected on the
+    driver); the columns are the source's, plus ``SIDE``.
     """
     assert change.consumed is not None and change.pinned is not None, "a row-level change has both snapshots"
+    if change.iceberg is not None:
+        positions = plan_positions(change.iceberg, change.consumed, change.pinned)
+        if positions is not None:
+            return position_delta(session, change, positions)
     files = touched_files(
         _entries(session, change.name, change.consumed), _entries(session, change.name, change.pinned)
     )
