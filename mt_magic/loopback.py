@@ -9,6 +9,7 @@ the logs and the state files hold a user's rows and tokens. Everything mt_magic 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import socket
@@ -25,6 +26,18 @@ OWNER_ONLY_UMASK = 0o077
 """Folders 0700, files 0600: what every writer of mt_magic's files runs under."""
 
 log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (a URL's host name) names this machine's loopback interface."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def free_port() -> int:
@@ -45,6 +58,22 @@ def owner_only() -> Iterator[None]:
         yield
     finally:
         os.umask(previous)
+
+
+def runs(pid: int, marker: str | Path) -> bool:
+    """Whether ``pid`` is alive, this user's, and (where ``/proc`` tells) has ``marker`` in its command line: a pid
+    file's process is still the one mt_magic started, not another that got its number since."""
+    try:
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    proc = Path(f"/proc/{pid}")
+    if not Path("/proc/self").exists():
+        return True
+    try:
+        return proc.stat().st_uid == os.getuid() and os.fsencode(str(marker)) in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def private_dir(path: Path) -> Path:

@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlparse
 
 from mt_magic.catalog.errors import CatalogConfigError
+from mt_magic.loopback import is_loopback
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -140,7 +142,8 @@ def resolve_catalog(name: str = DEFAULT_NAME, home: Path | None = None) -> Catal
 
 
 def open_catalog(config: CatalogConfig) -> Catalog:
-    """A pyiceberg catalog for ``config`` (``pyiceberg.catalog.load_catalog``).
+    """A pyiceberg catalog for ``config`` (``pyiceberg.catalog.load_catalog``); one on this machine's loopback
+    interface is reached directly, never through ``HTTP_PROXY``/``HTTPS_PROXY`` (the token travels in every request).
 
     Raises:
         CatalogError: the catalog cannot be reached or refuses the configuration.
@@ -150,11 +153,31 @@ def open_catalog(config: CatalogConfig) -> Catalog:
     from mt_magic.errors import CatalogError
 
     try:
-        catalog = load_catalog(config.name, **dict(config.properties))
+        if is_loopback(urlparse(config.uri).hostname):
+            catalog = _direct_catalog(config)
+        else:
+            catalog = load_catalog(config.name, **dict(config.properties))
     except Exception as exc:  # requests/pyiceberg raise many kinds; the caller needs one
         raise CatalogError(f"Cannot open catalog {config.name!r} at {config.uri}: {exc}") from exc
     _retry_reads_on_dropped_connections(catalog)
     return catalog
+
+
+def _direct_catalog(config: CatalogConfig) -> Catalog:
+    """``load_catalog``'s REST catalog (the same merge of pyiceberg's configuration), whose HTTP session ignores the
+    environment's proxies from its first request (the ``/v1/config`` its constructor sends)."""
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.utils.config import Config, merge_config
+    from requests import Session
+
+    class DirectRestCatalog(RestCatalog):
+        def _create_session(self) -> Session:
+            session = super()._create_session()
+            session.trust_env = False  # no HTTP(S)_PROXY, ALL_PROXY, .netrc: loopback is reached directly
+            return session
+
+    properties = merge_config(Config().get_catalog_config(config.name) or {}, dict(config.properties))
+    return DirectRestCatalog(config.name, **cast("dict[str, str]", properties))
 
 
 RETRIED_METHODS = frozenset({"GET", "HEAD"})

@@ -62,3 +62,18 @@ def url_of(proc: subprocess.Popen[bytes], log: Path) -> str:
             break
         waited.wait(0.05)
     raise AssertionError(f"serve did not start (exit {proc.poll()}):\n{log.read_text(errors='replace')}")
+
+
+def command_lines_holding(secret: str) -> dict[int, str]:
+    """Every process whose command line holds ``secret`` (what any local user reads with ``ps``): pid → the line."""
+    found = {}
+    needle = secret.encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            raw = cmdline.read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+        line = raw.replace(b"\0", b" ")  # arguments joined by spaces, as ps shows them
+        if needle in line:
+            found[int(cmdline.parent.name)] = line.decode(errors="replace")
+    return found

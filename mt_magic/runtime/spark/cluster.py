@@ -25,9 +25,11 @@ from pathlib import Path
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only
+from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only, runs
 
 HOST = "127.0.0.1"
+DAEMON = "org.apache.spark.deploy."
+"""In the command line of every process the cluster starts (its master's and workers' classes)."""
 
 
 def default_state_dir() -> Path:
@@ -155,7 +157,8 @@ class StandaloneCluster:
     def alive_workers(self) -> list[str]:
         """Ids of the workers the master reports ALIVE (empty while the master is not up)."""
         try:
-            with urllib.request.urlopen(f"http://{HOST}:{self.settings.ui_port}/json/", timeout=5) as resp:
+            direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+            with direct.open(f"http://{HOST}:{self.settings.ui_port}/json/", timeout=5) as resp:
                 state = json.load(resp)
         except OSError:
             return []
@@ -173,17 +176,11 @@ class StandaloneCluster:
         return False
 
     def pids(self) -> list[int]:
-        """Pids of this cluster's processes that are still running."""
+        """Pids of this cluster's processes that are still running (this user's Spark daemons: a number another
+        process got since is never signalled)."""
         if not self.pid_file.is_file():
             return []
-        alive = []
-        for line in self.pid_file.read_text().split():
-            try:
-                os.kill(int(line), 0)
-            except (OSError, ValueError):
-                continue
-            alive.append(int(line))
-        return alive
+        return [int(line) for line in self.pid_file.read_text().split() if line.isdigit() and runs(int(line), DAEMON)]
 
     def stop(self) -> None:
         """End the workers, then the master (SIGTERM: they deregister and clean up)."""

@@ -6,7 +6,9 @@ ships the server (``jars/spark-connect_2.13-*.jar``) but no ``start-connect-serv
 from the wheel's own ``bin/spark-submit``, detached from the caller, with the settings of a session mt_magic would
 build (:func:`mt_magic.runtime.spark.session.base_conf`: the Iceberg runtime on the classpath, the SQL extensions,
 quiet logs) plus the catalog's ``spark.sql.catalog.<name>.*``: the catalog lives on the server, so a client never
-needs its token. Its pid and log live in a state directory so that ``stop`` ends exactly that process.
+needs its token. Its pid, log and settings live in a state directory (0700) so that ``stop`` ends exactly that
+process. The settings go to ``spark-submit`` as a 0600 ``--properties-file``, never as ``--conf`` arguments: a
+command line is readable by every local user (``ps``), and the catalog's token is among them.
 
     python -m mt_magic.runtime.spark.connect_server start [--port 15002] [--catalog mt] [--state DIR]
     python -m mt_magic.runtime.spark.connect_server stop [--state DIR]
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only
+from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only, runs
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 15002
@@ -99,6 +101,11 @@ def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
     return conf
 
 
+def _escaped(value: str) -> str:
+    """A value as a Java properties file reads it back (Spark reads the file as UTF-8)."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
 def _port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
@@ -114,6 +121,7 @@ class ConnectServer:
         self.state_dir = self.settings.state_dir
         self.pid_file = self.state_dir / "pid"
         self.log_file = self.state_dir / "server.log"
+        self.conf_file = self.state_dir / "spark-connect.conf"
         self._started: int | None = None
 
     @property
@@ -121,13 +129,29 @@ class ConnectServer:
         return self.settings.url
 
     def command(self) -> list[str]:
+        """``spark-submit`` with the server's settings in :attr:`conf_file` (written by :meth:`start`)."""
         import pyspark
 
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-        args = [str(submit), "--class", SERVER_CLASS, "--master", self.settings.master]
-        for key, value in server_conf(self.settings).items():
-            args += ["--conf", f"{key}={value}"]
-        return [*args, str(server_jar())]
+        return [
+            str(submit),
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            self.settings.master,
+            "--properties-file",
+            str(self.conf_file),
+            str(server_jar()),
+        ]
+
+    def write_conf(self) -> None:
+        """Every setting of the server into :attr:`conf_file`, readable by its owner only (it holds tokens)."""
+        lines = [f"{key}={_escaped(value)}\n" for key, value in server_conf(self.settings).items()]
+        with owner_only():
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.conf_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.writelines(lines)
 
     def start(self, timeout: float = 180.0) -> str:
         """Start the server; return its URL once it accepts connections.
@@ -148,8 +172,8 @@ class ConnectServer:
         env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": HOST}
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        self.write_conf()
         with owner_only():  # the log, the pid file and the server's own files (its warehouse writes): owner only
-            self.state_dir.mkdir(parents=True, exist_ok=True)
             with self.log_file.open("ab") as log:
                 proc = subprocess.Popen(
                     self.command(),
@@ -180,15 +204,13 @@ class ConnectServer:
         )
 
     def pid(self) -> int | None:
-        """The server's pid while it runs (from the pid file, else the one this object started)."""
+        """The server's pid while it runs (from the pid file, else the one this object started): only a process of
+        this user whose command line names this server's settings file, so ``stop`` never signals another."""
         try:
             pid = int(self.pid_file.read_text().strip()) if self.pid_file.is_file() else self._started
-            if pid is None:
-                return None
-            os.kill(pid, 0)
         except (OSError, ValueError):
             return None
-        return pid
+        return pid if pid is not None and runs(pid, self.conf_file) else None
 
     def stop(self, timeout: float = 30.0) -> None:
         """End the server's process group (spark-submit and its JVM) and wait for it to exit."""

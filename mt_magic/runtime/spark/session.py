@@ -162,6 +162,9 @@ def _check_iceberg_loaded(spark: SparkSession) -> None:
         )
 
 
+CATALOG_CONF_PREFIX = "spark.sql.catalog."
+
+
 def get_or_create_session(
     settings: SparkSettings | None = None, catalog_conf: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -200,10 +203,16 @@ def get_or_create_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
-    for key, value in {**base_conf(settings), **catalog_conf}.items():
+    # The catalogs' settings (their tokens, credentials) are set once the session runs: PySpark hands a new
+    # session's settings to spark-submit as --conf arguments, on the JVM's command line, where `ps` shows them.
+    at_start = {k: v for k, v in catalog_conf.items() if not k.startswith(CATALOG_CONF_PREFIX)}
+    for key, value in {**base_conf(settings), **at_start}.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
+        for key, value in catalog_conf.items():
+            if key not in at_start:
+                spark.conf.set(key, value)
     except Exception as exc:
         if "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc):
             raise RuntimeSetupError(
