@@ -160,13 +160,16 @@ def test_register_existing_metadata_and_report_metrics(http: httpx.Client, rest,
     table = rest.create_table((ns, "orig"), schema=pa.schema([("a", pa.int32())]))
     table.append(pa.table({"a": pa.array([7], pa.int32())}))
     location = rest.load_table((ns, "orig")).metadata_location
+    alias = http.post(f"/v1/namespaces/{ns}/register", json={"name": "copy", "metadata-location": location})
+    assert alias.status_code == 403  # a second name for a live table's files (tests/security/test_own_table_only.py)
+    report = {"report-type": "commit-report", "table-name": f"{ns}.orig", "snapshot-id": 1, "metrics": {}}
+    assert http.post(f"/v1/namespaces/{ns}/tables/orig/metrics", json=report).status_code == 204
+    rest.drop_table((ns, "orig"))  # without purge: its files stay, owned by no table
     registered = http.post(f"/v1/namespaces/{ns}/register", json={"name": "copy", "metadata-location": location})
     assert registered.status_code == 200 and registered.json()["metadata-location"] == location
     assert rest.load_table((ns, "copy")).scan().to_arrow()["a"].to_pylist() == [7]
     again = http.post(f"/v1/namespaces/{ns}/register", json={"name": "copy", "metadata-location": location})
     assert again.status_code == 409
-    report = {"report-type": "commit-report", "table-name": f"{ns}.orig", "snapshot-id": 1, "metrics": {}}
-    assert http.post(f"/v1/namespaces/{ns}/tables/orig/metrics", json=report).status_code == 204
 
 
 def test_set_statistics_from_json_is_applied(http: httpx.Client, rest, ns: str) -> None:

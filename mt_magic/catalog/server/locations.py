@@ -10,6 +10,7 @@ percent-encoded dots, slashes and backslashes are refused outright, so names can
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
@@ -106,3 +107,29 @@ class StorageRoots:
         for key in PATH_PROPERTIES:
             if key in properties:
                 self.check(properties[key], f"{what} (property {key})")
+
+
+def table_places(location: str, properties: Mapping[str, str]) -> list[str]:
+    """Where a table keeps its files: its location and the folders its path properties redirect them to."""
+    return [location, *(properties[key] for key in PATH_PROPERTIES if key in properties)]
+
+
+def resolved(location: str) -> Place | None:
+    """The :class:`Place` of a location, a local one with its symbolic links resolved (``os.path.realpath``): a
+    link inside a table's folder may lead anywhere."""
+    place = normalize(location)
+    if place is None or place.scheme != "file":
+        return place
+    return Place("file", "", os.path.realpath(place.path))
+
+
+def overlaps(first: str, second: str) -> bool:
+    """Whether one location is inside the other (or they are one)."""
+    a, b = resolved(first), resolved(second)
+    return a is not None and b is not None and (a.within(b) or b.within(a))
+
+
+def inside_any(location: str, places: Iterable[str]) -> bool:
+    """Whether ``location``, links resolved, lies inside one of ``places`` (links resolved too)."""
+    place = resolved(location)
+    return place is not None and any(root is not None and place.within(root) for root in map(resolved, places))

@@ -1,8 +1,10 @@
-"""Deleting a dropped table's files (``purgeRequested``), never outside the catalog's storage roots.
+"""Deleting a dropped table's files (``purgeRequested``), never outside its own folders.
 
 The files to delete are named by the table's own metadata, which clients wrote: a manifest may list any
-path. Each file is deleted only when :class:`~mt_magic.catalog.server.locations.StorageRoots` contains it;
-the rest are counted and logged, never touched. A purge runs after the catalog row is gone, so a storage
+path. Each file is deleted only when :class:`~mt_magic.catalog.server.locations.StorageRoots` contains it *and*,
+its symbolic links resolved, it lies inside the table's own location (or a folder its ``write.*.path`` properties
+name): another table's files, or a link inside the warehouse leading out of it, are never reached. The rest are
+counted and logged, never touched. A purge runs after the catalog row is gone, so a storage
 failure while purging is logged and does not undo the drop.
 """
 
@@ -18,23 +20,26 @@ from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 
-from mt_magic.catalog.server.locations import StorageRoots
+from mt_magic.catalog.server.locations import StorageRoots, inside_any, table_places
 
 log = logging.getLogger(__name__)
 
 
 class _Deleter:
-    def __init__(self, io: FileIO, roots: StorageRoots) -> None:
-        self.io, self.roots = io, roots
+    def __init__(self, io: FileIO, roots: StorageRoots, places: list[str]) -> None:
+        self.io, self.roots, self.places = io, roots, places
         self.done: set[str] = set()
         self.refused = 0
+
+    def may_delete(self, path: str) -> bool:
+        return self.roots.contains(path) and inside_any(path, self.places)
 
     def delete(self, paths: Iterable[str], kind: str) -> None:
         for path in paths:
             if path in self.done:
                 continue
             self.done.add(path)
-            if not self.roots.contains(path):
+            if not self.may_delete(path):
                 self.refused += 1
                 continue
             try:
@@ -46,14 +51,14 @@ class _Deleter:
 def _manifests(io: FileIO, metadata: TableMetadata, deleter: _Deleter) -> list[ManifestFile]:
     manifests: list[ManifestFile] = []
     for snapshot in metadata.snapshots:
-        if deleter.roots.contains(snapshot.manifest_list):
-            manifests.extend(m for m in snapshot.manifests(io) if deleter.roots.contains(m.manifest_path))
+        if deleter.may_delete(snapshot.manifest_list):
+            manifests.extend(m for m in snapshot.manifests(io) if deleter.may_delete(m.manifest_path))
     return manifests
 
 
 def purge_table(io: FileIO, roots: StorageRoots, location: str, metadata: TableMetadata) -> None:
-    """Delete every file of a dropped table that lies inside ``roots``."""
-    deleter = _Deleter(io, roots)
+    """Delete every file of a dropped table that lies inside ``roots`` and inside the table's own folders."""
+    deleter = _Deleter(io, roots, table_places(metadata.location, metadata.properties))
     try:
         manifests = _manifests(io, metadata, deleter)
         for manifest in manifests:
@@ -68,7 +73,9 @@ def purge_table(io: FileIO, roots: StorageRoots, location: str, metadata: TableM
         log.warning("Purge of table at %s stopped early: %s: %s", metadata.location, type(exc).__name__, exc)
     if deleter.refused:
         log.warning(
-            "Purge of table at %s left %d file(s) outside the storage roots", metadata.location, deleter.refused
+            "Purge of table at %s left %d file(s) outside the storage roots or the table's own folders",
+            metadata.location,
+            deleter.refused,
         )
     if roots.contains(metadata.location):
         _remove_empty_dirs(metadata.location)

@@ -36,6 +36,7 @@ from mt_magic.catalog.server.locations import StorageRoots
 from mt_magic.catalog.server.names import namespace_from_storage, namespace_key
 from mt_magic.catalog.server.namespaces import NamespaceStore
 from mt_magic.catalog.server.purge import purge_table
+from mt_magic.catalog.server.register import check_not_anothers
 from mt_magic.catalog.server.table_updates import AnyTableUpdate
 from mt_magic.catalog.server.wire import CreateTableBody, display
 
@@ -334,6 +335,7 @@ class TableStore:
         self.roots.check_all(metadata.location, metadata.properties, f"table {display(ident)}")
         check_format_version(metadata.format_version)
         with self.lock:
+            check_not_anothers(ident, metadata_location, metadata, self.locations(), self._read_cached)
             previous = self.location_of(ident)
             if previous is None or not overwrite:
                 self._check_free(ident)
