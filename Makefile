@@ -28,7 +28,7 @@ OTHER_LINE_ARGS ?= -m spark $(OTHER_LINE_TESTS)
 OTHER_LINE_ENV ?= MT_DIFFERENTIAL_ROUNDS=2
 # The Spark Connect line needs PySpark 4 (its wheel ships the server): whichever of the two lines is 4.x.
 VENV_CONNECT ?= $(if $(filter 4.%,$(PYSPARK)),.venv,$(VENV_OTHER))
-CONNECT_LINE_TESTS ?= tests/spark_connect tests/integration/test_lifecycle.py tests/integration/test_session_settings.py tests/interop \
+CONNECT_LINE_TESTS ?= tests/spark_connect tests/security/test_connect_server.py tests/integration/test_lifecycle.py tests/integration/test_session_settings.py tests/interop \
 	tests/incremental/test_exactly_once.py tests/incremental/test_sum_overflow.py tests/incremental/test_unlistable_slices.py \
 	"tests/incremental/test_replace_rows.py::test_touched_slices_are_replaced_in_place_with_the_state_in_the_same_snapshot[merge-on-read]" \
 	examples/01_quickstart.ipynb examples/03_incremental.ipynb

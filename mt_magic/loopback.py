@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ OWNER_ONLY_UMASK = 0o077
 """Folders 0700, files 0600: what every writer of mt_magic's files runs under."""
 
 log = logging.getLogger(__name__)
+_UMASK_LOCK = threading.RLock()
 
 
 def is_loopback(host: str | None) -> bool:
@@ -51,13 +53,15 @@ def free_port() -> int:
 def owner_only() -> Iterator[None]:
     """Whatever this process creates inside the block is its owner's only (umask 077, restored after).
 
-    The umask is the process's: keep the block to the file operations themselves (a ``mkdir``, an ``open``).
+    The umask is the process's: keep the block to the file operations themselves (a ``mkdir``, an ``open``). Blocks
+    of several threads take turns, so one never restores the umask under another.
     """
-    previous = os.umask(OWNER_ONLY_UMASK)
-    try:
-        yield
-    finally:
-        os.umask(previous)
+    with _UMASK_LOCK:
+        previous = os.umask(OWNER_ONLY_UMASK)
+        try:
+            yield
+        finally:
+            os.umask(previous)
 
 
 def runs(pid: int, marker: str | Path) -> bool:

@@ -59,7 +59,8 @@ def active_connect_session() -> SparkSession | None:
 
 
 def remote_session(url: str) -> SparkSession:
-    """A Connect session on ``url`` (``sc://host:port``), made the kernel's active one.
+    """A Connect session on ``url`` (``sc://host:port``), made the kernel's active one; a server on this machine
+    gets the token of the one this user started there (:func:`.connect_server.client_url`).
 
     Raises:
         RuntimeSetupError: the Connect client is not installed, the URL is malformed, or no server answers.
@@ -71,10 +72,19 @@ def remote_session(url: str) -> SparkSession:
         raise RuntimeSetupError(
             f"spark_remote is {url!r}, but the Spark Connect client is not installed ({exc}). {INSTALL_HINT}."
         ) from exc
+    from mt_magic.runtime.spark.connect_server import client_url
+
     try:
-        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark = SparkSession.builder.remote(client_url(url)).getOrCreate()
         spark.version  # noqa: B018  (the first call reaches the server)
     except Exception as exc:
+        if "UNAUTHENTICATED" in str(exc) or "authenticat" in str(exc).lower():
+            raise RuntimeSetupError(
+                f"The Spark Connect server at {url} refused this client: it asks for its token. Fix: for a server "
+                "started with `make spark-connect-start`, use the same MT_MAGIC_HOME (the token is in its "
+                "spark-connect/connect.json); otherwise set SPARK_CONNECT_AUTHENTICATE_TOKEN to the server's "
+                "spark.connect.authenticate.token."
+            ) from exc
         raise RuntimeSetupError(
             f"No Spark Connect server answers at {url} ({str(exc).splitlines()[0]}). Start one "
             "(`make spark-connect-start` runs one on 127.0.0.1:15002) or fix MT_MAGIC_SPARK_REMOTE / "

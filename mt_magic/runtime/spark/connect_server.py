@@ -10,6 +10,13 @@ needs its token. Its pid, log and settings live in a state directory (0700) so t
 process. The settings go to ``spark-submit`` as a 0600 ``--properties-file``, never as ``--conf`` arguments: a
 command line is readable by every local user (``ps``), and the catalog's token is among them.
 
+Every client must authenticate: the server gets a fresh ``spark.connect.authenticate.token`` at each start, kept
+in ``connect.json`` (0600, beside the pid) as the embedded catalog keeps its token in ``server.json``. A client of
+this machine finds it there (:func:`client_url`, for any ``sc://`` URL on loopback with the same port) under its
+``MT_MAGIC_HOME``, as kernels, the headless runner and Airflow's tasks find the catalog; elsewhere, give it as
+``SPARK_CONNECT_AUTHENTICATE_TOKEN`` or ``;token=`` in the URL (PySpark then sends it over a loopback channel to
+``localhost``, or over TLS to another host).
+
     python -m mt_magic.runtime.spark.connect_server start [--port 15002] [--catalog mt] [--state DIR]
     python -m mt_magic.runtime.spark.connect_server stop [--state DIR]
 """
@@ -17,7 +24,9 @@ command line is readable by every local user (``ps``), and the catalog's token i
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -27,14 +36,19 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only, runs
+from mt_magic.loopback import OWNER_ONLY_UMASK, is_loopback, owner_only, runs
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""PySpark's own: the token a Connect client sends when its URL has none."""
+TOKEN_CONF = "spark.connect.authenticate.token"
+STATE_NAME = "connect.json"
 
 
 def default_state_dir() -> Path:
@@ -51,7 +65,8 @@ class ConnectServerSettings:
         driver_memory: the server JVM's heap.
         catalog_conf: ``spark.sql.catalog.<name>.*`` settings of the catalog the server serves.
         extra: further ``spark.*`` settings, applied last.
-        state_dir: the pid file and the log.
+        state_dir: the pid file, the log, the settings file and ``connect.json``.
+        token: what every client must send (``spark.connect.authenticate.token``); a fresh one by default.
     """
 
     port: int = DEFAULT_PORT
@@ -60,6 +75,7 @@ class ConnectServerSettings:
     catalog_conf: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)
     state_dir: Path = field(default_factory=default_state_dir)
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
 
     @property
     def url(self) -> str:
@@ -94,6 +110,7 @@ def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
             "spark.connect.grpc.binding.port": str(settings.port),
             # Progress for the cards (the client's progress handlers) more often than the 2 s default.
             "spark.connect.progress.reportInterval": "500ms",
+            TOKEN_CONF: settings.token,
         }
     )
     conf.update(settings.catalog_conf)
@@ -122,6 +139,7 @@ class ConnectServer:
         self.pid_file = self.state_dir / "pid"
         self.log_file = self.state_dir / "server.log"
         self.conf_file = self.state_dir / "spark-connect.conf"
+        self.state_file = self.state_dir / STATE_NAME
         self._started: int | None = None
 
     @property
@@ -185,6 +203,10 @@ class ConnectServer:
                     umask=OWNER_ONLY_UMASK,
                 )
             self.pid_file.write_text(f"{proc.pid}\n")
+            state = {"url": self.url, "port": self.settings.port, "pid": proc.pid, "token": self.settings.token}
+            fd = os.open(self.state_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(state, out)
         self._started = proc.pid
         deadline = time.monotonic() + timeout
         pause = threading.Event()
@@ -229,6 +251,48 @@ class ConnectServer:
                     pass
                 pause.wait(0.2)
         self.pid_file.unlink(missing_ok=True)
+        self.state_file.unlink(missing_ok=True)
+
+
+def client_url(url: str, state_dir: Path | None = None) -> str:
+    """The URL a client connects with for ``url``: a server on this machine's loopback gets its token.
+
+    The token is the URL's own (``;token=``), else ``$SPARK_CONNECT_AUTHENTICATE_TOKEN``, else that of the server
+    this user started on the URL's port (``connect.json`` in ``state_dir``, default ``$MT_MAGIC_HOME/spark-connect``).
+    With a token the host becomes ``localhost``: PySpark sends a token over a plain loopback channel only to that
+    name (to any other it opens TLS, which the server does not speak). Other URLs are returned as they are.
+    """
+    parts = urlparse(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return url
+    if parts.scheme != "sc" or port is None or not is_loopback(parts.hostname):
+        return url
+    tail = url.split("/;", 1)[1] if "/;" in url else ""
+    params = dict(p.split("=", 1) for p in tail.split(";") if "=" in p)
+    if "token" not in params and not os.environ.get(TOKEN_ENV):
+        token = _local_token(port, state_dir)
+        if token is None:
+            return url
+        params["token"] = token
+    text = ";".join(f"{key}={value}" for key, value in params.items())
+    return f"sc://localhost:{port}/;{text}" if text else f"sc://localhost:{port}"
+
+
+def _local_token(port: int, state_dir: Path | None) -> str | None:
+    """The token of the Connect server this user started on ``port`` (from its ``connect.json``), if it runs."""
+    try:
+        folder = state_dir or default_state_dir()
+        state = json.loads((folder / STATE_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or state.get("port") != port or not isinstance(state.get("pid"), int):
+        return None
+    if not runs(state["pid"], folder / "spark-connect.conf"):
+        return None
+    token = state.get("token")
+    return token if isinstance(token, str) and token else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             url = server.start()
             print(f"{url}  (catalog {args.catalog!r} on the server; log in {server.log_file})")
             print(f"use it: export MT_MAGIC_SPARK_REMOTE={url}")
+            print(f"clients must authenticate: its token is in {server.state_file} (read by clients of this home)")
         elif args.action == "stop":
             server.stop()
             print("stopped")
