@@ -55,8 +55,8 @@ def test_no_token_is_on_a_command_line_and_the_settings_are_the_owners(connect_s
 
 
 @pytest.mark.parametrize("credentials", ["none", "wrong token"])
-def test_a_client_without_the_token_is_refused_and_changes_nothing(  # type: ignore[no-untyped-def]
-    connect_state: Path, spark, credentials: str
+def test_a_client_without_the_token_is_refused_and_changes_nothing(
+    connect_state: Path, request: pytest.FixtureRequest, credentials: str
 ) -> None:
     port = json.loads((connect_state / "connect.json").read_text())["port"]
     url = f"sc://127.0.0.1:{port}" if credentials == "none" else f"sc://localhost:{port}/;token=wrong"
@@ -64,6 +64,7 @@ def test_a_client_without_the_token_is_refused_and_changes_nothing(  # type: ign
         [sys.executable, "-c", INTRUDER, url], capture_output=True, text=True, env=clean_env(), timeout=300
     )
     assert intruder.returncode != 0 and "UNAUTHENTICATED" in intruder.stderr, intruder.stderr[-2000:]
+    spark = request.getfixturevalue("spark")  # after the skip: a session-scoped fixture would be set up first
     assert "intruder" not in {row[0] for row in spark.sql("SHOW NAMESPACES IN mt").collect()}
 
 
