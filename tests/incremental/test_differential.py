@@ -65,14 +65,14 @@ NULLABLE_CASES = [
         "",
         "SELECT g, k, count(*) AS n, count(v) AS nv, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM src GROUP BY g, k",
         {Strategy.AGGREGATE_MERGE},
-        {Strategy.AFFECTED_GROUPS},
+        {Strategy.AGGREGATE_RETRACT},
     ),
     case(
         "agg_part",
         "PARTITIONED BY (ds)",
         "SELECT ds, g, count(*) AS n, sum(v) FILTER (WHERE v > 0) AS pos, max(v) AS hi FROM src GROUP BY ds, g",
         {Strategy.AGGREGATE_MERGE},
-        {Strategy.AFFECTED_PARTITIONS},
+        {Strategy.AGGREGATE_RETRACT},
     ),
     case(
         "groups",

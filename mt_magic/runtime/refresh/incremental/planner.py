@@ -44,7 +44,7 @@ class RefreshPlan:
 
         Aggregates need them among the group-locating columns (so a partition holds whole groups).
         """
-        if self.strategy is Strategy.AGGREGATE_MERGE:
+        if self.strategy in (Strategy.AGGREGATE_MERGE, Strategy.AGGREGATE_RETRACT):
             allowed = {c.lower() for c in self.query.merge_keys}
         elif self.strategy in (Strategy.AFFECTED_GROUPS, Strategy.AFFECTED_PARTITIONS, Strategy.AFFECTED_WINDOWS):
             allowed = {c.lower() for c in self.query.slice_columns}

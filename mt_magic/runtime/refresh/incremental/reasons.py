@@ -26,6 +26,11 @@ class Strategy(enum.Enum):
     AGGREGATE_MERGE = "merge the aggregated delta"
     """GROUP BY with COUNT/SUM/MIN/MAX over appends: the query over the delta gives partial aggregates per
     group, combined with the stored groups (count and sum add, min and max take the extreme)."""
+    AGGREGATE_RETRACT = "merge the signed delta"
+    """GROUP BY over one source with COUNT(*) and COUNT/SUM/MIN/MAX, after updates and deletes: the query over the
+    removed rows is subtracted from the stored groups and the query over the added rows merged in; a group whose
+    MIN or MAX lost its extreme, or whose SUM may have lost every non-NULL value, is recomputed at the new
+    snapshots, and a group left with no rows is dropped."""
     AFFECTED_GROUPS = "recompute the affected groups"
     """Any other GROUP BY (COUNT DISTINCT, AVG, HAVING, MIN/MAX after deletes, …): the group keys the change
     touches are collected, only those groups are recomputed at the new snapshots and replaced."""

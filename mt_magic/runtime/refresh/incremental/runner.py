@@ -60,7 +60,9 @@ def table_layout(info: TableInfo, definition: MaterializedTableDefinition) -> Ta
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 ADAPTIVE = "spark.sql.adaptive.enabled"
 ROWS_PER_SHUFFLE_PARTITION = 1_000_000
-SIZED_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.AGGREGATE_MERGE})
+SIZED_STRATEGIES = frozenset(
+    {Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES, Strategy.AGGREGATE_MERGE, Strategy.AGGREGATE_RETRACT}
+)
 """Strategies that read only the delta and the table itself, so the rows they shuffle are known up front."""
 
 

@@ -77,6 +77,9 @@ class QueryPlan:
     linear_sources: frozenset[str] = frozenset()
     """A keyed join's preserved tables (lower case): a change to these alone is a sum of delta terms."""
     joins: int = 0
+    retract: tuple[tuple[str, str], ...] = ()
+    """The merge columns with what each retracts as (``rows``: ``count(*)``; ``count``, ``sum``, ``min``, ``max``)
+    when row-level changes merge too (:func:`_retractable`); empty otherwise."""
 
     @property
     def mergeable(self) -> bool:
@@ -106,6 +109,8 @@ class QueryPlan:
             return Strategy.APPEND_DELTA if kind is ChangeKind.APPENDS else Strategy.APPLY_CHANGES
         if kind is ChangeKind.APPENDS and self.mergeable:
             return Strategy.AGGREGATE_MERGE
+        if kind is ChangeKind.ROW_LEVEL and self.retract:
+            return Strategy.AGGREGATE_RETRACT
         return Strategy.AFFECTED_GROUPS if self.slice_columns else None
 
     def describe(self) -> str:
@@ -225,6 +230,7 @@ def _aggregate_plan(facts: QueryFacts, joins: int) -> QueryPlan:
     if not mergeable and not slices:
         return QueryPlan(QueryShape.AGGREGATE, Fallback((FallbackReason.GROUPS_NOT_LOCATABLE,)), joins=joins)
     multiple_sets = result.grouping_set_count > 1
+    retract = _retractable(named, keyed) if mergeable and not multiple_sets and joins <= 1 and keyed else ()
     return QueryPlan(
         shape=QueryShape.AGGREGATE,
         merge=merge if mergeable else (),
@@ -234,7 +240,29 @@ def _aggregate_plan(facts: QueryFacts, joins: int) -> QueryPlan:
         slice_columns=slices,
         pushdown=pushdown,
         joins=joins,
+        retract=retract,
     )
+
+
+COUNT_ROWS = frozenset({"count(*)", "count(1)"})
+
+
+def _retractable(named: list[tuple[str, OutputColumn]], keyed: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """What each aggregate column retracts as, when a GROUP BY over one source can subtract removed rows: every
+    aggregate is COUNT, SUM, MIN or MAX (no DISTINCT) and one is an unfiltered ``count(*)``, which says when a
+    group has no rows left. Sums and counts subtract; a MIN or MAX whose removed value could have been the
+    group's extreme, and a SUM whose non-NULL values may all be gone, are recomputed by group
+    (:func:`~.strategies.aggregate_retract`). Empty when not retractable."""
+    kinds = []
+    for name, column in named:
+        if name in keyed:
+            continue
+        call = column.aggregate
+        if call is None or call.distinct or call.name not in COMBINE:
+            return ()
+        counts_rows = call.name == "count" and not call.filtered and call.sql.replace(" ", "").lower() in COUNT_ROWS
+        kinds.append((name, "rows" if counts_rows else call.name))
+    return tuple(kinds) if any(kind == "rows" for _, kind in kinds) else ()
 
 
 def plan_query(facts: QueryFacts) -> QueryPlan:

@@ -387,10 +387,7 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
     partitions = [ctx.column(c) for c in ctx.plan.partition_columns]
     values = _coarsened(values, partitions, keyed)
     replaced = all_of([v.member(located) for v in values.values()])
-    predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown if ctx.column(c) in values]
-    query = with_input_filter(ctx.query, [p for p in predicates if p is not None])
-    sql = ctx.pinned_to_keys(query, next(iter(values.values()))) if keyed else ctx.pinned(query)
-    fresh = conform(ctx.session.sql(sql), ctx.current).where(replaced)
+    fresh = _recomputed(ctx, values, replaced, keyed)
     strategy = ctx.plan.strategy if ctx.plan.strategy in SLICED else Strategy.AFFECTED_GROUPS
     if partitions and all(p in values for p in partitions):
         scope = {p: values[p] for p in partitions}
@@ -410,6 +407,143 @@ def affected_groups(ctx: StrategyContext) -> Execution | Fallback:
         return Execution(write, strategy)
     df = ctx.current.where(~replaced).union(fresh)
     return Execution(Write(df, WriteMode.OVERWRITE, None, _scoped(values, what)), strategy)
+
+
+def _recomputed(ctx: StrategyContext, values: dict[str, SliceValues], replaced: Column, keyed: bool) -> DataFrame:
+    """The query's rows of the slices ``values`` lists, at the pinned snapshots (``replaced`` selects them)."""
+    predicates = [values[ctx.column(c)].predicate(key) for c, key in ctx.plan.query.pushdown if ctx.column(c) in values]
+    query = with_input_filter(ctx.query, [p for p in predicates if p is not None])
+    sql = ctx.pinned_to_keys(query, next(iter(values.values()))) if keyed else ctx.pinned(query)
+    return conform(ctx.session.sql(sql), ctx.current).where(replaced)
+
+
+UNSAFE, GONE, SIDE_OF = "__mt_unsafe", "__mt_gone", "__mt_from"
+EXACT_TYPES = frozenset(
+    {"tinyint", "smallint", "int", "bigint", "string", "date", "timestamp", "timestamp_ntz", "boolean"}
+)
+"""Result types (with ``decimal(p,s)``) a retraction computes exactly as Spark's aggregate would: integers
+(wrapping as Spark's sum does, ANSI off), decimals (exact below the sum's bound, :mod:`.sum_mass`), and the
+ordered types MIN and MAX compare. Floating point keeps its group recompute: NaN, -0.0 and the adding order make
+Spark's answer order-dependent."""
+
+
+def retract_sql(relation: str, keys: Sequence[str], retract: Sequence[tuple[str, str]], non_null: set[str]) -> str:
+    """One row per group of ``relation`` (the table's rows, the added rows' and the removed rows' partial
+    aggregates, tagged 0, 1 and 2 in ``__mt_from``): each column's new value, whether the group must be recomputed
+    (``__mt_unsafe``) and whether it has no rows left (``__mt_gone``). Spark SQL.
+
+    Args:
+        retract: (column, kind) — ``rows`` (``count(*)``), ``count``, ``sum``, ``min``, ``max``.
+        non_null: sum columns whose summed expression is never NULL (their sum is NULL only with no rows).
+    """
+
+    def at(column: str, side: int) -> str:
+        return f"{identifier(f'{column}__{side}')}"
+
+    sides = [
+        f"first(IF({SIDE_OF} = {side}, {identifier(c)}, NULL), true) AS {at(c, side)}"
+        for c, _ in retract
+        for side in (0, 1, 2)
+    ]
+    rows = next(c for c, kind in retract if kind == "rows")
+    remaining = f"(coalesce({at(rows, 0)}, 0) - coalesce({at(rows, 2)}, 0) + coalesce({at(rows, 1)}, 0))"
+    values, unsafe = [], [f"{remaining} < 0"]
+    for column, kind in retract:
+        old, added, removed = at(column, 0), at(column, 1), at(column, 2)
+        if kind in ("rows", "count"):
+            value = f"coalesce({old}, 0) - coalesce({removed}, 0) + coalesce({added}, 0)"
+        elif kind == "sum":
+            kept = f"CASE WHEN {old} IS NULL THEN {added} WHEN {added} IS NULL THEN {old} ELSE {old} + {added} END"
+            value = (
+                f"CASE WHEN {removed} IS NULL THEN {kept} WHEN {added} IS NULL THEN {old} - {removed} "
+                f"ELSE ({old} - {removed}) + {added} END"
+            )
+            unsafe.append(f"({removed} IS NOT NULL AND {old} IS NULL)")
+            if column not in non_null:  # every non-NULL value may be gone: only a recompute tells
+                unsafe.append(f"({removed} IS NOT NULL AND {added} IS NULL)")
+        else:
+            extreme, beaten = ("greatest", ">=") if kind == "max" else ("least", "<=")
+            value = f"{extreme}({old}, {added})"  # Spark's greatest and least skip NULLs
+            unsafe.append(f"({removed} IS NOT NULL AND ({old} IS NULL OR {removed} {beaten} {old}))")
+        values.append(f"{value} AS {identifier(column)}")
+    grouped = ", ".join(identifier(k) for k in keys)
+    return (
+        f"SELECT {grouped}, {', '.join(values)}, {' OR '.join(unsafe)} AS {UNSAFE}, {remaining} = 0 AS {GONE} "
+        f"FROM (SELECT {grouped}, {', '.join(sides)} FROM {relation} GROUP BY {grouped})"
+    )
+
+
+def _non_null_sums(ctx: StrategyContext) -> set[str]:
+    """The sum columns whose summed expression Spark's analysis calls non-nullable (no job runs)."""
+    sums = [(ctx.column(c), e) for c, e in ctx.plan.query.sums]
+    if not sums:
+        return set()
+    try:
+        fields = ctx.session.sql(ctx.pinned(key_probe(ctx.query, [e for _, e in sums]))).schema.fields
+    except Exception:  # the probe could not be analysed: assume every sum nullable (a recompute decides)
+        return set()
+    return {c for (c, _), f in zip(sums, fields, strict=True) if not f.nullable}
+
+
+def aggregate_retract(ctx: StrategyContext) -> Execution | Fallback:
+    """A GROUP BY over one source after updates and deletes: subtract the removed rows' partial aggregates from the
+    stored groups, add the added rows', drop the groups left with no rows, and recompute at the pinned snapshot
+    only the groups whose MIN/MAX lost its extreme or whose SUM may have lost every non-NULL value."""
+    from pyspark.sql import functions as F
+
+    plan = ctx.plan.query
+    types = ctx.types
+    retract = [(ctx.column(c), kind) for c, kind in plan.retract]
+    keys = [ctx.column(k) for k in plan.merge_keys]
+    exact = all(types[c] in EXACT_TYPES or types[c].startswith("decimal(") for c, _ in retract)
+    located = {k: types[k] for k in keys if sliceable_type(types[k])}
+    if not exact or not located or set(types) != {*keys, *(c for c, _ in retract)}:
+        return affected_groups(ctx)
+    mass, past = _sum_mass(ctx)
+    if past:
+        return _recompute_past_bound(ctx, mass)
+    merge = [(ctx.column(c), f) for c, f in plan.merge]
+    tagged = []
+    for side, views in ((1, ctx.views.inserted), (2, ctx.views.deleted)):
+        view = f"__mt_side{side}_{uuid.uuid4().hex[:12]}"
+        ctx.union(ctx.frames(ctx.query, views)).createOrReplaceTempView(view)
+        ctx.views.filtered.append(view)
+        partial = conform(ctx.session.sql(combine_sql(identifier(view), keys, merge)), ctx.current)
+        tagged.append(partial.withColumn(SIDE_OF, F.lit(side)))
+    stored, condition, scopes = ctx.current, None, []
+    if ctx.plan.partition_columns:  # only the partitions holding a changed group are read and overwritten
+        changed = _cached(tagged[0].unionByName(tagged[1]))
+        ctx.views.cached.append(changed)
+        partitions = _partition_slices(ctx, changed)
+        if isinstance(partitions, Fallback):
+            return partitions
+        if partitions is not None:
+            if any(v.empty for v in partitions.values()):
+                return no_change(ctx, mass)
+            stored = ctx.current.where(all_of([v.member() for v in partitions.values()]))
+            condition = all_of([v.overwrite_condition() for v in partitions.values()])
+            scopes.append(_scoped(partitions))
+    relation = f"__mt_retract_{uuid.uuid4().hex[:12]}"
+    ctx.one_task(
+        reduce(lambda a, b: a.unionByName(b), [stored.withColumn(SIDE_OF, F.lit(0)), *tagged])
+    ).createOrReplaceTempView(relation)
+    ctx.views.filtered.append(relation)
+    merged = _cached(ctx.session.sql(retract_sql(identifier(relation), keys, retract, _non_null_sums(ctx))))
+    ctx.views.cached.append(merged)
+    columns = [identifier(c) for c in types]
+    kept = merged.where(~F.col(UNSAFE) & ~F.col(GONE))
+    slices = collect_slices(merged.where(F.col(UNSAFE) & ~F.col(GONE)), located)
+    values = {} if any(v.empty for v in slices.found.values()) else slices.found  # empty: no group to recompute
+    if slices.unlisted and not slices.found:
+        return affected_groups(ctx)
+    if values:
+        region = all_of([v.member() for v in values.values()])
+        kept = kept.where(~region).select(*columns).union(_recomputed(ctx, values, region, False).select(*columns))
+        scopes.append(f"{_scoped(values, 'groups')} recomputed")
+    else:
+        kept = kept.select(*columns)
+    write = Write(conform(kept, ctx.current), WriteMode.OVERWRITE, condition, " · ".join(scopes), mass)
+    return Execution(write, Strategy.AGGREGATE_RETRACT)
 
 
 def _in_place(ctx: StrategyContext, replaced: Column, rows: str | None) -> bool | Fallback:
@@ -477,4 +611,6 @@ def execute(ctx: StrategyContext) -> Execution | Fallback:
         return apply_changes(ctx)
     if strategy is Strategy.AGGREGATE_MERGE:
         return aggregate_merge(ctx)
+    if strategy is Strategy.AGGREGATE_RETRACT:
+        return aggregate_retract(ctx)
     return affected_groups(ctx)
