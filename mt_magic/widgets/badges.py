@@ -111,6 +111,20 @@ def human_duration(delta: timedelta | None) -> str:
     return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
 
 
+def human_ago(delta: timedelta) -> str:
+    """How long ago or until, as coarse as a glance needs: ``42s``, ``5m``, ``3h 05m``, ``2d 4h``. Coarser than
+    :func:`human_duration` past a minute, so a card's relative times read differently once a minute, not every
+    second (a card redraws only when what it shows reads differently)."""
+    seconds = int(max(delta.total_seconds(), 0.0))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
+
+
 def human_time(at: datetime | None, now: datetime | None = None) -> str:
     """``2025-01-01 10:00:05 UTC (5s ago)``; ``—`` when unknown."""
     if at is None:
@@ -119,8 +133,52 @@ def human_time(at: datetime | None, now: datetime | None = None) -> str:
     if now is None:
         return text
     delta = now - at
-    relative = f"{human_duration(delta)} ago" if delta >= timedelta(0) else f"in {human_duration(-delta)}"
+    relative = f"{human_ago(delta)} ago" if delta >= timedelta(0) else f"in {human_ago(-delta)}"
     return f"{text} ({relative})"
+
+
+DURATION_STEPS = ((10.0, 0.1), (3600.0, 1.0), (48 * 3600.0, 60.0), (float("inf"), 3600.0))
+"""(below this many seconds, :func:`human_duration` shows steps of this many seconds)."""
+AGO_STEPS = ((60.0, 1.0), (48 * 3600.0, 60.0), (float("inf"), 3600.0))
+"""The same for :func:`human_ago`."""
+
+
+def _next_change(delta: float, steps: tuple[tuple[float, float], ...]) -> float:
+    """Seconds until a text of ``delta`` seconds (growing with the clock when positive, shrinking to zero when
+    negative) reads differently, at the latest."""
+    size = abs(delta)
+    step = next(step for below, step in steps if size < below)
+    if delta >= 0:
+        return step - size % step
+    lower = max((below for below, _ in steps[:-1] if below < size), default=0.0)
+    return min(size % step, size - lower)
+
+
+def reads_differently_at(at: datetime, now: datetime) -> datetime:
+    """When :func:`human_time` of ``at`` next reads differently (at the latest)."""
+    return now + timedelta(seconds=max(_next_change((now - at).total_seconds(), AGO_STEPS), 0.001))
+
+
+def redraw_due(status: TableStatus, now: datetime) -> datetime | None:
+    """When a view of ``status`` would first read differently with nothing but the clock moving: a relative time,
+    a growing staleness or the freshness level it crosses. ``now`` while something moves by itself (a running
+    refresh's progress and stall, another scheduler's runs); ``None``: never by the clock alone."""
+    moving = status.state is JobState.RUNNING or status.stall is not None
+    if moving or status.scheduler is not WorkflowSchedulerKind.KERNEL:
+        return now
+    times = [reads_differently_at(at, now) for at in (status.next_refresh_at,) if at is not None]
+    last = status.last_refresh
+    if last is not None:
+        times.append(reads_differently_at(last.started_at, now))
+    staleness = status.staleness
+    if staleness:  # a source changed and is not reflected yet: the staleness grows with the clock
+        grows = _next_change(staleness.total_seconds(), DURATION_STEPS)
+        times.append(now + timedelta(seconds=max(grows, 0.001)))
+        past = timedelta(milliseconds=1)  # a level holds up to its limit, included
+        times += [
+            now + limit - staleness + past for limit in (status.freshness, 2 * status.freshness) if staleness <= limit
+        ]
+    return min(times, default=None)
 
 
 def badge_html(label: str, colour: str, css_class: str, data: str = "") -> str:

@@ -29,6 +29,10 @@ class StatusFeed(Protocol):
 
     def subscribe(self, callback: Callable[[RefreshEvent], None]) -> Callable[[], None]: ...
 
+    def version(self) -> int:
+        """Grows with every change a status could show; unchanged: only the clock moved."""
+        ...
+
 
 class ViewHost(Protocol):
     """What a view needs from the registry that owns it (:class:`~mt_magic.widgets.live.LiveViews`)."""

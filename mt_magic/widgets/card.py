@@ -1,15 +1,18 @@
 """The live card of one materialized table: state, freshness badge, progress, preview, and its controls.
 
 Kept current by the manager's events (manager thread) and the updater's ticks (staleness and relative times
-move without events); both only set traits. Buttons run on the kernel's main thread and call
-:class:`~mt_magic.widgets.actions.TableActions`. The preview is read off the manager's thread, on the
-updater thread, after each committed refresh.
+move without events); both only set traits. A tick costs nothing while nothing the card shows changes: it reads the
+status again only when the manager's version moved or a time it shows is due to read differently
+(:func:`~mt_magic.widgets.badges.redraw_due`: once a minute for a table refreshed hours ago). Buttons run on the
+kernel's main thread and call :class:`~mt_magic.widgets.actions.TableActions`. The preview is read off the manager's
+thread, on the updater thread, after each committed refresh.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from datetime import datetime
 
 import ipywidgets as widgets
 
@@ -20,7 +23,7 @@ from mt_magic.sql.ddl.parser import parse_partition
 from mt_magic.sql.ddl.statements import Freshness, FreshnessUnit
 from mt_magic.vocabulary import JobState, RefreshKind
 from mt_magic.widgets.airflow_run import airflow_html, airflow_rows, airflow_text
-from mt_magic.widgets.badges import freshness_badge
+from mt_magic.widgets.badges import freshness_badge, redraw_due
 from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.render import card_html, card_text, details_html, error_html, preview_html, title_html
@@ -59,6 +62,10 @@ class TableCard(LiveView):
         self.status: TableStatus = live.feed.status(name)
         self.preview: Preview | None = None
         self._shown_state: tuple[object, ...] = ()
+        self._seen_version: int | None = None
+        """The feed's version when the status shown was read (``None``: read at the next tick)."""
+        self._due: datetime | None = None
+        """When the status shown would read differently by the clock alone (``None``: never)."""
         self._on_change: list[Callable[[TableCard], object]] = []
         self.title = widgets.HTML()
         self.details = widgets.HTML()
@@ -140,11 +147,17 @@ class TableCard(LiveView):
             self.request_preview()
 
     def tick(self) -> None:
+        """Show the status again if the manager changed something or a time shown is due; else nothing."""
+        version = self.live.feed.version()
+        due = self._due
+        if version == self._seen_version and (due is None or self.live.clock() < due):
+            return
         try:
             status = self.live.feed.status(self.name)
         except NoSuchMaterializedTableError:
             self.show_removed("no longer known to the refresh manager")
             return
+        self._seen_version = version
         self.apply(status)
 
     def when_changed(self, callback: Callable[[TableCard], object]) -> None:
@@ -206,6 +219,7 @@ class TableCard(LiveView):
             self.suspend_button.description = "Resume" if suspended else "Suspend"
             self.suspend_button.icon = "play" if suspended else "pause"
             self._chart(status)
+            self._due = redraw_due(status, now)
         self._changed()
 
     def _chart(self, status: TableStatus) -> None:

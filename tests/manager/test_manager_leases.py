@@ -172,3 +172,37 @@ def test_a_lease_pass_that_changes_nothing_does_not_wake_the_loop_again(store, c
     a.manager.step()
     assert store.holders() == {"mt.db.a": "A", "mt.db.b": "A"}
     assert not a.manager._runner.wake.is_set()
+
+
+def test_an_idle_daily_table_holds_no_lease_until_its_run_comes_near(store, clock):
+    """Issue 52: a lease exists only while a refresh may run, so an idle table costs the lease map nothing."""
+    from manager_helpers import full, ran
+
+    backend = FakeBackend([full("mt.db.daily", cron="0 0 * * *", freshness=timedelta(days=1))], clock=clock)
+    keeper = LeaseKeeper(store, "A", TTL)
+    manager = RefreshManager(
+        backend, clock=clock, executor=ManualExecutor(inline=True), retry=RETRY, rng=random.Random(1), leases=keeper
+    )
+    manager.step()
+    manager.step()
+    assert ran(backend) == [("mt.db.daily", "catch-up")]
+    clock.advance(seconds=3)
+    manager.step()  # the next run is at midnight, 14 hours away: the lease is given back
+    assert store.holders() == {}
+    writes = store.writes
+    for _ in range(20):
+        clock.advance(seconds=3)
+        manager.step()
+    assert store.writes == writes and store.holders() == {}  # idle: the map is read, never written
+    assert manager.status("mt.db.daily").refreshed_by is None
+
+    clock.advance(T0.replace(hour=23, minute=59) - clock())  # a minute before midnight: within two lease lives
+    manager.step()
+    assert store.holders() == {"mt.db.daily": "A"}
+    clock.advance(MINUTE)
+    manager.step()
+    manager.step()
+    assert ran(backend)[-1] == ("mt.db.daily", "scheduled")
+    clock.advance(seconds=3)
+    manager.step()
+    assert store.holders() == {}

@@ -50,7 +50,7 @@ def test_terminal_ipython_prints_the_text_form(live: LiveViews) -> None:
     ]
     assert (
         "  job: scheduled" in data["text/plain"]
-        and "  next refresh: 2025-01-01 10:01:00 UTC (in 1m 00s)" in data["text/plain"]
+        and "  next refresh: 2025-01-01 10:01:00 UTC (in 1m)" in data["text/plain"]
     )
 
 

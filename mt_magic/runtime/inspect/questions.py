@@ -127,6 +127,10 @@ class Inspection:
     def subscribe(self, callback: Callable[[RefreshEvent], None]) -> Callable[[], None]:
         return self.manager.subscribe(callback)
 
+    def version(self) -> int:
+        """The manager's change count (:meth:`RefreshManager.version`)."""
+        return self.manager.version()
+
     def history(self, name: str) -> TableHistory:
         """Committed refreshes from the catalog plus the failures this kernel saw, newest first."""
         _, definition = self.workspace.catalog.load_materialized(name)

@@ -26,11 +26,27 @@ def lease_every(keeper: LeaseKeeper) -> timedelta:
     return min(keeper.ttl / 10, MAX_LEASE_EVERY)
 
 
-def wishes(state: SchedulerState) -> LeaseWishes:
-    """Every tracked table that is not suspended nor on another scheduler; the urgent ones have a manual refresh
-    waiting."""
+def lease_horizon(keeper: LeaseKeeper) -> timedelta:
+    """How long before its next run a table's lease is taken: two lease lives, many lease passes."""
+    return 2 * keeper.ttl
+
+
+def wishes(state: SchedulerState, now: datetime, horizon: timedelta) -> LeaseWishes:
+    """Every tracked table that is not suspended nor on another scheduler and may run within ``horizon`` (a run
+    waits or comes due by then), and those running; the urgent ones have a manual refresh waiting.
+
+    A lease exists only while a refresh may run: a daily table holds none most of the day, so the lease map, read
+    and written at every pass, stays as small as what may run soon, not as large as the catalog. A run that comes
+    due with no notice (a source changed under a table whose next run was further off) takes its lease at the next
+    pass, within :func:`lease_every`.
+    """
     entries = state.entries()
-    wanted = frozenset(entry.name for entry in entries if not entry.suspended and not entry.elsewhere)
+    soon = now + horizon
+    wanted = frozenset(
+        entry.name
+        for entry in entries
+        if not entry.suspended and not entry.elsewhere and (due := entry.next_due()) is not None and due <= soon
+    )
     urgent = frozenset(entry.name for entry in entries if entry.manual_waiting())
     return LeaseWishes(wanted, urgent, frozenset(state.running_names()))
 
@@ -44,7 +60,7 @@ def lease_pass(state: SchedulerState, lock: threading.RLock, now: datetime) -> E
     keeper = state.leases
     assert keeper is not None
     with lock:
-        wanted = wishes(state)
+        wanted = wishes(state, now, lease_horizon(keeper))
         before = {entry.name: keeper.holder_of(entry.name, now) for entry in state.entries()}
     try:
         keeper.sync(wanted, now)

@@ -266,6 +266,8 @@ class RefreshRunner:
             return True
         with self.lock:
             now, missing = self.clock(), entry.missing_source
+            if since != entry.pending_since or entry.pending_checked_at is None:
+                self.state.changed()
             entry.pending_since, entry.pending_checked_at = since, now
             entry.missing_source = None
             if missing is not None:  # the held run, due already, starts in this pass

@@ -277,6 +277,7 @@ class RefreshManager:
         with self._lock:
             entry, now = self._state.table(name), self._clock()
             entry.request(run)
+            self._state.changed()
             self._state.note_state(entry, now)
             if not self._state.may_run(name, now):
                 self._state.want_leases_now()  # ask whoever holds it to hand it over, now
@@ -369,6 +370,7 @@ class RefreshManager:
         with self._lock:
             entry, now = self._state.table(table.name), self._clock()
             entry.request(PendingRun(RefreshTrigger.INITIAL, now, now, futures=[future]))
+            self._state.changed()
             self._state.note_state(entry, now)
         self._runner.wake_up()
         return future
@@ -383,6 +385,11 @@ class RefreshManager:
         """
         with self._lock:
             return self._state.snapshot(self._state.table(name), self._clock())
+
+    def version(self) -> int:
+        """A number that grows with every change a status could show (events, pending changes, requests); equal
+        numbers: every status reads as before, but for what moves with the clock (staleness, relative times)."""
+        return self._state.version
 
     def knows(self, name: str) -> bool:
         """Whether the manager tracks ``name``."""

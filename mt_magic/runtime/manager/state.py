@@ -97,6 +97,9 @@ class SchedulerState:
         """One refresher per table: runs start only for tables whose lease this manager holds (``None``: all)."""
         self.lease_at: datetime | None = None
         """When to take this manager's turn at the lease map next; ``None`` means at the next step."""
+        self.version = 0
+        """Counts the changes a status could show (every event, a new pending change, a request): a view whose
+        version is unchanged needs to read no status (``RefreshManager.version``)."""
 
     # -- tables ----------------------------------------------------------------------------------------
 
@@ -501,6 +504,11 @@ class SchedulerState:
         status = self.snapshot(entry, now)
         entry.published_state = status.state
         self.events.append(RefreshEvent(kind, entry.name, now, status, message))
+        self.version += 1
+
+    def changed(self) -> None:
+        """Something a status shows changed without an event (a pending change, a run requested)."""
+        self.version += 1
 
     def note_state(self, entry: ScheduledTable, now: datetime) -> None:
         """Queue STATE_CHANGED if the table's state differs from the last one published."""
