@@ -10,10 +10,10 @@ the logs and the state files hold a user's rows and tokens. Everything mt_magic 
 from __future__ import annotations
 
 import ipaddress
-import logging
 import os
 import socket
 import stat
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +26,6 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 OWNER_ONLY_UMASK = 0o077
 """Folders 0700, files 0600: what every writer of mt_magic's files runs under."""
 
-log = logging.getLogger(__name__)
 _UMASK_LOCK = threading.RLock()
 
 
@@ -97,5 +96,6 @@ def private_dir(path: Path) -> Path:
                 f"data there. Fix: use a folder of your own (MT_MAGIC_HOME=…), or have its owner run chmod 700 {path}"
             )
         os.chmod(path, mode & 0o700 | 0o700)
-        log.warning("mt_magic: %s was readable by other users (mode %o); now 0700 (owner only)", path, mode)
+        # Printed, not logged: the library's logger has no handler in a notebook or a shell, and this must be seen.
+        print(f"mt_magic: {path} was readable by other users (mode {mode:o}); now 0700 (owner only)", file=sys.stderr)
     return path

@@ -8,7 +8,6 @@ a table is written with pyiceberg. Before: the home was 0755 and every file in i
 
 from __future__ import annotations
 
-import logging
 import stat
 import uuid
 from collections.abc import Iterator
@@ -72,21 +71,18 @@ def test_a_second_user_reads_no_file_under_the_home(home_with_a_table: tuple[Pat
 
 
 def test_a_home_others_can_read_is_tightened_with_a_warning(
-    open_parent: Path, usual_umask: None, caplog: pytest.LogCaptureFixture
+    open_parent: Path, usual_umask: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = open_parent / "old_home"
     home.mkdir()
     home.chmod(0o755)
     (home / "catalog.db").write_text("rows")
-    with caplog.at_level(logging.WARNING):
-        assert mt_home(home) == home
+    assert mt_home(home) == home
     assert mode(home) == 0o700
-    assert [r.getMessage() for r in caplog.records] == [
-        f"mt_magic: {home} was readable by other users (mode 755); now 0700 (owner only)"
-    ]
-    caplog.clear()
+    warning = f"mt_magic: {home} was readable by other users (mode 755); now 0700 (owner only)\n"
+    assert capsys.readouterr().err == warning
     mt_home(home)
-    assert caplog.records == []  # said once: the home stays tightened
+    assert capsys.readouterr().err == ""  # said once: the home stays tightened
 
 
 def test_a_fresh_home_and_its_parents_are_made_0700(open_parent: Path, usual_umask: None) -> None:
