@@ -97,6 +97,11 @@ class Estimates:
     basis: str = "priors"
     """Where the figures come from: "priors", or "fit over 12 incremental, 4 full refreshes"."""
 
+    @property
+    def favour_full(self) -> bool:
+        """A recompute is estimated cheaper than the incremental refresh."""
+        return self.incremental_s is not None and self.full_s is not None and self.full_s < self.incremental_s
+
 
 @dataclass(frozen=True)
 class Measured:

@@ -107,3 +107,22 @@ def test_spark_in_process_full_and_no_op_refreshes_record_their_decisions(mt, sp
     newest = frame.iloc[0]
     assert newest["chosen"] == "full" and newest["change_rows"] == 200_000
     assert newest["est_full_s"] > 0 and newest["est_incremental_s"] > 0 and newest["bytes_written"] > 0
+
+
+def test_a_refresh_kept_incremental_against_its_estimates_says_why(mt, spark) -> None:
+    """The quickstart's case before its upsert retracted: a two-row source whose upsert the priors estimate dearer
+    than a recompute. ADAPTIVE
+    keeps it incremental (under its row floor either refresh is about one Spark job) and the record says so,
+    where it read as a wrong choice before."""
+    spark.sql(f"CREATE TABLE src (k INT, g INT) USING iceberg {COW}")
+    spark.sql("INSERT INTO src VALUES (1, 1), (2, 2)")
+    average = "AS SELECT g, avg(k) AS a FROM src GROUP BY g"  # its touched groups are recomputed: a dear prior
+    run(mt, f"CREATE MATERIALIZED TABLE tiny FRESHNESS = INTERVAL '1' MINUTE {average}")
+    spark.sql("MERGE INTO src t USING (SELECT 1 AS k, 2 AS g) s ON t.k = s.k WHEN MATCHED THEN UPDATE SET g = s.g")
+    outcome = refresh(mt, "tiny", "decision-kept")
+    decision = decision_of(outcome)
+    assert decision.chosen is RefreshKind.INCREMENTAL and decision.estimates is not None
+    assert decision.estimates.favour_full, decision.estimates
+    assert decision.reason.startswith(outcome.strategy)
+    assert "incremental although estimated dearer: the changed sources hold 2 rows, under 100,000" in decision.reason
+    assert_matches_oracle(mt, "tiny")

@@ -176,10 +176,27 @@ def cheaper_to_recompute(
     incremental record) would decide exactly as the fraction does (its priors cross there), so the fraction
     decides then.
     """
+    decided = _adaptive(plan, sources, max_fraction, model)
+    return decided if isinstance(decided, Fallback) else None
+
+
+def why_incremental(
+    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None = None
+) -> str:
+    """Why ADAPTIVE keeps a refresh incremental (``""`` when it would recompute): the decision record says so
+    where the table's own estimates favoured a recompute."""
+    decided = _adaptive(plan, sources, max_fraction, model)
+    return "" if isinstance(decided, Fallback) else decided
+
+
+def _adaptive(
+    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None
+) -> Fallback | str:
+    """:func:`cheaper_to_recompute`'s rules: the recompute's reasons, or why the refresh stays incremental."""
     learned = max_fraction is None and model is not None and model.decides
     if max_fraction is None:
         if reads_less_than_a_recompute(plan):
-            return None
+            return "an append's delta reads a subset of what a recompute reads"
         max_fraction = DEFAULT_MAX_CHANGE
     if plan.strategy is Strategy.AFFECTED_KEYS:
         sizes = [total_records(s) for s in sources]
@@ -188,16 +205,17 @@ def cheaper_to_recompute(
     changed = [(c, s) for c, s in zip(plan.changes, sources, strict=True) if c.changed]
     totals = [total_records(s) for _, s in changed]
     if not changed or any(t is None for t in totals):
-        return None
+        return "the changed sources' sizes are not recorded"
     delta = sum(c.rows for c, _ in changed)
     total = sum(t for t in totals if t is not None)
     fraction = delta / total if total else 0.0
     if total < ADAPTIVE_MIN_ROWS:
-        return None
+        return f"the changed sources hold {total:,} rows, under {ADAPTIVE_MIN_ROWS:,}: either refresh is about one job"
     if learned and model is not None:
-        return _estimated_cheaper(model, delta, total, sources)
+        estimated = _estimated_cheaper(model, delta, total, sources)
+        return estimated if estimated is not None else "the table's own record estimates it cheaper"
     if fraction <= max_fraction:
-        return None
+        return f"changed {fraction:.2%} of the sources' rows, within {max_fraction:.0%}"
     names = ", ".join(c.name for c, _ in changed)
     return Fallback(
         (FallbackReason.CHEAPER_TO_RECOMPUTE,), f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}"

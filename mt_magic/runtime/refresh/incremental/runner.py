@@ -21,7 +21,13 @@ from mt_magic.runtime.refresh.context import (
 from mt_magic.runtime.refresh.deciding import Seen, as_committed
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
-from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, plan_refresh, total_records
+from mt_magic.runtime.refresh.incremental.planner import (
+    RefreshPlan,
+    cheaper_to_recompute,
+    plan_refresh,
+    total_records,
+    why_incremental,
+)
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TableLayout, execute
 from mt_magic.runtime.refresh.phases import phase
@@ -122,11 +128,15 @@ def run_incremental(
         engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
         replaces = plan.strategy.replaces_rows
         estimates = seen.estimates(incremental=True, engine=engine, replaces_rows=replaces)
+        kept = ""
         if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
             model = seen.model(engine, replaces)
-            cheaper = cheaper_to_recompute(plan, sources, max_change_fraction(definition.options), model)
+            fraction = max_change_fraction(definition.options)
+            cheaper = cheaper_to_recompute(plan, sources, fraction, model)
             if cheaper is not None:
                 return dataclasses.replace(cheaper, estimates=estimates)
+            if estimates is not None and estimates.favour_full:
+                kept = f" · incremental although estimated dearer: {why_incremental(plan, sources, fraction, model)}"
     if in_process:
         rows = in_process_write(ctx, info, definition, plan, sources)
         if rows is not None:
@@ -140,7 +150,7 @@ def run_incremental(
                 started,
                 rows,
                 text,
-                seen.decided(RefreshKind.INCREMENTAL, text, estimates),
+                seen.decided(RefreshKind.INCREMENTAL, text + kept, estimates),
             )
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
@@ -166,7 +176,7 @@ def run_incremental(
             if isinstance(result, Fallback):
                 return result
             text = describe(result.strategy, plan, result.write.scope)
-            decision = seen.decided(RefreshKind.INCREMENTAL, text, estimates)
+            decision = seen.decided(RefreshKind.INCREMENTAL, text + kept, estimates)
             return _committed(ctx, request, definition, plan, states, started, result.write, text, decision)
         except Exception as exc:
             reason = refused_value(exc)
