@@ -29,6 +29,7 @@ STRATEGY_COLOURS = {
     Strategy.APPEND_DELTA.label: "#16a34a",
     Strategy.APPLY_CHANGES.label: "#0d9488",
     Strategy.AGGREGATE_MERGE.label: "#65a30d",
+    Strategy.AGGREGATE_RETRACT.label: "#4d7c0f",
     Strategy.AFFECTED_GROUPS.label: "#d97706",
     Strategy.AFFECTED_PARTITIONS.label: "#b45309",
     Strategy.AFFECTED_KEYS.label: "#db2777",
