@@ -23,7 +23,7 @@ from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
 MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
-FIRST_NAMES_WAIT_S = 10.0
+FIRST_NAMES_WAIT_S = 5.0
 """How long connecting waits, after Spark is up, for completion's first load of the catalog's names (it started
 before Spark, so it has mostly ended): the first Tab after ``%load_ext`` offers them."""
 
