@@ -56,14 +56,37 @@ def start(home: Path) -> str:
         **spark_catalog_conf(test_catalog),
         **caching_catalog_conf(spark_catalog_conf(test_catalog, CACHING_CATALOG)),
     }
-    settings = ConnectServerSettings(port=free_port(), catalog_conf=catalog_conf, state_dir=home / "spark-connect")
-    server = ConnectServer(settings)
-    url = server.start()
+    server, url = _started_on_a_free_port(ConnectServer, ConnectServerSettings, catalog_conf, home / "spark-connect")
     # Stopped at exit, after every Connect client's own exit hook (atexit runs last what it registered first):
     # a client whose server is gone retries for minutes before it gives up.
     atexit.register(server.stop)
     os.environ["MT_MAGIC_SPARK_REMOTE"] = url
     return url
+
+
+START_ATTEMPTS = 3
+
+
+def _started_on_a_free_port(server_type, settings_type, catalog_conf, state_dir):  # type: ignore[no-untyped-def]
+    """The server and its URL, once its own process listens on the port it was given. Another server of the run can
+    take a free port before Spark binds it (Spark then binds the next port, or start() finds the port taken): such
+    a start is stopped and made again on another port."""
+    from listening import listens
+
+    for attempt in range(START_ATTEMPTS):
+        server = server_type(settings_type(port=free_port(), catalog_conf=catalog_conf, state_dir=state_dir))
+        try:
+            url = server.start()
+        except Exception:
+            server.stop()
+            if attempt == START_ATTEMPTS - 1:
+                raise
+            continue
+        pid = server.pid()
+        if pid is not None and listens(pid, server.settings.port):
+            return server, url
+        server.stop()
+    raise RuntimeError(f"the Spark Connect server listened on none of {START_ATTEMPTS} free ports")
 
 
 def stop(home: Path) -> None:
