@@ -372,6 +372,8 @@ class RefreshManager:
             entry.request(PendingRun(RefreshTrigger.INITIAL, now, now, futures=[future]))
             self._state.changed()
             self._state.note_state(entry, now)
+            if not self._state.may_run(table.name, now):
+                self._state.want_leases_now()  # its lease is taken at the next step, not at the next turn
         self._runner.wake_up()
         return future
 
