@@ -67,3 +67,24 @@ def test_the_retraction_sql_drops_empty_groups_and_flags_lost_extremes(spark) ->
     assert not rows["kept"]["__mt_unsafe"] and not rows["kept"]["__mt_gone"]
     assert rows["lost"]["__mt_unsafe"] and rows["gone"]["__mt_gone"]
     assert (rows["new"]["n"], rows["new"]["s"], rows["new"]["hi"]) == (1, 2, 2)
+
+
+def test_a_sum_over_a_column_no_file_holds_a_null_in_subtracts_deletes(spark, mt, ansi_off) -> None:
+    """A nullable column whose data files count no NULL (Iceberg's ``null_value_counts``): deleting a group's
+    non-extreme values subtracts them, with no recompute; once a NULL arrives, the same delete recomputes."""
+    src = qualified(mt, "src")
+    spark.sql(f"CREATE TABLE {src} (g STRING, v BIGINT, w BIGINT) USING iceberg {MOR}")
+    insert_values(spark, src, "('a', 1, 1)", "('a', 2, 5)", "('a', 3, 9)", "('b', 4, 1)", "('b', 5, 2)")
+    query = "SELECT g, count(*) AS n, sum(v) AS s, max(w) AS hi FROM src GROUP BY g"
+    run(mt, f"CREATE MATERIALIZED TABLE sums FRESHNESS = INTERVAL '1' MINUTE AS {query}")
+    spark.sql(f"DELETE FROM {src} WHERE g = 'a' AND w = 5")
+    outcome = refresh(mt, "sums")
+    assert outcome.strategy == f"incremental: {Strategy.AGGREGATE_RETRACT.label}", outcome.strategy
+    assert_matches_oracle(mt, "sums")
+    insert_values(spark, src, "('b', NULL, 0)")
+    refresh(mt, "sums")
+    spark.sql(f"DELETE FROM {src} WHERE g = 'b' AND v = 4")  # a NULL in some file now: the group is recomputed
+    outcome = refresh(mt, "sums")
+    assert outcome.strategy.startswith(f"incremental: {Strategy.AGGREGATE_RETRACT.label}")
+    assert "recomputed" in outcome.strategy, outcome.strategy
+    assert_matches_oracle(mt, "sums")

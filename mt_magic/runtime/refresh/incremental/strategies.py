@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mt_magic.runtime.refresh.commit import TARGET, Write, WriteMode
 from mt_magic.runtime.refresh.context import conform
@@ -474,7 +474,9 @@ def retract_sql(relation: str, keys: Sequence[str], retract: Sequence[tuple[str,
 
 
 def _non_null_sums(ctx: StrategyContext) -> set[str]:
-    """The sum columns whose summed expression Spark's analysis calls non-nullable (no job runs)."""
+    """The sum columns whose summed expression is never NULL at the pinned snapshot: Spark's analysis calls it
+    non-nullable (no job runs), or it is a source column that no live data file counts a NULL in (the files'
+    ``null_value_counts``: deletes only remove rows, so a count of 0 in every file means no NULL anywhere)."""
     sums = [(ctx.column(c), e) for c, e in ctx.plan.query.sums]
     if not sums:
         return set()
@@ -482,7 +484,26 @@ def _non_null_sums(ctx: StrategyContext) -> set[str]:
         fields = ctx.session.sql(ctx.pinned(key_probe(ctx.query, [e for _, e in sums]))).schema.fields
     except Exception:  # the probe could not be analysed: assume every sum nullable (a recompute decides)
         return set()
-    return {c for (c, _), f in zip(sums, fields, strict=True) if not f.nullable}
+    found = {c for (c, _), f in zip(sums, fields, strict=True) if not f.nullable}
+    (change,) = ctx.plan.changes  # a retraction has one source
+    without = _columns_without_nulls(change.iceberg, change.pinned)
+    return found | {c for c, e in sums if e.replace("`", "").split(".")[-1].lower() in without}
+
+
+def _columns_without_nulls(table: Any, snapshot: int | None) -> frozenset[str]:
+    """The top-level columns (lower case) of a pyiceberg ``table`` that no data file live at ``snapshot`` counts a
+    NULL in; empty when a file has no such count (metrics off) or the table is not at hand."""
+    if table is None or snapshot is None:
+        return frozenset()
+    ids = {field.field_id: field.name.lower() for field in table.schema().fields}
+    nulls: set[int] = set()  # a NULL counted, or no count
+    try:
+        for task in table.scan(snapshot_id=snapshot).plan_files():
+            counts = task.file.null_value_counts or {}
+            nulls |= {i for i in ids if counts.get(i, 1) != 0}
+    except ValueError:  # pyiceberg refuses to plan a snapshot holding an equality delete
+        return frozenset()
+    return frozenset(name for i, name in ids.items() if i not in nulls)
 
 
 def aggregate_retract(ctx: StrategyContext) -> Execution | Fallback:
