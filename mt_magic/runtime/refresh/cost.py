@@ -17,9 +17,10 @@ recorded refreshes (:mod:`.decision`, in its snapshot summaries: seconds from st
   judged too dear can be corrected).
 
 On Spark an incremental refresh that replaces the table's touched rows (``Strategy.replaces_rows``: inserts and
-deletes applied, groups, partitions, keys or windows recomputed) runs several jobs where a recompute runs one: its
-prior starts at :data:`SPARK_INCREMENTAL_JOBS` fixed costs, so a table whose recompute is measured (its creation's)
-tries its first such refresh only where the change is small against a large source (:attr:`CostModel.decides`).
+deletes applied, a retraction, groups, partitions, keys or windows recomputed) runs several jobs where a recompute
+runs one: its prior starts at :data:`SPARK_INCREMENTAL_JOBS` fixed costs, so a table whose recompute is measured
+(its creation's) tries its first such refresh only where the change is small against a large source
+(:attr:`CostModel.decides`).
 Elsewhere (in process, an aggregate merge, an append) the priors still cross at the fraction.
 
 A model that :attr:`~CostModel.decides` False leaves the choice to today's rule exactly

@@ -65,6 +65,7 @@ class Strategy(enum.Enum):
         ADAPTIVE's Spark prior, :data:`~mt_magic.runtime.refresh.cost.PRIOR_INCREMENTAL_SPARK`)."""
         return self in {
             Strategy.APPLY_CHANGES,
+            Strategy.AGGREGATE_RETRACT,
             Strategy.AFFECTED_GROUPS,
             Strategy.AFFECTED_PARTITIONS,
             Strategy.AFFECTED_KEYS,
