@@ -78,7 +78,8 @@ class QueryPlan:
     """A keyed join's preserved tables (lower case): a change to these alone is a sum of delta terms."""
     joins: int = 0
     retract: tuple[tuple[str, str], ...] = ()
-    """The merge columns with what each retracts as (``rows``: ``count(*)``; ``count``, ``sum``, ``min``, ``max``)
+    """The merge columns with what each retracts as (``rows``: ``count(*)``; ``count``, ``sum``, ``filtered sum``,
+    ``min``, ``max``)
     when row-level changes merge too (:func:`_retractable`); empty otherwise."""
 
     @property
@@ -261,7 +262,8 @@ def _retractable(named: list[tuple[str, OutputColumn]], keyed: tuple[str, ...]) 
         if call is None or call.distinct or call.name not in COMBINE:
             return ()
         counts_rows = call.name == "count" and not call.filtered and call.sql.replace(" ", "").lower() in COUNT_ROWS
-        kinds.append((name, "rows" if counts_rows else call.name))
+        kind = "filtered sum" if call.name == "sum" and call.filtered else call.name  # NULL when no row passes
+        kinds.append((name, "rows" if counts_rows else kind))
     return tuple(kinds) if any(kind == "rows" for _, kind in kinds) else ()
 
 

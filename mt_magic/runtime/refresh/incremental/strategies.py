@@ -433,8 +433,9 @@ def retract_sql(relation: str, keys: Sequence[str], retract: Sequence[tuple[str,
     (``__mt_unsafe``) and whether it has no rows left (``__mt_gone``). Spark SQL.
 
     Args:
-        retract: (column, kind) — ``rows`` (``count(*)``), ``count``, ``sum``, ``min``, ``max``.
-        non_null: sum columns whose summed expression is never NULL (their sum is NULL only with no rows).
+        retract: (column, kind) — ``rows`` (``count(*)``), ``count``, ``sum``, ``filtered sum`` (``FILTER (WHERE …)``:
+            NULL when no row passes, whatever its values), ``min``, ``max``.
+        non_null: unfiltered sum columns whose summed expression is never NULL (NULL only with no rows).
     """
 
     def at(column: str, side: int) -> str:
@@ -452,14 +453,14 @@ def retract_sql(relation: str, keys: Sequence[str], retract: Sequence[tuple[str,
         old, added, removed = at(column, 0), at(column, 1), at(column, 2)
         if kind in ("rows", "count"):
             value = f"coalesce({old}, 0) - coalesce({removed}, 0) + coalesce({added}, 0)"
-        elif kind == "sum":
+        elif kind in ("sum", "filtered sum"):
             kept = f"CASE WHEN {old} IS NULL THEN {added} WHEN {added} IS NULL THEN {old} ELSE {old} + {added} END"
             value = (
                 f"CASE WHEN {removed} IS NULL THEN {kept} WHEN {added} IS NULL THEN {old} - {removed} "
                 f"ELSE ({old} - {removed}) + {added} END"
             )
             unsafe.append(f"({removed} IS NOT NULL AND {old} IS NULL)")
-            if column not in non_null:  # every non-NULL value may be gone: only a recompute tells
+            if kind != "sum" or column not in non_null:  # every counted value may be gone: a recompute tells
                 unsafe.append(f"({removed} IS NOT NULL AND {added} IS NULL)")
         else:
             extreme, beaten = ("greatest", ">=") if kind == "max" else ("least", "<=")
