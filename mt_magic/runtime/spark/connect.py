@@ -58,6 +58,22 @@ def active_connect_session() -> SparkSession | None:
     return session  # type: ignore[no-any-return,unused-ignore]
 
 
+def stop_session(session: SparkSession) -> None:
+    """Stop a Connect session mt_magic made, and keep its ``__del__`` from closing a client again.
+
+    PySpark's ``SparkConnectClient.close`` shuts down the release thread pool every Connect client of the process
+    shares, waiting for its workers; a session collected as garbage closes its client from ``__del__``, in whatever
+    thread the collector interrupts. When that thread was being started by one of the pool's own workers, the two
+    wait for each other for ever (seen on the Connect line under load: test_jobs_contract's cancel test hung in its
+    teardown, every Connect call of the process blocked). Without its client, ``__del__`` does nothing (it ignores
+    the error)."""
+    try:
+        session.stop()
+    except Exception:  # the server may be gone; the channel is closed either way
+        log.debug("stopping a Connect child session failed", exc_info=True)
+    session.__dict__.pop("_client", None)
+
+
 def remote_session(url: str) -> SparkSession:
     """A Connect session on ``url`` (``sc://host:port``), made the kernel's active one; a server on this machine
     gets the token of the one this user started there (:func:`.connect_server.client_url`).
@@ -225,10 +241,7 @@ class ConnectJobs(SparkJobs):
         session = getattr(self._threads, "session", None)
         now = time.monotonic()
         if session is not None and now - getattr(self._threads, "used", now) > SESSION_IDLE_SECONDS:
-            try:
-                session.stop()
-            except Exception:  # the server may have closed it already
-                log.debug("stopping an idle Connect session failed", exc_info=True)
+            stop_session(session)
             with self._lock:
                 self._made = [made for made in self._made if made is not session]
             session = self._threads.session = None
@@ -253,10 +266,7 @@ class ConnectJobs(SparkJobs):
         with self._lock:
             made, self._made = self._made, []
         for session in made:
-            try:
-                session.stop()
-            except Exception:  # the server may be gone; the channel is closed either way
-                log.debug("stopping a Connect child session failed", exc_info=True)
+            stop_session(session)
         self._threads = threading.local()
 
     def _tag(self, group: str, description: str) -> None:
