@@ -165,6 +165,33 @@ def _partition_slices(ctx: StrategyContext, touched: DataFrame) -> dict[str, Sli
     return None if slices.unlisted else slices.found
 
 
+@dataclass(frozen=True)
+class PartitionScope:
+    """The table partitions a change touches, for a write scoped to them."""
+
+    region: Column
+    """The table's rows in those partitions."""
+    condition: Column
+    """The same rows as an overwrite condition Iceberg translates."""
+    scope: str
+    empty: bool
+    """The change touches no partition (nothing to write)."""
+
+
+def _partition_scope(ctx: StrategyContext, changed: DataFrame) -> PartitionScope | Fallback | None:
+    """The partitions holding a row of ``changed`` (read once: cache it first); ``None`` when the write cannot be
+    scoped (:func:`_partition_slices`)."""
+    values = _partition_slices(ctx, changed)
+    if values is None or isinstance(values, Fallback):
+        return values
+    return PartitionScope(
+        all_of([v.member() for v in values.values()]),
+        all_of([v.overwrite_condition() for v in values.values()]),
+        _scoped(values),
+        any(v.empty for v in values.values()),
+    )
+
+
 def scope_line(counts: Mapping[str, int], what: str = "partitions") -> str:
     """E.g. "partitions ds (2 value(s))": the region a scoped write replaced, from each column's value count."""
     return f"{what} " + ", ".join(f"{c} ({n} value(s))" for c, n in counts.items())
@@ -289,16 +316,14 @@ def aggregate_merge(ctx: StrategyContext) -> Execution | Fallback:
     if ctx.plan.partition_columns:
         partial = _cached(partial)
         ctx.views.cached.append(partial)
-        values = _partition_slices(ctx, partial)
-        if isinstance(values, Fallback):
-            return values
-        if values is not None:
-            if any(v.empty for v in values.values()):
+        scoped = _partition_scope(ctx, partial)
+        if isinstance(scoped, Fallback):
+            return scoped
+        if scoped is not None:
+            if scoped.empty:
                 return no_change(ctx, mass)
-            region = all_of([v.member() for v in values.values()])
-            df = _combine(ctx, ctx.current.where(region).union(partial))
-            condition = all_of([v.overwrite_condition() for v in values.values()])
-            write = Write(df, WriteMode.OVERWRITE, condition, _scoped(values), mass)
+            df = _combine(ctx, ctx.current.where(scoped.region).union(partial))
+            write = Write(df, WriteMode.OVERWRITE, scoped.condition, scoped.scope, mass)
             return Execution(write, Strategy.AGGREGATE_MERGE)
     df = _combine(ctx, ctx.current.union(partial))
     return Execution(Write(df, WriteMode.OVERWRITE, sum_mass=mass), Strategy.AGGREGATE_MERGE)
@@ -524,27 +549,22 @@ def aggregate_retract(ctx: StrategyContext) -> Execution | Fallback:
     mass, past = _sum_mass(ctx)
     if past:
         return _recompute_past_bound(ctx, mass)
-    merge = [(ctx.column(c), f) for c, f in plan.merge]
-    tagged = []
-    for side, views in ((1, ctx.views.inserted), (2, ctx.views.deleted)):
-        view = f"__mt_side{side}_{uuid.uuid4().hex[:12]}"
-        ctx.union(ctx.frames(ctx.query, views)).createOrReplaceTempView(view)
-        ctx.views.filtered.append(view)
-        partial = conform(ctx.session.sql(combine_sql(identifier(view), keys, merge)), ctx.current)
-        tagged.append(partial.withColumn(SIDE_OF, F.lit(side)))
+    tagged = [
+        _combine(ctx, ctx.union(ctx.frames(ctx.query, views))).withColumn(SIDE_OF, F.lit(side))
+        for side, views in ((1, ctx.views.inserted), (2, ctx.views.deleted))
+    ]
     stored, condition, scopes = ctx.current, None, []
     if ctx.plan.partition_columns:  # only the partitions holding a changed group are read and overwritten
         changed = _cached(tagged[0].unionByName(tagged[1]))
         ctx.views.cached.append(changed)
-        partitions = _partition_slices(ctx, changed)
-        if isinstance(partitions, Fallback):
-            return partitions
-        if partitions is not None:
-            if any(v.empty for v in partitions.values()):
+        scoped = _partition_scope(ctx, changed)
+        if isinstance(scoped, Fallback):
+            return scoped
+        if scoped is not None:
+            if scoped.empty:
                 return no_change(ctx, mass)
-            stored = ctx.current.where(all_of([v.member() for v in partitions.values()]))
-            condition = all_of([v.overwrite_condition() for v in partitions.values()])
-            scopes.append(_scoped(partitions))
+            stored, condition = ctx.current.where(scoped.region), scoped.condition
+            scopes.append(scoped.scope)
     relation = f"__mt_retract_{uuid.uuid4().hex[:12]}"
     ctx.one_task(
         reduce(lambda a, b: a.unionByName(b), [stored.withColumn(SIDE_OF, F.lit(0)), *tagged])
