@@ -71,6 +71,7 @@ class Connection:
         stopped = True if self.manager is None else self.manager.stop(timeout)
         self.service.workflows.close()
         self.service.engine.jobs.close()
+        self.service.engine.close()
         return stopped
 
     def describe(self) -> dict[str, str]:

@@ -106,7 +106,7 @@ def run_refresh(table: str, catalog_name: str, python: str, context: Mapping[str
         command += ["--partition", f"{key}={value}"]
     log.info("running %s", " ".join(command))
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_refresh_env(), bufsize=1
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_refresh_env(context), bufsize=1
     )
     assert process.stdout is not None
     result: dict[str, Any] | None = None
@@ -124,9 +124,19 @@ def run_refresh(table: str, catalog_name: str, python: str, context: Mapping[str
     return result
 
 
-def _refresh_env() -> dict[str, str]:
-    """The task's environment without Airflow's own interpreter settings (the refresh runs in another venv)."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+def _refresh_env(context: Mapping[str, Any]) -> dict[str, str]:
+    """The task's environment without Airflow's own interpreter settings (the refresh runs in another venv), and
+    with ``OPENLINEAGE_PARENT_ID`` naming this task's OpenLineage run when Airflow's OpenLineage provider is
+    installed, so the refresh's lineage events hang under the task's (:mod:`mt_magic.lineage`)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    try:
+        from airflow.providers.openlineage.plugins.macros import lineage_parent_id
+    except ImportError:  # no provider: Airflow sends no lineage of its own to hang under
+        return env
+    ti = context.get("ti") or context.get("task_instance")
+    if ti is not None:
+        env["OPENLINEAGE_PARENT_ID"] = lineage_parent_id(ti)
+    return env
 
 
 def build_dag(spec: DagSpec, catalog_name: str, python: str) -> Any:

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
+from mt_magic.lineage import RefreshSummary, lineage_from_environment
 from mt_magic.runtime.refresh.context import load_source
 from mt_magic.runtime.refresh.decision import SparkCostsSeen
 from mt_magic.runtime.refresh.recorded import refresh_records
@@ -39,6 +40,26 @@ def is_commit_conflict(exc: BaseException) -> bool:
     """Whether a Spark failure is Iceberg refusing a commit because another writer committed first."""
     text = str(exc)
     return any(marker in text for marker in CONFLICT_MARKERS)
+
+
+def lineage_summary(outcome: RefreshOutcome) -> RefreshSummary:
+    """What the lineage run facet tells of a refresh's decision."""
+    decision = outcome.decision
+    measured = decision.measured if decision is not None else None
+    estimates = decision.estimates if decision is not None else None
+    return RefreshSummary(
+        kind=outcome.kind.value,
+        strategy=outcome.strategy,
+        reason=decision.reason if decision is not None else "",
+        rows_written=outcome.rows_written,
+        snapshot_id=outcome.snapshot_id,
+        engine=outcome.engine.name.lower(),
+        wall_s=measured.wall_s if measured is not None else None,
+        spark_task_s=measured.spark_task_s if measured is not None else None,
+        bytes_read=measured.bytes_read if measured is not None else None,
+        estimated_incremental_s=estimates.incremental_s if estimates is not None else None,
+        estimated_full_s=estimates.full_s if estimates is not None else None,
+    )
 
 
 def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
@@ -72,6 +93,8 @@ class Engine:
         self.context = RefreshContext(jobs, workspace.catalog, workspace.clock)
         self._spark_costs = SparkCostsSeen()
         """What this process's refreshes cost in Spark, counted after their commits (history adds it)."""
+        self.lineage = lineage_from_environment(workspace.catalog)
+        """OpenLineage events for each refresh, when configured (``OPENLINEAGE_URL``, ``openlineage.yml``, …)."""
 
     def discover(self, reuse: Collection[str] = frozenset()) -> Sequence[ManagedTable]:
         # raises CatalogUnavailableError, never a short list; an unchanged table is not fetched or parsed again,
@@ -81,6 +104,25 @@ class Engine:
         return [managed_table(i, names) for i in infos]
 
     def refresh(self, request: RefreshRequest) -> RefreshOutcome:
+        """One refresh, THE place every path's refresh (kernel, headless runner, Airflow task) starts and ends: its
+        lineage events (:mod:`mt_magic.lineage`) are sent from here."""
+        if self.lineage is None:
+            return self._refresh(request)
+        run = self.lineage.started(request.table, request.trigger.value, request.scheduled_time)
+        try:
+            outcome = self._refresh(request)
+        except BaseException as exc:
+            self.lineage.failed(run, exc)
+            raise
+        self.lineage.completed(run, lineage_summary(outcome))
+        return outcome
+
+    def close(self) -> None:
+        """Send the lineage events still queued (a short wait) and stop their thread."""
+        if self.lineage is not None:
+            self.lineage.close()
+
+    def _refresh(self, request: RefreshRequest) -> RefreshOutcome:
         try:
             outcome = run_refresh(self.context, request)
         except MtMagicError:
