@@ -8,6 +8,7 @@ everywhere else, never as a string.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 
 class RefreshMode(enum.Enum):
@@ -122,3 +123,29 @@ CREATE and previews leave them out. A user column may not start with it (``sql.n
 def is_hidden_column(name: str) -> bool:
     """Whether ``name`` is one of mt_magic's hidden key columns (the prefix, in any letter case)."""
     return name.lower().startswith(HIDDEN_COLUMN_PREFIX)
+
+
+class OnViolation(enum.Enum):
+    """What a refresh does with a row whose expectation is not TRUE (FALSE or NULL): ``ON VIOLATION …``."""
+
+    KEEP = ""
+    """No ``ON VIOLATION``: the row is kept and counted."""
+    DROP_ROW = "DROP ROW"
+    """The row is left out of the table (the stored query filters it)."""
+    FAIL_UPDATE = "FAIL UPDATE"
+    """The refresh is held on its staging branch: ``main`` keeps the last good snapshot."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """``CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]``: a row passes when ``condition``
+    (Spark SQL over the table's columns) is TRUE; FALSE and NULL violate it."""
+
+    name: str
+    condition: str
+    on_violation: OnViolation = OnViolation.KEEP
+
+    def sql(self) -> str:
+        """The clause as SHOW CREATE writes it."""
+        action = f" ON VIOLATION {self.on_violation.value}" if self.on_violation is not OnViolation.KEEP else ""
+        return f"CONSTRAINT `{self.name.replace('`', '``')}` EXPECT ({self.condition}){action}"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
+from mt_magic.vocabulary import Expectation, OnViolation, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
 FORMAT_VERSION = "1"
 PREFIX = "mt."
@@ -91,6 +91,15 @@ class MaterializedTableDefinition:
     """The Spark SQL settings of the creating session that change a query's answer (session time zone, ANSI mode,
     …), recorded at CREATE / ALTER … AS / CREATE OR ALTER and applied to every refresh. ``None``: a table created
     before settings were recorded (its refreshes run with the product's own settings)."""
+    expectations: tuple[Expectation, ...] = ()
+    """``CONSTRAINT … EXPECT (…)`` as declared (``mt.expectations``). Those with ``DROP ROW`` are already in
+    ``expanded_query`` (its rows filtered); every refresh of a table with expectations counts them on what it
+    writes and is published to ``main`` only when none with ``FAIL UPDATE`` is violated."""
+
+    @property
+    def audited(self) -> bool:
+        """True when refreshes stage on a branch and count expectations before publishing."""
+        return bool(self.expectations)
 
     @property
     def starts_later(self) -> bool:
@@ -127,6 +136,7 @@ class MaterializedTableDefinition:
                 if self.sql_settings is None
                 else {f"{PREFIX}sql-settings": json.dumps(dict(self.sql_settings), sort_keys=True)}
             ),
+            f"{PREFIX}expectations": expectations_json(self.expectations),
         }
 
     @classmethod
@@ -161,7 +171,22 @@ class MaterializedTableDefinition:
             start_snapshots=json.loads(get("start-snapshots", "{}")),
             kept_snapshot=int(get("kept-snapshot")) if get("kept-snapshot") else None,
             sql_settings=json.loads(get("sql-settings")) if get("sql-settings") else None,
+            expectations=expectations_from_json(get("expectations", "[]")),
         )
+
+
+def expectations_json(expectations: tuple[Expectation, ...]) -> str:
+    """``mt.expectations``: a list of ``{"name", "condition", "on-violation"}`` (``""``: keep and count)."""
+    return json.dumps(
+        [{"name": e.name, "condition": e.condition, "on-violation": e.on_violation.value} for e in expectations]
+    )
+
+
+def expectations_from_json(text: str) -> tuple[Expectation, ...]:
+    return tuple(
+        Expectation(str(e["name"]), str(e["condition"]), OnViolation(e.get("on-violation", "")))
+        for e in json.loads(text)
+    )
 
 
 @dataclass(frozen=True)

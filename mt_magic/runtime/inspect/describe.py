@@ -73,6 +73,7 @@ def create_statement(info: TableInfo, definition: MaterializedTableDefinition) -
     if definition.primary_key:
         keys = ", ".join(identifier(c) for c in definition.primary_key)
         constraints.append(f"  PRIMARY KEY ({keys}) NOT ENFORCED")
+    constraints += [f"  {e.sql()}" for e in definition.expectations]
     if constraints:
         lines.append("(\n" + ",\n".join(constraints) + "\n)")
     comment = info.properties.get("comment")
@@ -141,6 +142,10 @@ def table_description(
         "# definition version": str(definition.definition_version),
         "# iceberg view": _view_text(view),
     }
+    facts.update(
+        (f"# expectation {e.name}", f"{e.condition} ({e.on_violation.value or 'keep and count'})")
+        for e in definition.expectations
+    )
     if status is not None and status.refreshed_by is not None:
         here = " (this process)" if status.refreshed_here else ""
         facts["# refreshed by"] = status.refreshed_by + here

@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
 from mt_magic.catalog.views import MaterializedViews
-from mt_magic.errors import RefreshConflictError
+from mt_magic.errors import RefreshConflictError, RefreshError
+from mt_magic.runtime.refresh import audit
 from mt_magic.runtime.refresh.decision import decision_summary
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import Decision
+from mt_magic.vocabulary import Expectation
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -119,11 +121,13 @@ def commit(
         read_snapshot: the table's snapshot when the refresh read it (``None``: it had none yet).
         decision: the refresh's decision record, written beside the state (:mod:`.decision`).
 
+    A table with expectations (its definition as read here, so every writer's path is audited) is written, audited
+    and published (:mod:`.audit`).
+
     Raises:
         RefreshConflictError: the table changed since ``read_snapshot`` (another writer); nothing was committed.
+        ExpectationsHeldError: a ``FAIL UPDATE`` expectation failed; the rows are staged, ``main`` not moved.
     """
-    from pyspark.sql import functions as F
-
     with phase("check"):
         info = catalog.load(table)
     current = info.current_snapshot_id
@@ -138,46 +142,98 @@ def commit(
         state = replace(state, view_version_id=view.version_for(state.definition_version))
     if write.sum_mass:
         state = replace(state, sum_mass=dict(write.sum_mass))
+    expectations = info.definition.expectations if info.definition is not None else ()
     properties = {**state.to_summary(), **(decision_summary(decision) if decision else {}), REFRESH_ID_KEY: refresh_id}
     if isinstance(write, RowsWrite):
+        if expectations:  # never published unaudited (run.py keeps audited tables off the in-process path)
+            raise RefreshError(f"{table} has expectations: its refresh cannot be committed in process")
         return _commit_rows(table, write, properties, refresh_id)
-    writer = _writer(write.df, table, properties)
-    if write.mode is WriteMode.REPLACE_ROWS:
-        with phase("write"):
-            _replace_rows(table, write, properties)
-        with phase("read back"):
-            done = committed_snapshot(catalog, table, refresh_id)
-        if done.snapshot_id is not None:
-            return done
-        # No snapshot carries the state: the MERGE changed nothing (Iceberg commits nothing then), or the engine
-        # ignored the properties (a Connect server whose Iceberg predates session snapshot properties). Record the
-        # state in an empty append: replacing a slice by its recompute is idempotent, so a crash between the two
-        # only repeats the same replacement.
-        with phase("write"):
-            _writer(write.df.limit(0), table, properties).append()
-        with phase("read back"):
-            return committed_snapshot(catalog, table, refresh_id)
+    if expectations:
+        return _audited(catalog, table, write, properties, refresh_id, read_snapshot, expectations)
     with phase("write"):
-        if write.mode is WriteMode.APPEND:
-            writer.append()
-        else:
-            if read_snapshot is not None:
-                writer = writer.option("isolation-level", "serializable")
-                writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
-            writer.overwrite(write.condition if write.condition is not None else F.lit(True))
+        _write(write, qualified(table), properties, read_snapshot)
+    with phase("read back"):
+        done = committed_snapshot(catalog, table, refresh_id)
+    if done.snapshot_id is not None or write.mode is not WriteMode.REPLACE_ROWS:
+        return done
+    # No snapshot carries the state: the MERGE changed nothing (Iceberg commits nothing then), or the engine
+    # ignored the properties (a Connect server whose Iceberg predates session snapshot properties). Record the
+    # state in an empty append: replacing a slice by its recompute is idempotent, so a crash between the two
+    # only repeats the same replacement.
+    with phase("write"):
+        _writer(write.df.limit(0), qualified(table), properties).append()
     with phase("read back"):
         return committed_snapshot(catalog, table, refresh_id)
 
 
-def _writer(df: DataFrame, table: str, properties: Mapping[str, str]):  # type: ignore[no-untyped-def]
-    """``df``'s DataFrameWriterV2 into ``table``, ``properties`` in the snapshot it commits."""
-    writer = df.writeTo(qualified(table))
+def _write(write: Write, target: str, properties: Mapping[str, str], read_snapshot: int | None) -> None:
+    """``write`` into ``target`` (the table, or its staging branch) as one commit carrying ``properties``."""
+    from pyspark.sql import functions as F
+
+    if write.mode is WriteMode.REPLACE_ROWS:
+        _replace_rows(target, write, dict(properties))
+        return
+    writer = _writer(write.df, target, properties)
+    if write.mode is WriteMode.APPEND:
+        writer.append()
+        return
+    if read_snapshot is not None:
+        writer = writer.option("isolation-level", "serializable")
+        writer = writer.option("validate-from-snapshot-id", str(read_snapshot))
+    writer.overwrite(write.condition if write.condition is not None else F.lit(True))
+
+
+def _audited(
+    catalog: MaterializedCatalog,
+    table: str,
+    write: Write,
+    properties: Mapping[str, str],
+    refresh_id: str,
+    read_snapshot: int | None,
+    expectations: tuple[Expectation, ...],
+) -> Committed:
+    """Write, audit, publish (:mod:`.audit`): the rows counted (kept in Spark's cache for the write), staged on the
+    audit branch with the counts, and ``main`` moved to them only when no ``FAIL UPDATE`` expectation failed.
+
+    Raises:
+        ExpectationsHeldError: one did; ``main`` was not moved.
+    """
+    from pyspark import StorageLevel
+
+    session = write.df.sparkSession
+    df = write.df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        with phase("audit"):
+            counted = audit.count(df, expectations)
+        properties = {**properties, **counted.summary()}
+        with phase("write"):
+            audit.stage(session, table)
+            _write(replace(write, df=df), audit.branch_table(table), properties, read_snapshot)
+            staged = audit.staged(catalog.load(table))
+            if staged is None or staged[2].get(REFRESH_ID_KEY) != refresh_id:  # a MERGE that changed nothing
+                _writer(df.limit(0), audit.branch_table(table), properties).append()
+                staged = audit.staged(catalog.load(table))
+    finally:
+        df.unpersist()
+    if staged is None or staged[2].get(REFRESH_ID_KEY) != refresh_id:
+        raise RefreshError(f"{table}: the refresh's staged snapshot is not on branch {audit.BRANCH}; main not moved")
+    if counted.blocking:
+        raise audit.held_error(table, counted, read_snapshot, staged[0])
+    with phase("publish"):
+        audit.publish(session, table, read_snapshot, staged[0])
+    with phase("read back"):
+        return committed_snapshot(catalog, table, refresh_id)
+
+
+def _writer(df: DataFrame, target: str, properties: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    """``df``'s DataFrameWriterV2 into ``target`` (a Spark identifier), ``properties`` in the snapshot it commits."""
+    writer = df.writeTo(target)
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     return writer
 
 
-def _replace_rows(table: str, write: Write, properties: dict[str, str]) -> None:
+def _replace_rows(target: str, write: Write, properties: dict[str, str]) -> None:
     """One ``MERGE``: the rows matching ``write.replaced`` go, ``write.df``'s rows come, ``properties`` in its snapshot.
 
     The source is the new rows plus one marker row. A table row matching the predicate gets key 1 and matches the
@@ -195,7 +251,7 @@ def _replace_rows(table: str, write: Write, properties: dict[str, str]) -> None:
         listed = ", ".join(columns)
         marker = ", ".join(f"NULL AS {c}" for c in columns)
         sql = (
-            f"MERGE INTO {qualified(table)} AS {TARGET} "
+            f"MERGE INTO {target} AS {TARGET} "
             f"USING (SELECT {listed}, CAST(NULL AS INT) AS {key} FROM {identifier(view)} "
             f"UNION ALL SELECT {marker}, 1 AS {key}) AS {source} "
             f"ON (CASE WHEN {write.replaced} THEN 1 END) = {source}.{key} "

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import RefreshError
+from mt_magic.options import ENGINE
 from mt_magic.runtime.refresh.commit import Write, WriteMode, commit
 from mt_magic.runtime.refresh.context import (
     IncrementalPolicy,
@@ -158,6 +159,13 @@ def _recompute(
     )
 
 
+def audited_on_spark(definition: MaterializedTableDefinition) -> MaterializedTableDefinition:
+    """A table with expectations refreshes on Spark (its rows are counted and staged there: :mod:`.audit`)."""
+    if not definition.audited:
+        return definition
+    return dataclasses.replace(definition, options={**definition.options, ENGINE.key: "spark"})
+
+
 def tries_incremental(
     request: RefreshRequest, info: TableInfo, definition: MaterializedTableDefinition, partition: Mapping[str, str]
 ) -> bool:
@@ -230,7 +238,7 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     if force_full or never or not tries_incremental(request, info, definition, partition):
         strategy = "full: 'incremental' = 'never'" if never and not partition else None
         return _recompute(ctx, request, info, definition, states, partition, started, seen, strategy)
-    result = run_incremental(ctx, request, info, definition, sources, states, started, seen)
+    result = run_incremental(ctx, request, info, audited_on_spark(definition), sources, states, started, seen)
     if isinstance(result, RefreshOutcome):
         return result
     if is_strict(definition.options):

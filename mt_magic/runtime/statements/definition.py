@@ -18,6 +18,7 @@ from mt_magic.runtime.refresh.start import check_kept, resolve_start, with_start
 from mt_magic.runtime.spark import semantics
 from mt_magic.runtime.spark.quoting import is_temp_view
 from mt_magic.runtime.statements import schema as schema_rules
+from mt_magic.runtime.statements.expectations import check_expectations, with_dropped_rows
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.formatter import formatter_column
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
@@ -205,6 +206,8 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable, table: TableI
         parsed = schema_rules.apply_column_list(label, parsed, stmt.columns, inferred)
         parsed, schema = with_row_identity(ws, label, parsed, hide=table is None)
         schema_rules.check_typed(label, schema)
+        check_expectations(ws, label, parsed.text, stmt.expectations)
+        parsed = with_dropped_rows(parsed, stmt.expectations)
         start = resolve_start(ws, label, stmt.start_mode, upstream, table)
     expanded = parsed.text  # the rules below read it by its text, which this process remembers with its tree
     options = {k: v for k, v in given.items() if k.lower() != CONVERT.key}
@@ -232,5 +235,6 @@ def build_definition(ws: Workspace, stmt: CreateMaterializedTable, table: TableI
         bucket_columns=buckets.columns if buckets else (),
         buckets=buckets.buckets if buckets else 0,
         sql_settings=settings,
+        expectations=stmt.expectations,
     )
     return with_start(definition, start), schema

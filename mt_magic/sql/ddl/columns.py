@@ -2,7 +2,9 @@
 
 Accepted (Flink's physical columns and constraints): names only (``(ds, product_id)``), names with a type
 (``(ds STRING, amount DECIMAL(10, 2) NOT NULL)``), a column constraint ``[CONSTRAINT n] PRIMARY KEY NOT
-ENFORCED``, a column ``COMMENT``, and a table constraint ``[CONSTRAINT n] PRIMARY KEY (…) NOT ENFORCED``.
+ENFORCED``, a column ``COMMENT``, a table constraint ``[CONSTRAINT n] PRIMARY KEY (…) NOT ENFORCED``, and
+expectations ``CONSTRAINT n EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]`` (Databricks' pipelines'
+clause; the condition is Spark SQL, checked against the query's columns by Spark when the definition is built).
 Flink-only kinds (METADATA and computed columns, WATERMARK) are refused by name: Spark and Iceberg have no
 such thing, and the query already computes every column.
 """
@@ -17,6 +19,7 @@ from mt_magic.sql.ddl.lexing import Tok, TokKind
 from mt_magic.sql.ddl.statements import ColumnDef, PrimaryKey
 from mt_magic.sql.errors import ColumnError, ConstraintError, SqlSyntaxError, UnsupportedClauseError
 from mt_magic.sql.names import RESERVED_COLUMN_FIX, column_name_problem
+from mt_magic.vocabulary import Expectation, OnViolation
 
 _TYPE_STOP = frozenset({"CONSTRAINT", "PRIMARY", "COMMENT", "METADATA", "VIRTUAL"})
 _TYPE_CONTINUATION = frozenset(
@@ -48,6 +51,7 @@ class _Columns:
     columns: list[tuple[ColumnDef, Tok]] = field(default_factory=list)
     primary_key: PrimaryKey | None = None
     key_toks: tuple[Tok, ...] = ()
+    expectations: list[Expectation] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class ColumnList:
 
     columns: tuple[ColumnDef, ...]
     primary_key: PrimaryKey | None
+    expectations: tuple[Expectation, ...] = ()
 
 
 def column_list(cur: Cursor) -> ColumnList:
@@ -77,7 +82,7 @@ def column_list(cur: Cursor) -> ColumnList:
             "separate column definitions with ',' and close the list with ')'",
         )
     _check_consistent(cur, state)
-    return ColumnList(tuple(c for c, _ in state.columns), state.primary_key)
+    return ColumnList(tuple(c for c, _ in state.columns), state.primary_key, tuple(state.expectations))
 
 
 def _element(cur: Cursor, state: _Columns) -> None:
@@ -95,11 +100,14 @@ def _element(cur: Cursor, state: _Columns) -> None:
             UnsupportedClauseError,
             f"{tok.text} constraints are not supported",
             tok,
-            "only [CONSTRAINT name] PRIMARY KEY (…) NOT ENFORCED is allowed",
+            "use [CONSTRAINT name] PRIMARY KEY (…) NOT ENFORCED, or CONSTRAINT name EXPECT (condition) for a check",
         )
     if tok is not None and tok.is_word("CONSTRAINT", "PRIMARY"):
         constraint_tok = tok
         constraint = _constraint_name(cur)
+        if constraint is not None and cur.at_word("EXPECT"):
+            _add_expectation(cur, state, expectation(cur, constraint, constraint_tok), constraint_tok)
+            return
         cur.expect_word("PRIMARY", "after CONSTRAINT name", "write CONSTRAINT name PRIMARY KEY (…) NOT ENFORCED")
         cur.expect_word("KEY", "after PRIMARY")
         names = name_list(cur, "PRIMARY KEY", ConstraintError)
@@ -188,7 +196,7 @@ def _column_type(cur: Cursor) -> str | None:
 
 def _constraint_name(cur: Cursor) -> str | None:
     if cur.accept_word("CONSTRAINT"):
-        return cur.expect_identifier("a constraint name after CONSTRAINT", frozenset({"PRIMARY"}))[1]
+        return cur.expect_identifier("a constraint name after CONSTRAINT", frozenset({"PRIMARY", "EXPECT"}))[1]
     return None
 
 
@@ -236,3 +244,48 @@ def _check_consistent(cur: Cursor, state: _Columns) -> None:
                 tok,
                 f"add {name} to the column list, or fix the key column's name",
             )
+
+
+def expectation(cur: Cursor, name: str, at: Tok) -> Expectation:
+    """``EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]`` after ``CONSTRAINT name`` (the cursor at
+    ``EXPECT``): the condition's text as written, between its parentheses."""
+    cur.expect_word("EXPECT", f"after CONSTRAINT {name}")
+    open_tok = cur.expect_punct("(", "after EXPECT", "write EXPECT (condition), e.g. EXPECT (amount >= 0)")
+    depth, last = 1, open_tok
+    while depth:
+        tok = cur.advance()
+        depth += 1 if tok.is_punct("(") else -1 if tok.is_punct(")") else 0
+        if depth:
+            last = tok
+    if last is open_tok:
+        raise cur.error(
+            ConstraintError,
+            f"expectation {name} has an empty condition",
+            at,
+            "write a condition over the table's columns, e.g. EXPECT (amount >= 0)",
+        )
+    condition = cur.source.text[open_tok.end : last.end].strip()
+    action = OnViolation.KEEP
+    if cur.accept_word("ON"):
+        cur.expect_word("VIOLATION", "after ON", "write ON VIOLATION DROP ROW or ON VIOLATION FAIL UPDATE")
+        if cur.accept_word("DROP"):
+            cur.expect_word("ROW", "after ON VIOLATION DROP", "write ON VIOLATION DROP ROW")
+            action = OnViolation.DROP_ROW
+        elif cur.accept_word("FAIL"):
+            cur.expect_word("UPDATE", "after ON VIOLATION FAIL", "write ON VIOLATION FAIL UPDATE")
+            action = OnViolation.FAIL_UPDATE
+        else:
+            raise cur.unexpected(cur.peek(), ["DROP ROW", "FAIL UPDATE"])
+    return Expectation(name, condition, action)
+
+
+def _add_expectation(cur: Cursor, state: _Columns, found: Expectation, at: Tok) -> None:
+    for other in state.expectations:
+        if other.name.lower() == found.name.lower():
+            raise cur.error(
+                ConstraintError,
+                f"constraint {found.name!r} is declared twice",
+                at,
+                "give each expectation its own name",
+            )
+    state.expectations.append(found)

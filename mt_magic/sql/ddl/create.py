@@ -109,6 +109,7 @@ def parse_create(cur: Cursor, create_tok: Tok, rules: FreshnessRules) -> CreateM
         query_position=query_pos,
         columns=columns.columns,
         primary_key=columns.primary_key,
+        expectations=columns.expectations,
         comment=clauses.comment,
         partitioned_by=tuple(n for n, _ in clauses.partitioned_by),
         distribution=clauses.distribution,

