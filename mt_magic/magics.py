@@ -22,7 +22,7 @@ from mt_magic.sql.ddl.freshness import FreshnessRules, freshness_to_cron
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
-MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "config")
+MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "verify", "config")
 FIRST_NAMES_WAIT_S = 5.0
 """How long connecting waits, after Spark is up, for completion's first load of the catalog's names (it started
 before Spark, so it has mostly ended): the first Tab after ``%load_ext`` offers them."""
@@ -453,6 +453,7 @@ class MaterializedMagics(Magics):
         NAME|STATEMENT``: how it refreshes, or what an ``ALTER … AS`` / ``SET FRESHNESS`` / ``SET REFRESH_MODE`` /
         ``RESUME`` / ``CREATE OR ALTER`` would do, before it is made (rows kept or rebuilt, strategy, predicted
         cost) · ``%mt refresh NAME [--partition "ds = 'x'"] [--cascade]`` · ``%mt suspend|resume NAME`` ·
+        ``%mt verify NAME``: the query recomputed beside the table, nothing committed, and the rows that differ ·
         ``%mt config``: the effective settings.
         """
         command, _, rest = line.strip().partition(" ")
@@ -506,6 +507,11 @@ class MaterializedMagics(Magics):
 
     def _mt_resume(self, args: Any) -> object:
         return StatementResultsView((self.connection.service.resume(self._one_name(args)),))
+
+    def _mt_verify(self, args: Any) -> object:
+        from mt_magic.widgets.static_views import VerifyView
+
+        return VerifyView(str(self.connection.service.verify(self._one_name(args))))
 
     def _mt_config(self, args: Any) -> object:
         from mt_magic.widgets.static_views import ConfigView
