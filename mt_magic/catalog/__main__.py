@@ -6,6 +6,7 @@
     python -m mt_magic.catalog start  [--home DIR]     # the embedded server of $MT_MAGIC_HOME, in the background
     python -m mt_magic.catalog status [--home DIR] [--show-token]
     python -m mt_magic.catalog stop   [--home DIR]
+    python -m mt_magic.catalog principals|roles|grants|audit …   # a team's principals, grants and audit (access_cli)
 
 ``serve`` runs in the foreground (port 0 picks a free port; the URL is printed). Its token comes from
 ``$MT_MAGIC_CATALOG_TOKEN`` or ``--token-file``, out of the process list (``--token T`` still works, with a
@@ -23,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from mt_magic.catalog import embedded
+from mt_magic.catalog import access_cli, embedded
 from mt_magic.errors import MtMagicError
 
 
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--home", type=Path, help="state directory (default $MT_MAGIC_HOME or ~/.mt_magic)")
         if name == "status":
             cmd.add_argument("--show-token", action="store_true", help="print the token instead of masking it")
+    access_cli.add_parsers(sub)
     return parser
 
 
@@ -151,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "stop":
             stopped = embedded.stop_embedded_server(args.home)
             print("stopped" if stopped else "not running")
+        elif args.command in access_cli.COMMANDS:
+            print(access_cli.run(args))
     except (MtMagicError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

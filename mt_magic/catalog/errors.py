@@ -11,3 +11,7 @@ class EmbeddedServerError(CatalogError):
 
 class CatalogConfigError(CatalogError):
     """A configured catalog cannot be used by mt_magic (wrong type, missing URI, …)."""
+
+
+class NotGrantedError(CatalogError):
+    """The catalog's principal lacks a grant for what was asked; the message names it and who may give it."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from mt_magic.catalog.errors import NotGrantedError
 from mt_magic.catalog.revalidation import Revalidated
 from mt_magic.catalog.tables import reaching
 from mt_magic.errors import CatalogError
@@ -38,6 +39,9 @@ LEASE_NAMESPACE = "mt_magic"
 LEASE_TABLE = "refresh_leases"
 LEASE_KEY = "mt.lease."
 """Snapshot-summary key prefix; the rest of the key is the materialized table's qualified name."""
+GRANTS_KNOWN_SECONDS = 30.0
+"""How long this process trusts what the catalog said of its write grants on the tables whose leases it wants (a
+grant or a revocation reaches the lease map within this)."""
 KEPT_SNAPSHOTS = 2
 """Each snapshot's summary is the whole map: every write copies and every load parses all kept ones, so few are
 kept (a compare-and-set needs only the current one)."""
@@ -109,6 +113,10 @@ class CatalogLeases:
         self._revalidated = Revalidated(catalog, self._decode)
         """Each manager reads the map every few seconds and it changes every ten or so: an unchanged map is
         answered ``304`` to its last ``ETag`` and neither sent nor parsed again (see :mod:`.revalidation`)."""
+        self._unrestricted: bool | None = None
+        """This principal is the catalog's admin, or the catalog has no grants: its leases need no question."""
+        self._writable: dict[str, tuple[bool, float]] = {}
+        """Lease name -> (whether this principal may write its table, until when that is trusted)."""
 
     def _table(self) -> Table:
         from pyiceberg.exceptions import NoSuchTableError
@@ -164,6 +172,9 @@ class CatalogLeases:
         from pyiceberg.table import Table
         from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID
 
+        leases = self._permitted(base, leases)
+        if dict(leases) == dict(base.leases):
+            return base
         table = base.table if base.table is not None else self._table()
         if table.metadata.current_snapshot_id != base.version:
             raise LeaseConflictError(f"the refresh leases of catalog {self.spark_name} changed since they were read")
@@ -180,12 +191,47 @@ class CatalogLeases:
             raise LeaseConflictError(
                 f"the refresh leases of catalog {self.spark_name} changed since they were read ({exc})"
             ) from exc
+        except NotGrantedError as exc:  # a grant revoked since it was asked: ask again, then plan again
+            _delete_unlogged_metadata(table.io, {snapshot.manifest_list})
+            self._writable.clear()
+            raise LeaseConflictError(f"the catalog refused a change of the refresh leases: {exc}") from exc
         written = Table(self.identifier, response.metadata, response.metadata_location, table.io, self.catalog)
         dropped = _logged(table.metadata_location, table.metadata.metadata_log) - _logged(
             written.metadata_location, written.metadata.metadata_log
         )
         _delete_unlogged_metadata(table.io, dropped | {old.manifest_list for old in removed})
         return LeaseMap(snapshot.snapshot_id, dict(leases), written)
+
+    def _permitted(self, base: LeaseMap, leases: Mapping[str, Lease]) -> dict[str, Lease]:
+        """``leases`` without the changes this principal may not make: the catalog lets a principal change a
+        table's lease only with write on that table (:mod:`mt_magic.catalog.server.lease_rules`), so a lease it
+        may not take, renew or clear stays as ``base`` has it (this manager then never holds it)."""
+        import time
+
+        from mt_magic.catalog.access import missing_grants, unrestricted
+        from mt_magic.catalog.privileges import Privilege, table
+
+        if self._unrestricted is None:
+            self._unrestricted = unrestricted(self.catalog)
+        if self._unrestricted:
+            return dict(leases)
+        changed = [n for n in set(base.leases) | set(leases) if base.leases.get(n) != leases.get(n)]
+        now = time.monotonic()
+        unknown = [n for n in changed if n not in self._writable or self._writable[n][1] < now]
+        if unknown:
+            needs = {n: (Privilege.WRITE, table(*n.split(".")[1:])) for n in unknown if len(n.split(".")) >= 3}
+            refused = {(m.on.parts) for m in missing_grants(self.catalog, list(needs.values()))}
+            for name in unknown:
+                ok = name in needs and tuple(name.split(".")[1:]) not in refused
+                self._writable[name] = (ok, now + GRANTS_KNOWN_SECONDS)
+        out = dict(leases)
+        for name in changed:
+            if not self._writable[name][0]:
+                if name in base.leases:
+                    out[name] = base.leases[name]
+                else:
+                    out.pop(name, None)
+        return out
 
 
 def _next_snapshot(table: Table, leases: Mapping[str, Lease]) -> tuple[Snapshot, tuple[Any, ...], list[Snapshot]]:

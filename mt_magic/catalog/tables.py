@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
+from mt_magic.catalog.errors import NotGrantedError
 from mt_magic.catalog.revalidation import Revalidated
 from mt_magic.errors import (
     CatalogError,
@@ -191,10 +192,13 @@ def _namespace(namespace: str | None) -> tuple[str, ...] | None:
 @contextmanager
 def reaching(name: str) -> Iterator[None]:
     """Classify transport failures once, here: the catalog could not be reached (connection refused or reset,
-    a timeout, a 5xx) becomes :class:`CatalogUnavailableError` — a pause, not a verdict on ``name``; every
-    other answer keeps its own type."""
+    a timeout, a 5xx) becomes :class:`CatalogUnavailableError` — a pause, not a verdict on ``name``; a refusal for
+    want of a grant (403) becomes :class:`~mt_magic.catalog.errors.NotGrantedError`, naming the grant and who may
+    give it; every other answer keeps its own type."""
     import requests
-    from pyiceberg.exceptions import ServerError, ServiceUnavailableError
+    from pyiceberg.exceptions import ForbiddenError, ServerError, ServiceUnavailableError
+
+    from mt_magic.catalog.access import not_granted
 
     try:
         yield
@@ -202,6 +206,8 @@ def reaching(name: str) -> Iterator[None]:
         raise CatalogUnavailableError(
             f"the catalog cannot be reached while reading {name} ({type(exc).__name__}: {first_line(exc)[:200]})"
         ) from exc
+    except ForbiddenError as exc:
+        raise (not_granted(exc) or NotGrantedError(f"the catalog refused access to {name}: {exc}")) from exc
 
 
 class MaterializedCatalog:

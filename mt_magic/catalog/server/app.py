@@ -8,7 +8,6 @@ The catalog lives in a SQL database (SQLite file by default, any SQLAlchemy URL)
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import signal
@@ -19,13 +18,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from pyiceberg.catalog.sql import SqlCatalog
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from mt_magic.catalog.embedded import EmbeddedServer, display_database, remove_state, warehouse_uri, write_state
-from mt_magic.catalog.server import routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.server import routes_access, routes_namespaces, routes_tables, routes_views
+from mt_magic.catalog.server.access_store import AccessStore
+from mt_magic.catalog.server.authz import NOT_AUTHENTICATED, authorize
 from mt_magic.catalog.server.browser import BrowserGuard, allowed_hosts
 from mt_magic.catalog.server.edge import RestPathDecoding
 from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
@@ -80,6 +81,7 @@ def open_sql_catalog(database: str, warehouse: str | Path, name: str = CATALOG_N
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     catalog = _create_tables(lambda: SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse)))
     _create_tables(lambda: create_view_table(catalog.engine))
+    _create_tables(lambda: AccessStore(catalog.engine).create_tables())
     if url.get_backend_name() == "sqlite":
         with catalog.engine.connect() as conn:  # readers never block the single writer
             conn.exec_driver_sql("PRAGMA journal_mode=WAL")
@@ -102,12 +104,6 @@ def _create_tables(create: Callable[[], T], attempts: int = 5) -> T:
     raise AssertionError("unreachable")
 
 
-def _bearer_ok(header: str | None, token: str) -> bool:
-    if not header or not header.lower().startswith("bearer "):
-        return False
-    return hmac.compare_digest(header[7:].strip().encode(), token.encode())
-
-
 def create_app(
     catalog: SqlCatalog,
     token: str | None = None,
@@ -120,7 +116,10 @@ def create_app(
 
     Args:
         catalog: pyiceberg ``SqlCatalog`` holding the rows (see :func:`open_sql_catalog`).
-        token: when set, every request must carry ``Authorization: Bearer <token>`` (else 401).
+        token: the admin's token (:data:`~mt_magic.catalog.privileges.ADMIN`); when set, every request must carry
+            ``Authorization: Bearer <token>`` with it or a principal's token (else 401), and
+            :mod:`~mt_magic.catalog.server.authz` decides what a principal may do. Without it, a request without a
+            token is the admin's.
         warehouse: where new tables and views go by default (a URI or a local directory); their files
             must stay inside it ...
         allowed_locations: ... or inside one of these storage roots.
@@ -132,23 +131,20 @@ def create_app(
     """
     app = FastAPI(title="mt_magic Iceberg REST catalog", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = build_service(catalog, warehouse_uri(warehouse), allowed_locations)
+    app.state.admin_token = token or None
     install_error_handlers(app)
 
     if token:
 
         @app.middleware("http")
-        async def _authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-            if not _bearer_ok(request.headers.get("authorization"), token):
-                response = error_response(
-                    401,
-                    "NotAuthorizedException",
-                    "Not authorized: send the catalog token as 'Authorization: Bearer <token>'",
-                )
-                response.headers["WWW-Authenticate"] = "Bearer"
-                return response
+        async def _bearer_required(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+            """A request without any bearer token is refused here; which token it is, the authorizer decides."""
+            header = request.headers.get("authorization") or ""
+            if not header.lower().startswith("bearer ") or not header[7:].strip():
+                return error_response(401, "NotAuthorizedException", NOT_AUTHENTICATED)
             return await call_next(request)
 
-    @app.get("/v1/config")
+    @app.get("/v1/config", dependencies=[Depends(authorize)])
     def get_config(warehouse: str | None = None) -> dict[str, Any]:
         """The ``warehouse`` query parameter is accepted and ignored: a server has exactly one warehouse."""
         return {"defaults": {}, "overrides": {}, "endpoints": list(ENDPOINTS)}
@@ -157,6 +153,7 @@ def create_app(
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)
     app.include_router(routes_namespaces.router)
+    app.include_router(routes_access.router)
     app.add_middleware(RestPathDecoding)
     app.add_middleware(BrowserGuard, hosts=hosts)
     return app

@@ -84,8 +84,10 @@ _HTTP_STATUS_TYPE = {
 
 
 def error_response(status: int, error_type: str, message: str) -> JSONResponse:
-    """The spec's error body: ``{"error": {"message", "type", "code"}}``."""
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": error_type, "code": status}})
+    """The spec's error body: ``{"error": {"message", "type", "code"}}`` (a 401 says which scheme it wants)."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    content = {"error": {"message": message, "type": error_type, "code": status}}
+    return JSONResponse(status_code=status, content=content, headers=headers)
 
 
 def status_for(exc: BaseException) -> tuple[int, str]:

@@ -13,6 +13,9 @@ from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceErr
 from pyiceberg.typedef import Identifier, Properties
 from sqlalchemy.exc import IntegrityError
 
+from mt_magic.catalog.privileges import namespace as namespace_object
+from mt_magic.catalog.server import audit
+from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.errors_http import BadRequest, RestError
 from mt_magic.catalog.server.locations import StorageRoots
 from mt_magic.catalog.server.names import directory_name, namespace_from_storage, storage_namespace
@@ -39,8 +42,9 @@ def check_properties(properties: Properties) -> None:
 class NamespaceStore:
     """Namespace operations over one ``SqlCatalog``; writes hold ``lock``."""
 
-    def __init__(self, catalog: SqlCatalog, lock: threading.RLock, roots: StorageRoots) -> None:
+    def __init__(self, catalog: SqlCatalog, lock: threading.RLock, roots: StorageRoots, access: AccessStore) -> None:
         self.catalog = catalog
+        self.access = access
         self.lock = lock
         self.roots = roots
 
@@ -85,6 +89,8 @@ class NamespaceStore:
                 self.catalog.create_namespace(storage_namespace(namespace), dict(properties))
             except (IntegrityError, NamespaceAlreadyExistsError):
                 raise NamespaceAlreadyExistsError(f"Namespace already exists: {display(namespace)}") from None
+            on = namespace_object(*namespace)
+            audit.record_now(self.catalog.engine, "create-namespace", on, properties=properties)
             return self.properties(namespace)
 
     def drop(self, namespace: Identifier) -> None:
@@ -92,6 +98,9 @@ class NamespaceStore:
         with self.lock:
             self.require(namespace)
             self.catalog.drop_namespace(storage_namespace(namespace))
+            with self.catalog.engine.begin() as conn:  # a namespace made again later starts without its grants
+                self.access.forget_object(conn, namespace_object(*namespace))
+                audit.record(conn, "drop-namespace", namespace_object(*namespace))
 
     def update(self, namespace: Identifier, removals: list[str], updates: Properties) -> dict[str, list[str]]:
         """Set and remove properties; the spec's ``updated`` / ``removed`` / ``missing`` lists."""
@@ -104,6 +113,9 @@ class NamespaceStore:
         with self.lock:
             before = self.properties(namespace)
             self.catalog.update_namespace_properties(storage_namespace(namespace), set(removals), dict(updates))
+            audit.record_now(
+                self.catalog.engine, "alter-namespace", namespace_object(*namespace), set=updates, removed=removals
+            )
         missing = sorted(k for k in set(removals) if k not in before)
         removed = sorted(k for k in set(removals) if k in before)
         return {"updated": sorted(updates), "removed": removed, "missing": missing}

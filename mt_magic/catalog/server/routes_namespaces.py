@@ -7,6 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pyiceberg.exceptions import NamespaceNotEmptyError
 
+from mt_magic.catalog.privileges import namespace as namespace_object
+from mt_magic.catalog.server.authz import Authorized, authorize
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
 from mt_magic.catalog.server.wire import (
     CreateNamespaceBody,
@@ -18,7 +20,7 @@ from mt_magic.catalog.server.wire import (
     parse_body,
 )
 
-router = APIRouter(prefix="/v1/namespaces")
+router = APIRouter(prefix="/v1/namespaces", dependencies=[Depends(authorize)])
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
 
@@ -26,12 +28,14 @@ Body = Annotated[bytes, Depends(raw_body)]
 @router.get("")
 def list_namespaces(
     svc: Svc,
+    caller: Authorized,
     parent: str | None = None,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
     page_size: Annotated[int | None, Query(alias="pageSize")] = None,
 ) -> dict[str, Any]:
     parent_ns = namespace_from_path(parent) if parent else ()
-    items, token = page(svc.namespaces.children(parent_ns), page_token, page_size)
+    visible = [ns for ns in svc.namespaces.children(parent_ns) if caller.sees(namespace_object(*ns))]
+    items, token = page(visible, page_token, page_size)
     return {"namespaces": [list(ns) for ns in items], "next-page-token": token}
 
 

@@ -11,6 +11,7 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
 
+from mt_magic.catalog.server.authz import Authorized, authorize
 from mt_magic.catalog.server.commits import refs_only
 from mt_magic.catalog.server.errors_http import BadRequest
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
@@ -30,7 +31,7 @@ from mt_magic.catalog.server.wire import (
     parse_json,
 )
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", dependencies=[Depends(authorize)])
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
 TABLE = "/namespaces/{namespace:path}/tables/{table:path}"
@@ -66,11 +67,13 @@ def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
 @router.get("/namespaces/{namespace:path}/tables")
 def list_tables(
     svc: Svc,
+    caller: Authorized,
     namespace: str,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
     page_size: Annotated[int | None, Query(alias="pageSize")] = None,
 ) -> dict[str, Any]:
-    items, token = page(svc.tables.list_tables(namespace_from_path(namespace)), page_token, page_size)
+    readable = [i for i in svc.tables.list_tables(namespace_from_path(namespace)) if caller.reads(i)]
+    items, token = page(readable, page_token, page_size)
     return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
 
 
@@ -100,7 +103,7 @@ def load_table(
 
 
 @router.get(TABLE_ETAGS)
-def table_etags(svc: Svc, namespace: Annotated[str | None, Query()] = None) -> dict[str, Any]:
+def table_etags(svc: Svc, caller: Authorized, namespace: Annotated[str | None, Query()] = None) -> dict[str, Any]:
     """Not in the Iceberg REST spec (mt_magic's own): every table's ``ETag`` as :func:`load_table` sends it, in one
     answer — so a client that asks who reads a table (DROP's dependents) revalidates the catalog in one request
     and loads only the tables that changed. ``namespace`` (levels joined by ``%1F``): its tables only (not nested)."""
@@ -111,6 +114,7 @@ def table_etags(svc: Svc, namespace: Annotated[str | None, Query()] = None) -> d
         "tables": [
             {"identifier": identifier_to_wire(ident), "etag": _etag(location, "all")}
             for ident, location in svc.tables.locations(wanted)
+            if caller.reads(ident)
         ]
     }
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from mt_magic.catalog.server.authz import Authorized, authorize
 from mt_magic.catalog.server.errors_http import BadRequest
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
 from mt_magic.catalog.server.views import CommitViewBody, CreateViewBody, LoadViewResult, ViewMetadata
@@ -20,7 +21,7 @@ from mt_magic.catalog.server.wire import (
     parse_body,
 )
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", dependencies=[Depends(authorize)])
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
 VIEW = "/namespaces/{namespace:path}/views/{view:path}"
@@ -34,11 +35,13 @@ def _view_result(location: str, metadata: ViewMetadata) -> Response:
 @router.get("/namespaces/{namespace:path}/views")
 def list_views(
     svc: Svc,
+    caller: Authorized,
     namespace: str,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
     page_size: Annotated[int | None, Query(alias="pageSize")] = None,
 ) -> dict[str, Any]:
-    items, token = page(svc.views.list_views(namespace_from_path(namespace)), page_token, page_size)
+    readable = [i for i in svc.views.list_views(namespace_from_path(namespace)) if caller.reads(i)]
+    items, token = page(readable, page_token, page_size)
     return {"identifiers": [identifier_to_wire(i) for i in items], "next-page-token": token}
 
 

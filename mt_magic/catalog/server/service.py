@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fastapi import Request
 from pyiceberg.catalog.sql import SqlCatalog
 
+from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.edge import read_body
 from mt_magic.catalog.server.locations import StorageRoots
 from mt_magic.catalog.server.namespaces import NamespaceStore
@@ -27,6 +28,7 @@ class CatalogService:
     namespaces: NamespaceStore
     tables: TableStore
     views: ViewStore
+    access: AccessStore
 
 
 def build_service(catalog: SqlCatalog, warehouse: str, allowed_locations: Sequence[str] = ()) -> CatalogService:
@@ -39,12 +41,14 @@ def build_service(catalog: SqlCatalog, warehouse: str, allowed_locations: Sequen
     """
     lock = threading.RLock()
     roots = StorageRoots.of(warehouse, allowed_locations)
-    namespaces = NamespaceStore(catalog, lock, roots)
+    access = AccessStore(catalog.engine)
+    access.create_tables()
+    namespaces = NamespaceStore(catalog, lock, roots, access)
     holder: dict[str, ViewStore] = {}
-    tables = TableStore(catalog, namespaces, lock, lambda ident: holder["views"].exists(ident), roots)
-    views = ViewStore(catalog, namespaces, lock, lambda ident: tables.location_of(ident) is not None, roots)
+    tables = TableStore(catalog, namespaces, lock, lambda ident: holder["views"].exists(ident), roots, access)
+    views = ViewStore(catalog, namespaces, lock, lambda ident: tables.location_of(ident) is not None, roots, access)
     holder["views"] = views
-    return CatalogService(catalog, warehouse, roots, lock, namespaces, tables, views)
+    return CatalogService(catalog, warehouse, roots, lock, namespaces, tables, views, access)
 
 
 def service(request: Request) -> CatalogService:

@@ -27,8 +27,12 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import TableRequirement
 from pyiceberg.typedef import Identifier
 from sqlalchemy import Table, delete, insert, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from mt_magic.catalog.privileges import table
+from mt_magic.catalog.server import audit, lease_rules
+from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.commits import apply_commit, check_format_version, is_create, metadata_version
 from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest
 from mt_magic.catalog.server.format_v3 import read_metadata, with_column_defaults, with_row_lineage, write_metadata
@@ -62,6 +66,10 @@ class _Staged:
     location: str
     metadata: TableMetadata
     changed: bool
+    before: TableMetadata | None = None
+    """The metadata it replaces (for the audit: the snapshot before)."""
+    updates: tuple[str, ...] = ()
+    """The commit's update actions (for the audit of a change without a new snapshot)."""
 
 
 class _SwapConflict(Exception):
@@ -78,8 +86,10 @@ class TableStore:
         lock: threading.RLock,
         view_exists: Callable[[Identifier], bool],
         roots: StorageRoots,
+        access: AccessStore,
     ) -> None:
         self.catalog = catalog
+        self.access = access
         self.namespaces = namespaces
         self.lock = lock
         self.view_exists = view_exists
@@ -198,7 +208,7 @@ class TableStore:
         with self.lock:
             metadata = self.new_metadata(ident, request)
             staged = self._write(_Staged(ident, None, self._next_location(metadata, None), metadata, True))
-            self._swap([staged])
+            self._swap([staged], "create")
             return staged.location, metadata
 
     # -- committing ------------------------------------------------------------------------------
@@ -242,7 +252,9 @@ class TableStore:
         if current is not None and metadata == current:
             return _Staged(change.ident, previous, previous, current, changed=False)  # type: ignore[arg-type]
         self.roots.check_all(metadata.location, metadata.properties, f"table {display(change.ident)}")
-        return _Staged(change.ident, previous, self._next_location(metadata, previous), metadata, True)
+        actions = tuple(str(getattr(u, "action", type(u).__name__)) for u in change.updates)
+        location = self._next_location(metadata, previous)
+        return _Staged(change.ident, previous, location, metadata, True, current, actions)
 
     @staticmethod
     def _next_location(metadata: TableMetadata, previous: str | None) -> str:
@@ -259,8 +271,9 @@ class TableStore:
             if s.changed:
                 delete_files(self._io(s.location), {s.location}, "metadata")
 
-    def _swap(self, staged: Sequence[_Staged]) -> None:
-        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table).
+    def _swap(self, staged: Sequence[_Staged], action: str | None = None) -> None:
+        """Point every table at its new metadata in one SQL transaction (compare-and-swap per table), with each
+        change's audit rows (``action``: what a new row is, ``create`` or ``register``; else a commit).
 
         Rows are updated in identifier order, so two servers swapping the same tables never deadlock.
         """
@@ -281,6 +294,7 @@ class TableStore:
                         )
                     except IntegrityError as exc:
                         raise TableAlreadyExistsError(f"Table already exists: {display(s.ident)}") from exc
+                    self._audit(conn, s, action or "create")
                     continue
                 result = conn.execute(
                     update(_T)
@@ -289,6 +303,28 @@ class TableStore:
                 )
                 if result.rowcount != 1:
                     raise _SwapConflict(display(s.ident))
+                self._audit(conn, s, action)
+
+    def _audit(self, conn: Connection, s: _Staged, action: str | None) -> None:
+        """The audit rows of one swapped table: created or registered; a commit (snapshot before and after) or an
+        alter (the update actions); for the lease table, the leases taken and released."""
+        on = table(*s.ident)
+        if action is not None:
+            audit.record(conn, action, on, metadata=s.location, previous=s.previous)
+            return
+        if s.ident == lease_rules.LEASES:
+            before, after = lease_rules.current_entries(s.before), lease_rules.current_entries(s.metadata)
+            for what, lease_on, details in lease_rules.audited(before, after):
+                audit.record(conn, what, lease_on, **details)
+            return
+        before_id = s.before.current_snapshot_id if s.before is not None else None
+        after_id = s.metadata.current_snapshot_id
+        if before_id != after_id:
+            snapshot = s.metadata.snapshot_by_id(after_id) if after_id is not None else None
+            operation = snapshot.summary.operation.value if snapshot is not None and snapshot.summary else None
+            audit.record(conn, "commit", on, before=before_id, after=after_id, operation=operation, metadata=s.location)
+        else:
+            audit.record(conn, "alter", on, updates=sorted(set(s.updates)), snapshot=after_id, metadata=s.location)
 
     def _after_commit(self, staged: _Staged) -> None:
         """Honour ``write.metadata.delete-after-commit.enabled`` like Java's catalogs do."""
@@ -308,6 +344,11 @@ class TableStore:
             with self.catalog.engine.begin() as conn:
                 if conn.execute(delete(_T).where(*self._where(ident))).rowcount != 1:
                     raise NoSuchTableError(f"Table does not exist: {display(ident)}")
+                on = table(*ident)
+                self.access.forget_object(conn, on)
+                audit.record(
+                    conn, "purge" if purge else "drop", on, metadata=location, snapshot=metadata.current_snapshot_id
+                )
         if purge:
             purge_table(self._io(location), self.roots, location, metadata)
 
@@ -323,6 +364,8 @@ class TableStore:
                     .where(*self._where(source))
                     .values(table_namespace=namespace_key(destination[:-1]), table_name=destination[-1])
                 )
+                self.access.forget_object(conn, table(*source), renamed=table(*destination))
+                audit.record(conn, "rename", table(*destination), source=list(source))
 
     def register(self, ident: Identifier, metadata_location: str, overwrite: bool) -> TableMetadata:
         """Add an existing metadata file as a table (or repoint one with ``overwrite``)."""
@@ -339,5 +382,5 @@ class TableStore:
             previous = self.location_of(ident)
             if previous is None or not overwrite:
                 self._check_free(ident)
-            self._swap([_Staged(ident, previous, metadata_location, metadata, True)])
+            self._swap([_Staged(ident, previous, metadata_location, metadata, True)], "register")
         return metadata

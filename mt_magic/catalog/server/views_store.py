@@ -19,6 +19,9 @@ from sqlalchemy import Column, MetaData, String, Table, delete, insert, select, 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from mt_magic.catalog.privileges import table
+from mt_magic.catalog.server import audit
+from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.commits import new_metadata_file_name
 from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, ViewAlreadyExistsError
 from mt_magic.catalog.server.locations import StorageRoots
@@ -60,8 +63,10 @@ class ViewStore:
         lock: threading.RLock,
         table_exists: Callable[[Identifier], bool],
         roots: StorageRoots,
+        access: AccessStore,
     ) -> None:
         self.catalog = catalog
+        self.access = access
         self.namespaces = namespaces
         self.lock = lock
         self.table_exists = table_exists
@@ -126,8 +131,8 @@ class ViewStore:
             out.write(metadata.model_dump_json().encode("utf-8"))
         return location
 
-    def _insert(self, ident: Identifier, location: str) -> None:
-        """The catalog row of a new view (raises IntegrityError when the name is taken)."""
+    def _insert(self, ident: Identifier, location: str, action: str) -> None:
+        """The catalog row of a new view, audited as ``action`` (raises IntegrityError when the name is taken)."""
         with self.catalog.engine.begin() as conn:
             conn.execute(
                 insert(VIEWS).values(
@@ -138,6 +143,7 @@ class ViewStore:
                     previous_metadata_location=None,
                 )
             )
+            audit.record(conn, action, table(*ident), metadata=location)
 
     def create(self, ident: Identifier, body: CreateViewBody) -> tuple[str, ViewMetadata]:
         with self.lock:
@@ -146,7 +152,7 @@ class ViewStore:
             self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
             location = self._write(metadata, None)
             try:
-                self._insert(ident, location)
+                self._insert(ident, location, "create-view")
             except IntegrityError as exc:
                 raise ViewAlreadyExistsError(f"View already exists: {display(ident)}") from exc
             return location, metadata
@@ -170,12 +176,15 @@ class ViewStore:
                 )
                 if result.rowcount != 1:
                     raise CommitFailedException(f"View {display(ident)} was changed concurrently; retry")
+                audit.record(conn, "replace-view", table(*ident), metadata=location, previous=previous)
             return location, metadata
 
     def drop(self, ident: Identifier) -> None:
         with self.lock, self.catalog.engine.begin() as conn:
             if conn.execute(delete(VIEWS).where(*self._where(ident))).rowcount != 1:
                 raise NoSuchViewError(f"View does not exist: {display(ident)}")
+            self.access.forget_object(conn, table(*ident))
+            audit.record(conn, "drop-view", table(*ident))
 
     def rename(self, source: Identifier, destination: Identifier) -> None:
         with self.lock:
@@ -188,6 +197,8 @@ class ViewStore:
                     .where(*self._where(source))
                     .values(view_namespace=namespace_key(destination[:-1]), view_name=destination[-1])
                 )
+                self.access.forget_object(conn, table(*source), renamed=table(*destination))
+                audit.record(conn, "rename-view", table(*destination), source=list(source))
 
     def register(self, ident: Identifier, metadata_location: str) -> ViewMetadata:
         self.roots.check(metadata_location, f"the metadata of view {display(ident)}")
@@ -199,5 +210,5 @@ class ViewStore:
         self.roots.check_all(metadata.location, metadata.properties, f"view {display(ident)}")
         with self.lock:
             self._check_free(ident)
-            self._insert(ident, metadata_location)
+            self._insert(ident, metadata_location, "register-view")
         return metadata
