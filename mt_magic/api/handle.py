@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from mt_magic.runtime.graph import Lineage
     from mt_magic.runtime.inspect.change_preview import ChangePreview
+    from mt_magic.runtime.inspect.verify import Verification
     from mt_magic.runtime.refresh.incremental.explain import Explanation
     from mt_magic.runtime.results import StatementResult
     from mt_magic.runtime.service import MaterializedTables
@@ -142,6 +143,15 @@ class MaterializedTable:
             for r in self.service.history(self.name).records
         ]
         return pandas.DataFrame(rows, columns=list(HISTORY_COLUMNS))
+
+    def verify(self) -> Verification:
+        """The query recomputed beside the table, nothing committed, and compared: ``.equal``, or the rows that
+        differ (``.missing``, ``.extra``, samples) and the commit that most likely made them (``%mt verify``).
+
+        >>> table("daily_orders").verify().differences  # doctest: +SKIP
+        0
+        """
+        return self.service.verify(self.name)
 
     def explain(self) -> Explanation:
         """How the table refreshes and why (``mt_magic.explain(name)``, ``%mt explain name``)."""

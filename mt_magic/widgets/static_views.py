@@ -178,6 +178,19 @@ class ExplainView:
 
 
 @dataclass(frozen=True)
+class VerifyView:
+    """What ``%mt verify`` found: equal, or the rows that differ with a sample and the likely commit."""
+
+    text: str
+
+    def _repr_html_(self) -> str:
+        return f'<pre class="mt-verify">{html.escape(self.text)}</pre>'
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class ConfigView:
     """The effective configuration, secrets already masked."""
 

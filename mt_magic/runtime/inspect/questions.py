@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from mt_magic.catalog.definitions import MaterializedTableDefinition
+    from mt_magic.runtime.inspect.verify import Verification
     from mt_magic.runtime.manager.refresh_manager import RefreshManager
     from mt_magic.runtime.refresh.engine import Engine
     from mt_magic.runtime.refresh.incremental.explain import Explanation
@@ -170,6 +171,12 @@ class Inspection:
         """Commit time of the oldest source change ``name`` does not reflect yet (``None``: caught up); the
         catalog's answer, the same in every process."""
         return self.engine.pending_since(name)
+
+    def verify(self, name: str) -> Verification:
+        """``name``'s query recomputed beside it, nothing committed, compared (runs Spark; :mod:`.verify`)."""
+        from mt_magic.runtime.inspect.verify import verify
+
+        return verify(self.workspace, name)
 
     def rows(self, name: str) -> DataFrame:
         """The table's stored rows (lazy: no Spark job until the caller acts), without its hidden key columns."""

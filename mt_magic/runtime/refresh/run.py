@@ -98,6 +98,22 @@ def _partition_condition(target: DataFrame, partition: Mapping[str, str]) -> Col
     return condition
 
 
+def query_rows(
+    session: SparkSession,
+    info: TableInfo,
+    definition: MaterializedTableDefinition,
+    states: tuple[SourceState, ...],
+    windows: Mapping[str, str],
+    target: DataFrame,
+) -> DataFrame:
+    """The table's rows as its query gives them over ``states`` (and the rows it keeps), shaped as ``target``:
+    what a recompute writes and what ``verify`` compares the table with."""
+    pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states}, windows)
+    df = conform(session.sql(pinned), target)
+    kept = kept_rows(session, info, definition)
+    return df if kept is None else df.unionByName(conform(kept, target))
+
+
 def _recompute(
     ctx: RefreshContext,
     request: RefreshRequest,
@@ -133,12 +149,8 @@ def _recompute(
     job = ctx.jobs.job_group(request.job_group, f"refresh {request.table}")
     with job, window_views(session, ctx.catalog, definition, states) as windows:
         with phase("analyze"):
-            pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states}, windows)
             target = session.table(qualified(request.table))
-            df = conform(session.sql(pinned), target)
-            kept = kept_rows(session, info, definition)
-            if kept is not None:
-                df = df.unionByName(conform(kept, target))
+            df = query_rows(session, info, definition, states, windows, target)
             condition = None
             if partition:
                 condition = _partition_condition(target, partition)
