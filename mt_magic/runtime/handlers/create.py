@@ -46,6 +46,8 @@ class Create(Handler[CreateMaterializedTable, BuiltDefinition]):
                 "first."
             )
         built = None
+        if not exists:
+            check_grants(rt, stmt)
         if not exists and not _reads_any(ws, stmt, names.created):
             built = build_definition(ws, rt.workflows.for_create(stmt, name)[0])  # as the apply would write it
             # Its schema and start were read from its sources before the cell: a source an earlier statement of
@@ -74,7 +76,19 @@ def check_create(rt: Runtime, stmt: CreateMaterializedTable) -> None:
     """CREATE's checks before anything changes, on its own (:func:`check_schedulers`, the table's existence read
     from the catalog for CREATE OR ALTER)."""
     exists = stmt.or_alter and rt.workspace.catalog.exists(rt.workspace.qualify(stmt.name))
+    if not exists:
+        check_grants(rt, stmt)
     check_schedulers(rt, stmt, exists)
+
+
+def check_grants(rt: Runtime, stmt: CreateMaterializedTable) -> None:
+    """A new table's grants, before anything is written (:func:`mt_magic.catalog.access.check_create`)."""
+    from mt_magic.catalog.access import check_create
+    from mt_magic.runtime.statements.definition import qualified_sources
+
+    ws, statement = rt.workspace, f"CREATE MATERIALIZED TABLE {stmt.name}"
+    _, sources = qualified_sources(ws, statement, stmt.query)
+    check_create(ws.catalog, statement, ws.qualify(stmt.name), sources)
 
 
 def check_schedulers(rt: Runtime, stmt: CreateMaterializedTable, exists: bool) -> None:

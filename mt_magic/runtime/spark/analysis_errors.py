@@ -132,6 +132,11 @@ def refresh_failure(table: str, exc: BaseException) -> RefreshError:
     (a source's column or type changed since the table was defined) is Spark's problem without its plan or its
     position — which would be in the query the refresh generated, not in anything the user wrote — and a Fix;
     anything else is Spark's first line."""
+    from mt_magic.catalog.access import not_granted
+
+    denied = not_granted(exc, f"refresh of {table} failed")  # the catalog refused its commit: a grant is missing
+    if denied is not None:
+        return RefreshError(denied.problem, fix=denied.fix)
     problem = read_problem(exc, "")
     if (problem.error_class or "").split(".")[0] not in ANALYSIS_KINDS:
         return RefreshError(f"refresh of {table} failed: {first_line(exc)}")
