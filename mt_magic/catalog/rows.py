@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
-    from pyiceberg.table import Table
+    from pyiceberg.table import FileScanTask, Table
     from pyiceberg.table.update.snapshot import UpdateSnapshot, _OverwriteFiles
 
 
@@ -80,6 +80,32 @@ def appended_rows(table: Table, after: int | None, upto: int, columns: Sequence[
         current = snapshot.parent_snapshot_id
     projected = _projection(table, columns)
     return ArrowScan(table.metadata, table.io, projected, AlwaysTrue()).to_table(tasks)
+
+
+def task_rows(table: Table, tasks: Sequence[FileScanTask], columns: Sequence[str] | None = None) -> pa.Table:
+    """The live rows of planned scan tasks (each a data file with the delete files that applied at its snapshot:
+    pyiceberg applies position deletes and deletion vectors), ``columns`` only.
+
+    Raises:
+        NotReadableInProcess: a file is not Parquet.
+    """
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    for task in tasks:
+        _parquet(task.file)
+    return ArrowScan(table.metadata, table.io, _projection(table, columns), AlwaysTrue()).to_table(list(tasks))
+
+
+def rows_at_positions(
+    table: Table, data_file: DataFile, positions: Sequence[int], columns: Sequence[str] | None = None
+) -> pa.Table:
+    """The rows at ``positions`` (0-based, ascending) of one data file, whatever deletes apply to them since."""
+    import pyarrow as pa
+    from pyiceberg.table import FileScanTask
+
+    rows = task_rows(table, [FileScanTask(data_file)], columns)  # no delete files: every row, in file order
+    return rows.take(pa.array(positions, type=pa.int64()))
 
 
 def rows_at(

@@ -16,7 +16,7 @@ at both ends instead.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +36,10 @@ class PositionChange:
     """Data files at the pinned snapshot that were not there before: all their (live) rows were added."""
     removed_positions: Mapping[str, tuple[int, ...]]
     """For data files at both ends: the positions deleted at the pinned snapshot and not at the consumed one."""
+    consumed_tasks: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """pyiceberg's scan task of each data file live at the consumed snapshot (the file and the deletes then)."""
+    pinned_tasks: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The same at the pinned snapshot: what the in-process reader (:mod:`.in_process.change_rows`) reads."""
 
     @property
     def positions(self) -> int:
@@ -99,5 +103,7 @@ def plan_positions(table: Any, consumed: int, pinned: int) -> PositionChange | N
         new = np.setdiff1d(reader.positions(path, now.values()), reader.positions(path, was.values()))
         if len(new):
             removed[path] = tuple(int(p) for p in new)
-    change = PositionChange(frozenset(before.keys() - after.keys()), frozenset(after.keys() - before.keys()), removed)
+    change = PositionChange(
+        frozenset(before.keys() - after.keys()), frozenset(after.keys() - before.keys()), removed, before, after
+    )
     return change if change.positions <= MAX_POSITIONS else None

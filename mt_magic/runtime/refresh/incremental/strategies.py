@@ -512,8 +512,14 @@ def _non_null_sums(ctx: StrategyContext) -> set[str]:
         return set()
     found = {c for (c, _), f in zip(sums, fields, strict=True) if not f.nullable}
     (change,) = ctx.plan.changes  # a retraction has one source
-    without = _columns_without_nulls(change.iceberg, change.pinned)
-    return found | {c for c, e in sums if e.replace("`", "").split(".")[-1].lower() in without}
+    return found | sums_without_nulls(sums, change.iceberg, change.pinned)
+
+
+def sums_without_nulls(sums: Sequence[tuple[str, str]], table: Any, snapshot: int | None) -> set[str]:
+    """The (column, summed expression) sums whose expression is a source column that no data file of ``table``
+    (pyiceberg) live at ``snapshot`` counts a NULL in (:func:`_columns_without_nulls`)."""
+    without = _columns_without_nulls(table, snapshot)
+    return {c for c, e in sums if e.replace("`", "").split(".")[-1].lower() in without}
 
 
 def _columns_without_nulls(table: Any, snapshot: int | None) -> frozenset[str]:

@@ -80,6 +80,10 @@ HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
 """Settings of the creating session the in-process path honours, each with the values it honours (``None``:
 every value) and why; a setting not listed, or a value not listed, runs the table's refreshes on Spark."""
 
+IN_PROCESS_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE, Strategy.AGGREGATE_RETRACT})
+"""Strategies DuckDB runs: appends to a projection or a join's one side, merged groups, and retracted groups
+(:mod:`.retract`: updates and deletes of a GROUP BY's one source)."""
+
 FILE_FORMAT = "write.format.default"
 FORMAT_VERSION = "format-version"
 
@@ -142,7 +146,7 @@ def spark_reason(
     """
     if ENGINE.read(options) == "spark":
         return f"'{ENGINE.key}' = 'spark'"
-    if strategy not in (Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE):
+    if strategy not in IN_PROCESS_STRATEGIES:
         return f"strategy {strategy.value if strategy else 'full'}"
     if query.branches or query.rollup_keys or query.joins > 2:
         return "a UNION, grouping sets or more than two sources"
@@ -178,17 +182,20 @@ def in_process_plan(
     plan: RefreshPlan, info: TableInfo, sources: Sequence[TableInfo], definition: MaterializedTableDefinition
 ) -> str | None:
     """Why this refresh runs on Spark (``None``: it may run in process): it must append to one source while any
-    other source (a join's) stays as it was, and read at most :data:`IN_PROCESS_MAX_ROWS` rows."""
-    appended = [c for c in plan.changes if c.kind is ChangeKind.APPENDS]
-    if len(appended) != 1 or any(c.kind not in (ChangeKind.APPENDS, ChangeKind.NONE) for c in plan.changes):
+    other source (a join's) stays as it was, or update and delete in a GROUP BY's one source (a retraction), and
+    read at most :data:`IN_PROCESS_MAX_ROWS` rows."""
+    changed = [c for c in plan.changes if c.kind is ChangeKind.APPENDS]
+    if plan.strategy is Strategy.AGGREGATE_RETRACT and len(plan.changes) == 1:
+        changed = list(plan.changes)
+    elif len(changed) != 1 or any(c.kind not in (ChangeKind.APPENDS, ChangeKind.NONE) for c in plan.changes):
         return "not appends to one source"
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
     if plan.strategy is Strategy.APPEND_DELTA or plan.partition_columns:
         table_rows = "0"  # appending reads only the delta; a scoped merge counts its partitions' rows when read
-    others = [total_records(s) for s in sources if s.name != appended[0].name]  # a join reads its other table whole
+    others = [total_records(s) for s in sources if s.name != changed[0].name]  # a join reads its other table whole
     if not table_rows.isdigit() or None in others:
         return "a table or source whose row count is not recorded"
-    if int(table_rows) + sum(n or 0 for n in others) + appended[0].rows > IN_PROCESS_MAX_ROWS:
+    if int(table_rows) + sum(n or 0 for n in others) + changed[0].rows > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
     options = {**info.properties, **definition.options, FORMAT_VERSION: str(info.format_version)}
@@ -225,7 +232,8 @@ def engine_line(
         return f"Spark ({why})"
     read = "delta plus the other table" if len(known) > 1 else "delta plus table"
     to = f" to {', '.join(name.rsplit('.', 1)[-1] for name in linear)}" if linear else ""
+    what = f"appends{to}, updates and deletes" if query.retract and len(known) == 1 else f"appends{to}"
     return (
-        f"appends{to} in process (DuckDB, no Spark job) while {read} ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
+        f"{what} in process (DuckDB, no Spark job) while {read} ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
         "data fits the table's types exactly (a sum that may pass its type, text that is not UTF-8: Spark); else Spark"
     )

@@ -1,13 +1,13 @@
 """One refresh in process: read the delta (and for a merge the table) with pyiceberg, run the strategy's own SQL
 on DuckDB, check the data (:mod:`.guards`), write the data files — everything but the catalog commit, which
-:func:`mt_magic.runtime.refresh.commit.commit` does. Any failure here returns ``None``: the refresh runs on Spark."""
+:func:`mt_magic.runtime.refresh.commit.commit` does. Appends run here; updates and deletes of a GROUP BY's source
+in :mod:`.retract`. Any failure here returns ``None``: the refresh runs on Spark."""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import reduce
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -15,97 +15,29 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import RowsWrite
 from mt_magic.runtime.refresh.context import RefreshContext
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
-from mt_magic.runtime.refresh.incremental.delta import delta_terms
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
+from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
+    conformed,
+    connect,
+    referenced_columns,
+    sum_mass_after,
+    table_types,
+    touched_partitions,
+    whole_source,
+)
 from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
+from mt_magic.runtime.refresh.incremental.in_process.retract import retracted
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
-from mt_magic.runtime.refresh.incremental.strategies import SCOPED_MAX_VALUES, combine_sql, scope_line
+from mt_magic.runtime.refresh.incremental.strategies import combine_sql
 from mt_magic.runtime.refresh.phases import phase
-from mt_magic.sql.query.in_process_gate import SparkType, column_names, duckdb_sql, iceberg_type
+from mt_magic.sql.query.in_process_gate import duckdb_sql
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyiceberg.expressions import BooleanExpression
 
 log = logging.getLogger(__name__)
-
-
-def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``rows`` as the table's columns: by name (case-insensitively), in table order, cast safely (an overflow
-    raises rather than wraps), then fully validated (a decimal past its precision, text that is not UTF-8)."""
-    import pyarrow as pa
-
-    by_name = {name.lower(): index for index, name in enumerate(rows.column_names)}
-    columns = []
-    for field in schema:
-        index = by_name.get(field.name.lower())
-        if index is None:
-            raise DataNotExact(f"the result has no column {field.name}")
-        columns.append(rows.column(index).cast(field.type))
-    conformed = pa.Table.from_arrays(columns, schema=schema)
-    check_readable(conformed, "the result")
-    return conformed
-
-
-def _referenced_columns(query: str, source: TableInfo) -> list[str] | None:
-    """The source columns the query reads (``None``: all of them, for a ``*``)."""
-    names = column_names(query)
-    if names is None:
-        return None
-    columns = [name for name, _, _ in source.columns if name.lower() in names]
-    return columns or [source.columns[0][0]]  # count(*) alone still needs the rows
-
-
-def _touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[BooleanExpression | None, str]:
-    """A pyiceberg filter selecting the identity partitions ``rows`` fall in, and the scope line ("partitions ds
-    (2 value(s))"); ``(None, "")`` when the merge is not scoped or touches more than
-    :data:`~.strategies.SCOPED_MAX_VALUES` partitions (the whole table is read and rewritten then).
-
-    ``columns`` (:attr:`.planner.RefreshPlan.partition_columns`) are among the merge keys, so a group lies in
-    one partition and merging the touched partitions' rows with the delta's groups is the whole change.
-    """
-    from pyiceberg.expressions import And, EqualTo, IsNull, Or
-
-    if not columns:
-        return None, ""
-    by_name = {name.lower(): name for name in rows.column_names}
-    names = [by_name[c.lower()] for c in columns]
-    touched = set(zip(*(rows.column(name).to_pylist() for name in names), strict=True))
-    if len(touched) > SCOPED_MAX_VALUES:
-        return None, ""
-
-    def cell(name: str, value: Any) -> BooleanExpression:
-        return IsNull(name) if value is None else EqualTo(name, value)
-
-    def both(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
-        return And(left, right)
-
-    def either(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
-        return Or(left, right)
-
-    terms = [reduce(both, [cell(n, v) for n, v in zip(names, values, strict=True)]) for values in touched]
-    counts = {n: len({values[i] for values in touched}) for i, n in enumerate(names)}
-    return reduce(either, terms), scope_line(counts)
-
-
-def _time_zone(settings: Mapping[str, str] | None, session_conf: Mapping[str, str]) -> str:
-    """The zone the table's query runs in (its recorded setting, else the product's session): DuckDB's too (the gate
-    lets ``date_trunc`` through only when the recorded zone is UTC)."""
-    zone = eligibility.TIME_ZONE
-    return (settings or {}).get(zone) or session_conf.get(zone) or "UTC"
-
-
-def _set_time_zone(con: Any, zone: str) -> None:
-    """DuckDB's zone as the table's, where DuckDB knows it (Spark also takes offsets such as ``+05:30``, UTC's
-    ``+00:00`` included: DuckDB runs in UTC then)."""
-    import duckdb
-
-    try:
-        con.execute("SET TimeZone = '" + zone.replace("'", "") + "'")
-    except duckdb.Error:
-        con.execute("SET TimeZone = 'UTC'")
 
 
 def in_process_write(
@@ -120,6 +52,8 @@ def in_process_write(
     included (the refresh then runs on Spark; no snapshot was committed). ``info`` and ``sources`` are the table
     and its sources as the refresh read them at its start: their data is read through them, not loaded again."""
     try:
+        if plan.strategy is Strategy.AGGREGATE_RETRACT:
+            return retracted(ctx, info, definition, plan, sources)
         return _write(ctx, info, definition, plan, sources)
     except Exception as exc:  # the accelerator never fails a refresh: Spark runs it
         log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", info.name, exc)
@@ -133,8 +67,6 @@ def _write(
     plan: RefreshPlan,
     sources: Sequence[TableInfo],
 ) -> RowsWrite:
-    import duckdb
-
     from mt_magic.catalog.rows import appended_rows, rows_at, write_files
 
     change = next(c for c in plan.changes if c.kind is ChangeKind.APPENDS)
@@ -143,30 +75,29 @@ def _write(
     with phase("deltas"):
         source_table = ctx.catalog.iceberg_table_of(source)
         assert change.pinned is not None, "an append change has a pinned snapshot"
-        columns = _referenced_columns(definition.expanded_query, source)
+        columns = referenced_columns(definition.expanded_query, source)
         delta = appended_rows(source_table, change.consumed, change.pinned, columns)
         check_readable(delta, f"the delta of {change.name}")
         others = _unchanged_sources(ctx, definition.expanded_query, plan, sources, change.name)
     with phase("strategy"):
         table = ctx.catalog.iceberg_table_of(info)
         schema = table.schema().as_arrow()
-        types: dict[str, SparkType] = {f.name.lower(): iceberg_type(str(f.field_type)) for f in table.schema().fields}
+        types = table_types(table)
         views = {change.name: view, **{name: other_view for name, (other_view, _) in others.items()}}
         term = pin_sources(definition.expanded_query, {}, views)
-        with duckdb.connect() as con:
-            _set_time_zone(con, _time_zone(definition.sql_settings, ctx.jobs.session_conf))
+        with connect(ctx, definition) as con:
             con.register(view, delta)
             for other_view, rows in others.values():
                 con.register(other_view, rows)
-            partial = _conformed(con.sql(duckdb_sql(term)).to_arrow_table(), schema)
+            partial = conformed(con.sql(duckdb_sql(term)).to_arrow_table(), schema)
             replaced: tuple[Any, ...] | None = None
             scope, rows = "", partial
             mass: dict[str, float] = {}
             if plan.strategy is Strategy.AGGREGATE_MERGE:
-                whole = _whole_source(source_table, change.pinned, columns, source)
-                mass = _sum_mass(con, ctx, definition, plan, view, types, whole)
+                whole = whole_source(source_table, change.pinned, columns, source)
+                mass = sum_mass_after(con, ctx, definition, plan, view, types, whole)
             if plan.strategy is Strategy.AGGREGATE_MERGE and partial.num_rows:
-                touched, scope = _touched_partitions(partial, plan.partition_columns)
+                touched, scope = touched_partitions(partial, plan.partition_columns)
                 max_rows = eligibility.IN_PROCESS_MAX_ROWS - delta.num_rows
                 current, files = rows_at(table, plan.table_snapshot, touched, max_rows)
                 check_readable(current, f"the table {info.name}")
@@ -177,7 +108,7 @@ def _write(
                     plan.query.merge_keys,
                     plan.query.merge,
                 )
-                rows, replaced = _conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
+                rows, replaced = conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
     with phase("write"):
         return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope, mass)
 
@@ -197,73 +128,7 @@ def _unchanged_sources(
         if change.pinned is None:
             raise DataNotExact(f"the source {change.name} has no snapshot")
         table = ctx.catalog.iceberg_table_of(info)
-        rows = appended_rows(table, None, change.pinned, _referenced_columns(query, info))
+        rows = appended_rows(table, None, change.pinned, referenced_columns(query, info))
         check_readable(rows, f"the source {change.name}")
         found[change.name] = (f"__mt_src_{uuid.uuid4().hex[:12]}", rows)
     return found
-
-
-def _whole_source(
-    source_table: Any, snapshot: int, columns: Sequence[str] | None, info: TableInfo
-) -> Callable[[], pa.Table]:
-    """Reads every row of the source at ``snapshot`` (within :data:`~.eligibility.IN_PROCESS_MAX_ROWS`) when
-    called."""
-    from mt_magic.catalog.rows import appended_rows
-    from mt_magic.runtime.refresh.incremental.planner import total_records
-
-    def read() -> pa.Table:
-        held = total_records(info)
-        if held is None or held > eligibility.IN_PROCESS_MAX_ROWS:
-            raise DataNotExact(f"no mass recorded for a sum yet, and {info.name} is too large to probe in process")
-        rows = appended_rows(source_table, None, snapshot, columns)
-        check_readable(rows, f"the source {info.name}")
-        return rows
-
-    return read
-
-
-def _sum_mass(
-    con: Any,
-    ctx: RefreshContext,
-    definition: MaterializedTableDefinition,
-    plan: RefreshPlan,
-    view: str,
-    types: Mapping[str, SparkType],
-    whole: Callable[[], pa.Table],
-) -> dict[str, float]:
-    """The at-risk sums' mass after the delta in ``view`` (:mod:`..sum_mass`): the recorded mass plus the delta's,
-    or (none recorded: the first merge after any other refresh) the probe over every row of the source (``whole``).
-
-    Raises:
-        DataNotExact: a sum's mass reaches its bound (Spark recomputes the touched groups in its own order of
-            adding), or no mass is recorded and the source is too large to read here.
-    """
-    from mt_magic.runtime.refresh.incremental import sum_mass
-
-    def settings() -> Iterator[Mapping[str, str] | None]:
-        yield definition.sql_settings
-        yield ctx.jobs.session_conf
-        yield {sum_mass.ANSI: str(ctx.jobs.spark.conf.get(sum_mass.ANSI))}
-
-    ansi = sum_mass.ansi_mode(*settings())
-    names = {name: str(kind) for name, kind in types.items()}
-
-    def probe(sql: str) -> list[float]:
-        found = con.sql(duckdb_sql(sql)).fetchone()
-        return [float(v or 0.0) for v in found or ()]
-
-    def over_delta(query: str) -> list[float]:
-        (term,) = delta_terms(query, plan.changes, {plan.changes[0].name: view})
-        return probe(term)
-
-    def over_all(query: str) -> list[float]:
-        everything = f"__mt_all_{uuid.uuid4().hex[:12]}"
-        con.register(everything, whole())
-        return probe(pin_sources(query, {}, {plan.changes[0].name: everything}))
-
-    mass, past = sum_mass.after_delta(
-        definition.expanded_query, plan.query.sums, plan.sum_mass, names, ansi, over_delta, over_all
-    )
-    if past:
-        raise DataNotExact(f"the sum {past[0]}'s inputs reach its type's bound: Spark recomputes its groups")
-    return mass
