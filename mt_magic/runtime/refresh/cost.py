@@ -96,8 +96,9 @@ class CostRecord:
     """Rows changed (incremental) or rows of every source (full)."""
     seconds: float
     replaces_rows: bool = False
-    """An incremental refresh whose strategy replaces the table's touched rows (``Strategy.replaces_rows``): its
-    cost per row is another line's than an append's or an aggregate merge's."""
+    """An incremental refresh on Spark whose strategy replaces the table's touched rows (``Strategy.replaces_rows``):
+    its cost per row is another line's than an append's or an aggregate merge's. In process a retraction reads the
+    change and the table and rewrites it as a merge does: one line with the appends."""
 
 
 def recorded_costs(info: TableInfo, definition_version: int | None = None) -> list[CostRecord]:
@@ -113,7 +114,7 @@ def recorded_costs(info: TableInfo, definition_version: int | None = None) -> li
             continue
         if decision.chosen is RefreshKind.INCREMENTAL and decision.change.rows > 0:
             strategy = Strategy.of_line(record.strategy)
-            replaces = strategy is not None and strategy.replaces_rows
+            replaces = strategy is not None and strategy.replaces_rows and record.engine is RefreshEngine.SPARK
             records.append(
                 CostRecord(
                     RefreshKind.INCREMENTAL, record.engine, decision.change.rows, decision.measured.wall_s, replaces

@@ -126,7 +126,7 @@ def run_incremental(
             return windowed
         in_process = in_process_plan(plan, info, sources, definition) is None
         engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
-        replaces = plan.strategy.replaces_rows
+        replaces = plan.strategy.replaces_rows and not in_process  # in process: priced as a merge (cost.CostRecord)
         estimates = seen.estimates(incremental=True, engine=engine, replaces_rows=replaces)
         kept = ""
         if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
