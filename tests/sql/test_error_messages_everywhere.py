@@ -13,7 +13,7 @@ from traitlets import TraitError
 
 from mt_magic.errors import DefinitionError, MtMagicError, WorkflowSchedulerError
 from mt_magic.kernel import require_kernel_session
-from mt_magic.magics import MaterializedMagics
+from mt_magic.magics import MT_COMMANDS, MaterializedMagics
 from mt_magic.runtime.inspect.query import QueryCellError
 from mt_magic.runtime.spark.semantics import split_pinned
 from mt_magic.runtime.spark.session_cache import SessionCache
@@ -123,7 +123,7 @@ def magics() -> MaterializedMagics:
 def test_a_misspelt_mt_command_gets_the_command_meant(magics: MaterializedMagics) -> None:
     assert _said(UsageError, magics.mt, "stauts daily") == (
         "Unknown %mt command 'stauts'. Fix: did you mean %mt status? Otherwise, use list, status, history, lineage, "
-        "explain, refresh, suspend, resume, config (%mt? describes each)."
+        f"explain, refresh, suspend, resume, {', '.join(MT_COMMANDS[8:])} (%mt? describes each)."
     )
     assert _said(UsageError, magics.mt, "explain") == (
         "%mt explain needs a table name or a statement. Fix: name the table, e.g. %mt explain daily_orders, or write "
