@@ -23,8 +23,8 @@ def _name(mt, table: str) -> str:
     return f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}.{table}"
 
 
-def _refresh(mt, table: str):  # type: ignore[no-untyped-def]
-    return mt.engine.refresh(RefreshRequest(_name(mt, table), RefreshTrigger.MANUAL, datetime.now(timezone.utc)))
+def _refresh(mt, table: str, trigger: RefreshTrigger = RefreshTrigger.MANUAL):  # type: ignore[no-untyped-def]
+    return mt.engine.refresh(RefreshRequest(_name(mt, table), trigger, datetime.now(timezone.utc)))
 
 
 def _rows(spark, table: str, columns: str = "*") -> list[tuple]:
@@ -136,3 +136,42 @@ def test_verify_finds_each_seeded_corruption_and_nothing_on_a_fresh_table(mt, sp
         assert "not a refresh" in found.suspect and "rollback_to_snapshot" in str(found)
         spark.sql(f"CALL {name.split('.')[0]}.system.rollback_to_snapshot('{name.split('.', 1)[1]}', {refreshed})")
         assert handle.verify().equal
+
+
+def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_purpose(mt, spark) -> None:
+    spark.sql("CREATE TABLE ex_events (id INT, amount INT) USING iceberg")
+    spark.sql("INSERT INTO ex_events VALUES (1, 10), (NULL, 3), (2, 500)")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ex_dr (CONSTRAINT keyed EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW, "
+        "CONSTRAINT small EXPECT (amount < 100), CONSTRAINT positive EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE) "
+        "FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS SELECT id, amount FROM ex_events",
+    )
+    name = _name(mt, "ex_dr")
+    query = "SELECT * FROM (SELECT id, amount FROM ex_events) WHERE id IS NOT NULL"
+    assert _rows(spark, name) == _rows(spark, f"({query})") == [(1, 10), (2, 500)]
+    counted = audit.Audit.from_summary(mt.workspace.catalog.load(name).snapshots[-1].summary)
+    assert counted is not None
+    assert [(c.name, c.passed, c.failed) for c in counted.counts] == [
+        ("keyed", 2, 0),
+        ("small", 1, 1),  # kept and counted
+        ("positive", 2, 0),
+    ]
+    for batch in ("(3, 30), (NULL, 4)", "(4, 40), (3, 31)"):  # DROP ROW each round, duplicates kept
+        spark.sql(f"INSERT INTO ex_events VALUES {batch}")
+        outcome = _refresh(mt, "ex_dr")
+        assert _rows(spark, name) == _rows(spark, f"({query})")
+        assert outcome.strategy == "incremental: append the delta"  # the filter keeps it incremental
+
+    spark.sql("INSERT INTO ex_events VALUES (5, -1)")
+    with pytest.raises(ExpectationsHeldError):
+        _refresh(mt, "ex_dr")
+    assert (5, -1) not in _rows(spark, name)
+    run(mt, "ALTER MATERIALIZED TABLE ex_dr REFRESH WITH ('publish' = 'held')")  # accepted on purpose
+    assert _rows(spark, name) == _rows(spark, f"({query})")  # the held rows, once
+    assert (
+        _refresh(mt, "ex_dr", RefreshTrigger.SCHEDULED).snapshot_id is None
+    )  # its state was published with it: nothing left to read
+    assert _rows(spark, name) == _rows(spark, f"({query})")
+    with pytest.raises(Exception, match="has no held refresh to publish"):
+        run(mt, "ALTER MATERIALIZED TABLE ex_dr REFRESH WITH ('publish' = 'held')")

@@ -46,6 +46,8 @@ class Refresh(Control[AlterRefresh]):
     """No undo needed: a refresh changes no definition, and a refresh is never wrong."""
 
     def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        if stmt.publish_held:
+            return publish(rt, rt.workspace.qualify(stmt.name))
         return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade, known=plan)
 
     def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> Scheduled:
@@ -57,6 +59,16 @@ class Refresh(Control[AlterRefresh]):
 
     def undo(self, rt: Runtime, stmt: AlterRefresh) -> tuple[str, Undo | None]:
         return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
+
+
+def publish(rt: Runtime, name: str) -> StatementResult:
+    """Publish the refresh held on the audit branch on purpose (its failed expectations accepted)."""
+    from mt_magic.runtime.refresh.audit import publish_held
+
+    snapshot = publish_held(rt.workspace.spark, rt.workspace.catalog, name)
+    return StatementResult(
+        StatementAction.ALTERED, (name,), f"{name}: the held refresh (snapshot {snapshot}) is published to main."
+    )
 
 
 def suspend(rt: Runtime, name: str, known: Scheduled | None = None) -> StatementResult:

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import RefreshConflictError, RefreshError
+from mt_magic.catalog.definitions import RefreshState
+from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
+from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.runtime.spark.quoting import qualified
 from mt_magic.vocabulary import Expectation, OnViolation
 
@@ -185,3 +186,26 @@ def staged(info: TableInfo) -> tuple[int, int | None, dict[str, str]] | None:
         return None
     summary = {} if snap.summary is None else {k: str(v) for k, v in snap.summary.additional_properties.items()}
     return snap.snapshot_id, snap.parent_snapshot_id, summary
+
+
+def publish_held(session: SparkSession, catalog: MaterializedCatalog, table: str) -> int:
+    """Move ``main`` to the refresh held on :data:`BRANCH` (``ALTER … REFRESH WITH ('publish' = 'held')``): its
+    rows, counts and refresh state become the table's, so the next refresh starts after what it consumed.
+
+    Raises:
+        MtMagicError: nothing is held, or ``main`` moved since the refresh was held.
+    """
+    info = catalog.load(table)
+    found = staged(info)
+    statement = f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
+    if found is None or found[0] == info.current_snapshot_id or RefreshState.from_summary(found[2]) is None:
+        raise MtMagicError(f"{table} has no held refresh to publish", statement=statement, fix="nothing to do")
+    if found[1] != info.current_snapshot_id:
+        raise MtMagicError(
+            f"the held refresh of {table} (snapshot {found[0]}) no longer follows main (snapshot "
+            f"{info.current_snapshot_id}): a later commit replaced it",
+            statement=statement,
+            fix=f"refresh again (ALTER MATERIALIZED TABLE {table} REFRESH); if it is held, publish that one",
+        )
+    publish(session, table, info.current_snapshot_id, found[0])
+    return found[0]

@@ -7,6 +7,7 @@ Grammar (Flink's materialized-table statements; the query bodies are Spark SQL a
         [REFRESH_MODE = CONTINUOUS | FULL] [START_MODE = [RESUME_OR_]FROM_BEGINNING | FROM_NOW[(…)] | FROM_TIMESTAMP(…)]
         AS <select>
     ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
+        | REFRESH WITH ('publish' = 'held')
         | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit> | SET REFRESH_MODE = CONTINUOUS | FULL
         | SET ('scheduler' = 'kernel' | 'airflow') | RENAME TO new_name
     DROP MATERIALIZED TABLE [IF EXISTS] name
@@ -262,8 +263,9 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
         return AlterResume(text, position, name=name, options=options.pairs)
     if tok.is_word("REFRESH"):
         partition = partition_spec(cur).pairs if cur.accept_word("PARTITION") else ()
-        cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else ""))
-        return AlterRefresh(text, position, name=name, partition=partition)
+        publish = _publish_held(cur, partition) if cur.accept_word("WITH") else False
+        cur.expect_end("REFRESH" + (" PARTITION (…)" if partition else "") + (" WITH (…)" if publish else ""))
+        return AlterRefresh(text, position, name=name, partition=partition, publish_held=publish)
     if tok.is_word("RENAME"):
         cur.expect_word("TO", "after RENAME", "write RENAME TO new_name")
         new_name = cur.table_name(_ALTER_RESERVED)[1]
@@ -334,3 +336,17 @@ def _parse_drop(cur: Cursor, drop_tok: Tok) -> DropMaterializedTable:
         name=name,
         if_exists=if_exists,
     )
+
+
+def _publish_held(cur: Cursor, partition: tuple[tuple[str, str], ...]) -> bool:
+    """``REFRESH WITH ('publish' = 'held')``: its one option, which publishes a held refresh instead of refreshing."""
+    options = option_list(cur, "REFRESH WITH")
+    fix = "write ALTER MATERIALIZED TABLE t REFRESH WITH ('publish' = 'held') to publish a held refresh on purpose"
+    for (key, value), tok in zip(options.pairs, options.key_toks, strict=True):
+        if key.lower() != "publish" or value.lower() != "held":
+            raise cur.error(
+                UnsupportedOptionError, f"REFRESH WITH ('{key}' = '{value}') is not an option of REFRESH", tok, fix
+            )
+    if partition:
+        raise cur.error(UnsupportedOptionError, "a held refresh is published whole, not one partition", cur.peek(), fix)
+    return bool(options.pairs)

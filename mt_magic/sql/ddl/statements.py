@@ -215,6 +215,8 @@ class AlterRefresh(Statement):
 
     name: TableName = field(kw_only=True)
     partition: tuple[tuple[str, str], ...] = field(default=(), kw_only=True)
+    publish_held: bool = field(default=False, kw_only=True)
+    """``WITH ('publish' = 'held')``: move ``main`` to the held refresh staged on the audit branch, not refresh."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,61 @@
+"""The expectation clause of CREATE's column list (issue 49), without Spark: parsed as written, refused with a Fix
+where it is malformed, and written back by SHOW CREATE's form into the same clause."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.sql import parse_cell
+from mt_magic.sql.errors import ConstraintError, SqlSyntaxError
+from mt_magic.vocabulary import Expectation, OnViolation, RefreshMode
+
+CREATE = "CREATE MATERIALIZED TABLE t ({}) AS SELECT id, amount FROM src"
+
+
+def _expectations(columns: str) -> tuple[Expectation, ...]:
+    return parse_cell(CREATE.format(columns))[0].expectations  # type: ignore[union-attr]
+
+
+def test_each_action_and_a_nested_condition_are_read_as_written() -> None:
+    assert _expectations(
+        "id INT, CONSTRAINT positive EXPECT (amount >= 0 AND abs(amount) < (10)) ON VIOLATION FAIL UPDATE, "
+        "CONSTRAINT keyed EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW, PRIMARY KEY (id) NOT ENFORCED, "
+        "CONSTRAINT `small one` EXPECT (amount < 100)"
+    ) == (
+        Expectation("positive", "amount >= 0 AND abs(amount) < (10)", OnViolation.FAIL_UPDATE),
+        Expectation("keyed", "id IS NOT NULL", OnViolation.DROP_ROW),
+        Expectation("small one", "amount < 100", OnViolation.KEEP),
+    )
+
+
+@pytest.mark.parametrize(
+    ("columns", "error", "message"),
+    [
+        ("CONSTRAINT a EXPECT (id > 0), CONSTRAINT A EXPECT (amount > 0)", ConstraintError, "'A' is declared twice"),
+        ("CONSTRAINT a EXPECT ()", ConstraintError, "a has an empty condition.*Fix: write a condition"),
+        ("CONSTRAINT a EXPECT (id > 0) ON VIOLATION IGNORE", SqlSyntaxError, "'IGNORE': expected DROP ROW or FAIL"),
+        ("CONSTRAINT a EXPECT (id > 0) ON VIOLATION DROP", SqlSyntaxError, "expected ROW after ON VIOLATION DROP"),
+        (
+            "CONSTRAINT a EXPECT id > 0",
+            SqlSyntaxError,
+            "expected '\\(' after EXPECT.*Fix: write EXPECT \\(condition\\)",
+        ),
+        ("CHECK (id > 0)", Exception, "CHECK constraints are not supported.*CONSTRAINT name EXPECT \\(condition\\)"),
+    ],
+)
+def test_a_malformed_expectation_is_refused_where_it_is(columns: str, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        parse_cell(CREATE.format(columns))
+
+
+@pytest.mark.parametrize("action", list(OnViolation))
+def test_show_creates_clause_reads_back_the_same_and_the_catalog_keeps_it(action: OnViolation) -> None:
+    expectation = Expectation("weird `name`", "amount BETWEEN 0 AND 10 OR id IN (1, 2)", action)
+    assert _expectations(expectation.sql()) == (expectation,)
+    definition = MaterializedTableDefinition(
+        "q", "q", "INTERVAL '1' MINUTE", RefreshMode.CONTINUOUS, timedelta(minutes=1), expectations=(expectation,)
+    )
+    assert MaterializedTableDefinition.from_properties(definition.to_properties()) == definition
