@@ -171,6 +171,8 @@ class RefreshRecord:
     """Its decision record (``None``: a failed attempt, or a commit written before decisions were recorded)."""
     definition_version: int | None = None
     """The definition it refreshed (an ``ALTER … AS`` changes what a refresh computes; ``None``: not recorded)."""
+    expectations: tuple[tuple[str, int, int], ...] = ()
+    """Each expectation's ``(name, rows passed, rows failed)`` among the rows it wrote (a table with expectations)."""
 
 
 @dataclass(frozen=True)

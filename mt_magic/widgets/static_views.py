@@ -110,7 +110,17 @@ class HistoryView:
 
     def details(self) -> list[str]:
         """Each refresh's decision (:func:`decision_text`), in the rows' order; empty where none was recorded."""
-        return ["" if r.decision is None else decision_text(r.decision) for r in self.records]
+        return [
+            " · ".join(
+                part
+                for part in (
+                    "" if r.decision is None else decision_text(r.decision),
+                    ", ".join(f"{n}: {p} passed, {f} failed" for n, p, f in r.expectations),
+                )
+                if part
+            )
+            for r in self.records
+        ]
 
     def advice(self) -> str:
         """What to change where its refreshes recompute for a reason the user can change (empty otherwise)."""

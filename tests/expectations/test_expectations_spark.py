@@ -157,6 +157,16 @@ def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_pu
         ("small", 1, 1),  # kept and counted
         ("positive", 2, 0),
     ]
+    from mt_magic.api.handle import MaterializedTable
+    from mt_magic.widgets.static_views import HistoryView
+
+    assert MaterializedTable(name, mt).history()["expectations"].iloc[0] == {
+        "keyed": {"passed": 2, "failed": 0},
+        "small": {"passed": 1, "failed": 1},
+        "positive": {"passed": 2, "failed": 0},
+    }
+    shown = mt.history(name)
+    assert "small: 1 passed, 1 failed" in repr(HistoryView(shown.name, shown.records, shown.freshness))
     for batch in ("(3, 30), (NULL, 4)", "(4, 40), (3, 31)"):  # DROP ROW each round, duplicates kept
         spark.sql(f"INSERT INTO ex_events VALUES {batch}")
         outcome = _refresh(mt, "ex_dr")

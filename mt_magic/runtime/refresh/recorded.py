@@ -8,9 +8,11 @@ reads the same. Pure: reads the metadata it is given.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.audit import Audit
 from mt_magic.runtime.refresh.decision import recorded_decision
 from mt_magic.runtime.status import RefreshRecord
 
@@ -37,6 +39,13 @@ def refresh_records(info: TableInfo, limit: int | None = None) -> list[RefreshRe
                 engine=state.engine,
                 decision=recorded_decision(snap, state),
                 definition_version=state.definition_version,
+                expectations=expectation_counts(snap.summary),
             )
         )
     return records
+
+
+def expectation_counts(summary: Mapping[str, str]) -> tuple[tuple[str, int, int], ...]:
+    """``(name, passed, failed)`` per expectation as the refresh's commit recorded them (:mod:`.audit`)."""
+    counted = Audit.from_summary(summary)
+    return () if counted is None else tuple((c.name, c.passed, c.failed) for c in counted.counts)
