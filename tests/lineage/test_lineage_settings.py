@@ -113,7 +113,7 @@ def test_a_full_queue_drops_instead_of_waiting() -> None:
 
 
 def test_a_failing_event_does_not_stop_the_next(tmp_path: Path) -> None:
-    emitter = BackgroundEmitter()
+    emitter = BackgroundEmitter(pause=0)
     sent: list[int] = []
 
     def broken() -> None:
@@ -123,3 +123,16 @@ def test_a_failing_event_does_not_stop_the_next(tmp_path: Path) -> None:
     emitter.submit(lambda: sent.append(1))
     assert emitter.flush(10) and emitter.close(5)
     assert (emitter.failed, sent) == (1, [1])
+
+
+def test_after_a_failure_events_are_dropped_for_a_pause() -> None:
+    emitter = BackgroundEmitter(pause=600)
+    sent: list[int] = []
+
+    def broken() -> None:
+        raise ConnectionError("consumer down")
+
+    emitter.submit(broken)
+    emitter.submit(lambda: sent.append(1))
+    assert emitter.flush(10) and emitter.close(5)
+    assert (emitter.failed, emitter.dropped, sent) == (1, 1, [])
