@@ -138,6 +138,9 @@ def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: Cursor
         return clause
     named = words.index("TABLE") + 1 if "TABLE" in words else len(words)
     if words[named:].count("(") > words[named:].count(")"):  # the column list or PARTITIONED BY's
+        expectation = _expectation(words[named:])
+        if expectation is not None:
+            return expectation or list(new_columns(at, names))
         if last not in ("(", ","):
             return []  # a type, a constraint: not offered
         typed = {w.lower() for w in words[named:]}
@@ -149,6 +152,26 @@ def _create(words: list[str], before: list[Tok], names: NameSnapshot, at: Cursor
     just_named = not seen and all(t.kind in NAME_KINDS or t.is_punct(".") for t in before[named:])
     column_list = ["("] if just_named else []
     return [*column_list, *CLAUSE_ORDER[after:], "AS"]
+
+
+def _expectation(words: list[str]) -> list[str] | None:
+    """Inside ``CONSTRAINT n EXPECT (…) [ON VIOLATION …]``: what comes next (``[]``: the condition's columns), or
+    ``None`` when the cursor is not in one."""
+    last = words[-1]
+    if len(words) >= 2 and words[-2] == "CONSTRAINT":
+        return ["EXPECT (", "PRIMARY KEY"]
+    follows = {"EXPECT": ["("], "ON": ["VIOLATION"], "VIOLATION": ["DROP ROW", "FAIL UPDATE"], "DROP": ["ROW"]}
+    if last in follows and "EXPECT" in words:
+        return follows[last] if last != "DROP" or words[-2] == "VIOLATION" else None
+    if "EXPECT" not in words:
+        return None
+    since = words[len(words) - 1 - words[::-1].index("EXPECT") :]
+    depth = since.count("(") - since.count(")")
+    if depth > 0:
+        return [] if last in ("(", "AND", "OR", "NOT") else None
+    if last == ")" and depth == 0:
+        return ["ON VIOLATION", ",", ")"]
+    return None
 
 
 def _alter(words: list[str], before: list[Tok], names: NameSnapshot, actions: Sequence[str]) -> list[str]:
