@@ -22,7 +22,19 @@ from mt_magic.sql.ddl.freshness import FreshnessRules, freshness_to_cron
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.widgets.render import StatementResultsView, StatusListView
 
-MT_COMMANDS = ("list", "status", "history", "lineage", "explain", "refresh", "suspend", "resume", "verify", "config")
+MT_COMMANDS = (
+    "list",
+    "status",
+    "history",
+    "lineage",
+    "explain",
+    "refresh",
+    "suspend",
+    "resume",
+    "verify",
+    "config",
+    "audit",
+)
 FIRST_NAMES_WAIT_S = 5.0
 """How long connecting waits, after Spark is up, for completion's first load of the catalog's names (it started
 before Spark, so it has mostly ended): the first Tab after ``%load_ext`` offers them."""
@@ -454,7 +466,8 @@ class MaterializedMagics(Magics):
         ``RESUME`` / ``CREATE OR ALTER`` would do, before it is made (rows kept or rebuilt, strategy, predicted
         cost) · ``%mt refresh NAME [--partition "ds = 'x'"] [--cascade]`` · ``%mt suspend|resume NAME`` ·
         ``%mt verify NAME``: the query recomputed beside the table, nothing committed, and the rows that differ ·
-        ``%mt config``: the effective settings.
+        ``%mt config``: the effective settings · ``%mt audit [NAME]``: who changed what in the catalog, newest
+        first (what this kernel's principal may read).
         """
         command, _, rest = line.strip().partition(" ")
         command = command.lower() or "list"
@@ -523,6 +536,13 @@ class MaterializedMagics(Magics):
             for name in sorted(self.class_own_traits(config=True))
         }
         return ConfigView({**self.connection.describe(), **{f"MaterializedMagics.{k}": v for k, v in settings.items()}})
+
+    def _mt_audit(self, args: Any) -> None:
+        from mt_magic.catalog.access import AccessClient, audit_lines
+
+        table = self._one_name(args).split(".", 1)[1] if args.target else None
+        entries = AccessClient(self.connection.service.workspace.catalog.catalog).audit(table=table, limit=100)
+        print("\n".join(audit_lines(entries)) or "(no changes recorded)")
 
     def _explain(self, text: str) -> object:
         from mt_magic.api.explaining import explained_by
