@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.catalog.views import predates_view_versions
 from mt_magic.errors import RefreshError
 from mt_magic.options import ENGINE
 from mt_magic.runtime.refresh.commit import Write, WriteMode, commit
@@ -78,8 +79,8 @@ def is_noop(
     last = info.last_refresh()
     if last is None:
         return False
-    _, state = last
-    if state.definition_version != definition.definition_version:
+    snapshot, state = last
+    if state.definition_version != definition.definition_version or predates_view_versions(snapshot.summary):
         return False
     if state.kind is RefreshKind.PARTITION and dict(state.partition) != dict(partition):
         return False
