@@ -59,3 +59,18 @@ def test_show_creates_clause_reads_back_the_same_and_the_catalog_keeps_it(action
         "q", "q", "INTERVAL '1' MINUTE", RefreshMode.CONTINUOUS, timedelta(minutes=1), expectations=(expectation,)
     )
     assert MaterializedTableDefinition.from_properties(definition.to_properties()) == definition
+
+
+def test_alter_adds_and_drops_one_expectation() -> None:
+    from mt_magic.sql.ddl.statements import AlterConstraint
+
+    added, dropped = parse_cell(
+        "ALTER MATERIALIZED TABLE t ADD CONSTRAINT c EXPECT (x > 0) ON VIOLATION DROP ROW; "
+        "ALTER MATERIALIZED TABLE t DROP CONSTRAINT c"
+    )
+    assert isinstance(added, AlterConstraint) and added.add == Expectation("c", "x > 0", OnViolation.DROP_ROW)
+    assert isinstance(dropped, AlterConstraint) and (dropped.add, dropped.drop) == (None, "c")
+    with pytest.raises(SqlSyntaxError, match="expected CONSTRAINT after ADD"):
+        parse_cell("ALTER MATERIALIZED TABLE t ADD c EXPECT (x > 0)")
+    with pytest.raises(SqlSyntaxError, match="unexpected 'x' after DROP CONSTRAINT name"):
+        parse_cell("ALTER MATERIALIZED TABLE t DROP CONSTRAINT c x")

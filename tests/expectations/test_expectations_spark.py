@@ -55,6 +55,29 @@ def test_declared_expectations_are_described_and_bad_ones_change_nothing(mt, spa
     assert facts["# expectation positive"] == "amount >= 0 (FAIL UPDATE)"
     assert facts["# expectation small"] == "amount < 100 (keep and count)"
 
+    spark.sql("INSERT INTO ex_src VALUES (2, 1), (NULL, 7)")
+    run(mt, "ALTER MATERIALIZED TABLE ex_d ADD CONSTRAINT big EXPECT (amount > 1) ON VIOLATION DROP ROW")
+    _refresh(mt, "ex_d")
+    assert _rows(spark, _name(mt, "ex_d")) == [(1, 5)]  # rows already stored and new ones filtered alike
+    run(mt, "ALTER MATERIALIZED TABLE ex_d DROP CONSTRAINT has_id")
+    _refresh(mt, "ex_d")
+    assert _rows(spark, _name(mt, "ex_d"), "coalesce(id, -1), amount") == [(-1, 7), (1, 5)]  # the NULL key is back
+    with pytest.raises(DefinitionError, match="already has an expectation big"):
+        run(mt, "ALTER MATERIALIZED TABLE ex_d ADD CONSTRAINT BIG EXPECT (amount > 0)")
+    with pytest.raises(
+        DefinitionError, match="has no expectation bgi.*name one of its expectations: positive, small, big"
+    ):
+        run(mt, "ALTER MATERIALIZED TABLE ex_d DROP CONSTRAINT bgi")
+    run(
+        mt,
+        "CREATE OR ALTER MATERIALIZED TABLE ex_d (CONSTRAINT k EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW) "
+        "AS SELECT id, amount FROM ex_src",
+    )
+    _refresh(mt, "ex_d")
+    assert _rows(spark, _name(mt, "ex_d")) == [(1, 5), (2, 1)]
+    _, definition = mt.workspace.catalog.load_materialized(_name(mt, "ex_d"))
+    assert [e.name for e in definition.expectations] == ["k"]
+
     bad = {
         "amout >= 0": "cannot be evaluated.*amout.*Fix: write the condition over the table's columns \\(id, amount\\)",
         "amount + 1": "is a int, not a condition.*Fix: write a comparison",

@@ -331,6 +331,7 @@ def test_mt_explain_alter_completes_as_the_cell_with_the_changes_explain_preview
     samples = {"AS": "AS SELECT 1 AS one", "RENAME TO": "RENAME TO other", "REFRESH": "REFRESH"}
     samples |= {"SET FRESHNESS": "SET FRESHNESS = INTERVAL '1' HOUR", "SET REFRESH_MODE": "SET REFRESH_MODE = FULL"}
     samples |= {"SET": "SET ('scheduler' = 'kernel')", "SUSPEND": "SUSPEND", "RESUME": "RESUME"}
+    samples |= {"ADD CONSTRAINT": "ADD CONSTRAINT c EXPECT (x > 0)", "DROP CONSTRAINT": "DROP CONSTRAINT c"}
     taken = [a for a in ACTIONS if isinstance(parse_cell(f"ALTER MATERIALIZED TABLE t {samples[a]}")[0], EXPLAINED)]
     assert tuple(taken) == EXPLAINED_ACTIONS
 

@@ -258,7 +258,7 @@ MALFORMED = [
         "ALTER MATERIALIZED TABLE t PAUSE",
         SqlSyntaxError,
         r"unknown ALTER action 'PAUSE'.*SUSPEND, RESUME, REFRESH, AS, RENAME TO, SET FRESHNESS = INTERVAL …, "
-        r"SET REFRESH_MODE = … or SET \('scheduler' = …\)",
+        r"SET REFRESH_MODE = …, SET \('scheduler' = …\), ADD CONSTRAINT or DROP CONSTRAINT",
     ),
     ("alter-without-action", "ALTER MATERIALIZED TABLE t", SqlSyntaxError, r"ALTER MATERIALIZED TABLE needs an action"),
     (

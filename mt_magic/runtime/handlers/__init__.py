@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from mt_magic.runtime.handlers.alter import AlterAs, SetFreshness, SetRefreshMode, SetScheduler
+from mt_magic.runtime.handlers.alter import AlterAs, ChangeConstraint, SetFreshness, SetRefreshMode, SetScheduler
 from mt_magic.runtime.handlers.base import Handler
 from mt_magic.runtime.handlers.control import Refresh, Resume, Suspend
 from mt_magic.runtime.handlers.create import Create
@@ -34,6 +34,7 @@ HANDLERS: Mapping[type[s.Statement], Handler[Any, Any]] = MappingProxyType(
         s.AlterResume: Resume(),
         s.AlterRefresh: Refresh(),
         s.AlterQuery: AlterAs(),
+        s.AlterConstraint: ChangeConstraint(),
         s.AlterFreshness: SetFreshness(),
         s.AlterRefreshMode: SetRefreshMode(),
         s.AlterRename: Rename(),

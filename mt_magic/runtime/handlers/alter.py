@@ -11,7 +11,14 @@ from mt_magic.runtime.handlers.scheduled import Scheduled, ScheduledHandler, sch
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
 from mt_magic.sql.ddl.parser import parse_interval
-from mt_magic.sql.ddl.statements import AlterFreshness, AlterQuery, AlterRefreshMode, AlterScheduler, Freshness
+from mt_magic.sql.ddl.statements import (
+    AlterConstraint,
+    AlterFreshness,
+    AlterQuery,
+    AlterRefreshMode,
+    AlterScheduler,
+    Freshness,
+)
 from mt_magic.sql.names import Position
 from mt_magic.vocabulary import RefreshMode, StatementAction
 
@@ -21,6 +28,25 @@ class AlterAs(ScheduledHandler[AlterQuery]):
 
     def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
         return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position, plan)
+
+
+class ChangeConstraint(ScheduledHandler[AlterConstraint]):
+    """``ALTER … ADD CONSTRAINT … EXPECT`` / ``DROP CONSTRAINT``: no undo (the next refresh recomputes)."""
+
+    def apply(
+        self, rt: Runtime, stmt: AlterConstraint, cascade: bool, plan: Scheduled | None = None
+    ) -> StatementResult:
+        name = rt.workspace.qualify(stmt.name)
+        with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, plan)):
+            definition = alter.constrained(rt.workspace, name, stmt.add, stmt.drop)
+            alter.alter_query(rt.workspace, alter.AlteredQuery(name, definition, ()))  # a view version with it
+        rt.retrack(name)
+        what = f"expectation {stmt.add.name} added" if stmt.add is not None else f"expectation {stmt.drop} dropped"
+        return StatementResult(
+            StatementAction.ALTERED,
+            (name,),
+            f"{name}: {what} (definition version {definition.definition_version}); the next refresh uses it.",
+        )
 
 
 class SetFreshness(ScheduledHandler[AlterFreshness]):

@@ -131,6 +131,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable, built: BuiltDefinit
                 stmt.options_dict,
                 query_position=stmt.query_position,
                 options=moved,
+                expectations=stmt.expectations,
             )
             alter.alter_query(ws, altered)
         rt.retrack(name)

@@ -13,6 +13,7 @@ from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.errors import (
     DefinitionError,
     MtMagicError,
+    closest_names,
 )
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.retention import retention_properties
@@ -27,10 +28,12 @@ from mt_magic.runtime.statements.definition import (
     resolve_query,
     with_row_identity,
 )
+from mt_magic.runtime.statements.expectations import check_expectations, with_dropped_rows, without_dropped_rows
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import Freshness, StartMode
 from mt_magic.sql.names import Position
-from mt_magic.vocabulary import RefreshMode
+from mt_magic.sql.query.parsed import text_of
+from mt_magic.vocabulary import Expectation, RefreshMode
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructField
@@ -58,11 +61,12 @@ def altered_query(
     with_options: Mapping[str, str] | None = None,
     query_position: Position | None = None,
     options: Mapping[str, str] | None = None,
+    expectations: tuple[Expectation, ...] | None = None,
 ) -> AlteredQuery:
     """ALTER … AS / CREATE OR ALTER, decided and checked but not written: evolve the schema (nullable columns
     appended only), the new query; with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new
     sources start at the stored one; with ``options`` the table's new options (CREATE OR ALTER moving it to another
-    scheduler).
+    scheduler); ``expectations``: CREATE OR ALTER's (``None``: ALTER … AS keeps the table's).
 
     The new definition's SQL settings are this session's (``with_options``: CREATE OR ALTER's WITH may pin some;
     its other options are not changed on an existing table), :mod:`~mt_magic.runtime.spark.semantics`.
@@ -82,6 +86,9 @@ def altered_query(
         expanded, new_schema = with_row_identity(ws, label, expanded, schema_rules.hidden_count(stored_schema))
         schema_rules.check_typed(label, new_schema)
         added = schema_rules.appended_columns(label, stored_schema, new_schema)
+        expected = current.expectations if expectations is None else expectations
+        check_expectations(ws, label, text_of(expanded), expected)
+        expanded = with_dropped_rows(expanded, expected)
         current = restart(ws, label, current, start_mode, upstream, info, expanded)
     check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
     reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
@@ -94,8 +101,49 @@ def altered_query(
         definition_version=current.definition_version + 1,
         sql_settings=settings,
         options=current.options if options is None else dict(options),
+        expectations=expected,
     )
     return AlteredQuery(name, updated, tuple(added))
+
+
+def constrained(
+    ws: Workspace, name: str, add: Expectation | None = None, drop: str | None = None
+) -> MaterializedTableDefinition:
+    """``ALTER … ADD CONSTRAINT … EXPECT`` / ``DROP CONSTRAINT``, decided and checked, not written: the definition
+    with the expectation added or removed, its stored query refiltered (a new definition version: the next
+    refresh recomputes, so rows a DROP ROW expectation now keeps or drops move in or out).
+
+    Raises:
+        DefinitionError: a name already taken or not there, or a condition Spark refuses; nothing was written.
+    """
+    label = f"ALTER MATERIALIZED TABLE {name} {'ADD' if add else 'DROP'} CONSTRAINT"
+    _, current = ws.catalog.load_materialized(name)
+    names = [e.name.lower() for e in current.expectations]
+    taken = next((e.name for e in current.expectations if add is not None and e.name.lower() == add.name.lower()), None)
+    if taken is not None:
+        raise DefinitionError(
+            f"{name} already has an expectation {taken}",
+            statement=label,
+            fix=f"DROP CONSTRAINT {taken} first, or choose another name",
+        )
+    if drop is not None and drop.lower() not in names:
+        raise DefinitionError(
+            f"{name} has no expectation {drop}",
+            statement=label,
+            did_you_mean=[e.name for e in current.expectations if e.name.lower() in closest_names(drop, names)],
+            fix=f"name one of its expectations: {', '.join(e.name for e in current.expectations) or 'it has none'}",
+        )
+    kept = tuple(e for e in current.expectations if drop is None or e.name.lower() != drop.lower())
+    expected = (*kept, add) if add is not None else kept
+    stored = without_dropped_rows(current.expanded_query)
+    with semantics.applied(label, ws.spark, current.sql_settings or {}):
+        check_expectations(ws, label, stored, expected)
+    return replace(
+        current,
+        expectations=expected,
+        expanded_query=text_of(with_dropped_rows(stored, expected)),
+        definition_version=current.definition_version + 1,
+    )
 
 
 def alter_query(ws: Workspace, altered: AlteredQuery) -> MaterializedTableDefinition:

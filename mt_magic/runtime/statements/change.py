@@ -70,7 +70,14 @@ def decided(ws: Workspace, stmt: ChangeStatement) -> DecidedChange:
         altered = altered_query(ws, name, stmt.query, query_position=stmt.query_position)
         return DecidedChange(name, f"{label} AS", altered.definition, _appended(altered), _columns(altered))
     altered = altered_query(
-        ws, name, stmt.query, stmt.columns, stmt.start_mode, stmt.options_dict, query_position=stmt.query_position
+        ws,
+        name,
+        stmt.query,
+        stmt.columns,
+        stmt.start_mode,
+        stmt.options_dict,
+        query_position=stmt.query_position,
+        expectations=stmt.expectations,
     )
     notes = _appended(altered)
     if stmt.freshness is not None or stmt.refresh_mode is not None:

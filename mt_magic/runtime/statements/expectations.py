@@ -64,3 +64,10 @@ def with_dropped_rows(query: Q, expectations: tuple[Expectation, ...]) -> Q:
         return query
     text = f"SELECT * FROM ({text_of(query)}) AS {ALIAS} WHERE " + " AND ".join(passes(e) for e in dropping)
     return parse_query(text) if not isinstance(query, str) else text
+
+
+def without_dropped_rows(expanded: str) -> str:
+    """The stored query before :func:`with_dropped_rows` wrapped it (its own text, so found exactly)."""
+    head, tail = "SELECT * FROM (", f") AS {ALIAS} WHERE "
+    cut = expanded.rfind(tail)
+    return expanded[len(head) : cut] if expanded.startswith(head) and cut > 0 else expanded

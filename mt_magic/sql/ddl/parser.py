@@ -7,7 +7,7 @@ Grammar (Flink's materialized-table statements; the query bodies are Spark SQL a
         [REFRESH_MODE = CONTINUOUS | FULL] [START_MODE = [RESUME_OR_]FROM_BEGINNING | FROM_NOW[(…)] | FROM_TIMESTAMP(…)]
         AS <select>
     ALTER MATERIALIZED TABLE name SUSPEND | RESUME [WITH (…)] | REFRESH [PARTITION (k = 'v', …)]
-        | REFRESH WITH ('publish' = 'held')
+        | REFRESH WITH ('publish' = 'held') | ADD CONSTRAINT c EXPECT (…) [ON VIOLATION …] | DROP CONSTRAINT c
         | AS <select> | SET FRESHNESS = INTERVAL '<n>' <unit> | SET REFRESH_MODE = CONTINUOUS | FULL
         | SET ('scheduler' = 'kernel' | 'airflow') | RENAME TO new_name
     DROP MATERIALIZED TABLE [IF EXISTS] name
@@ -24,6 +24,7 @@ from __future__ import annotations
 from mt_magic.errors import closest_names
 from mt_magic.options import SCHEDULER
 from mt_magic.sql.ddl.clauses import KeyValues, freshness_interval, option_list, partition_spec, refresh_mode_value
+from mt_magic.sql.ddl.columns import expectation
 from mt_magic.sql.ddl.create import NAME_RESERVED, parse_create, query_body
 from mt_magic.sql.ddl.cursor import Cursor, describe
 from mt_magic.sql.ddl.flink_statements import statement_fix
@@ -42,6 +43,7 @@ from mt_magic.sql.ddl.options import check_create_options, check_resume_options
 from mt_magic.sql.ddl.show import parse_describe, parse_show
 from mt_magic.sql.ddl.start_mode import START_MODE_FIX, start_mode_value
 from mt_magic.sql.ddl.statements import (
+    AlterConstraint,
     AlterFreshness,
     AlterQuery,
     AlterRefresh,
@@ -67,8 +69,10 @@ ALTER_ACTIONS = [
     "SET FRESHNESS = INTERVAL …",
     "SET REFRESH_MODE = …",
     "SET ('scheduler' = …)",
+    "ADD CONSTRAINT",
+    "DROP CONSTRAINT",
 ]
-_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET", "RENAME"}
+_ALTER_RESERVED = NAME_RESERVED | {"SUSPEND", "RESUME", "REFRESH", "SET", "RENAME", "ADD", "DROP"}
 
 
 def parse_cell(text: str, rules: FreshnessRules | None = None) -> tuple[AnyStatement, ...]:
@@ -273,6 +277,15 @@ def _parse_alter(cur: Cursor, alter_tok: Tok) -> AnyStatement:
         return AlterRename(text, position, name=name, new_name=new_name)
     if tok.is_word("SET"):
         return _parse_alter_set(cur, text, position, name)
+    if tok.is_word("ADD", "DROP"):
+        constraint_tok = cur.expect_word("CONSTRAINT", f"after {tok.upper}", f"write {tok.upper} CONSTRAINT name …")
+        constraint = cur.expect_identifier("a constraint name", frozenset({"EXPECT"}))[1]
+        if tok.is_word("DROP"):
+            cur.expect_end("DROP CONSTRAINT name")
+            return AlterConstraint(text, position, name=name, drop=constraint)
+        added = expectation(cur, constraint, constraint_tok)
+        cur.expect_end("ADD CONSTRAINT … EXPECT (…)")
+        return AlterConstraint(text, position, name=name, add=added)
     raise cur.error(
         SqlSyntaxError,
         f"unknown ALTER action {tok.text!r}",

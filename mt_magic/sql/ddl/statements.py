@@ -232,6 +232,21 @@ class AlterQuery(Statement):
 
 
 @dataclass(frozen=True)
+class AlterConstraint(Statement):
+    """``ALTER MATERIALIZED TABLE name ADD CONSTRAINT c EXPECT (…) [ON VIOLATION …]`` or ``… DROP CONSTRAINT c``."""
+
+    starts: ClassVar[tuple[str, ...]] = ("ALTER MATERIALIZED TABLE",)
+
+    name: TableName = field(kw_only=True)
+    add: Expectation | None = field(default=None, kw_only=True)
+    drop: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if (self.add is None) == (self.drop is None):
+            raise ValueError(f"a constraint change adds or drops one expectation, got {self!r}")
+
+
+@dataclass(frozen=True)
 class AlterFreshness(Statement):
     """``ALTER MATERIALIZED TABLE name SET FRESHNESS = INTERVAL …`` — change the freshness (and schedule)."""
 
@@ -316,6 +331,7 @@ AnyStatement = (
     | AlterResume
     | AlterRefresh
     | AlterQuery
+    | AlterConstraint
     | AlterFreshness
     | AlterRefreshMode
     | AlterRename
