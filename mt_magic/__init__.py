@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 # handler would print our warnings to stderr — which ipykernel shows in whatever cell happens to be running.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ["MaterializedTable", "explain", "materialize", "table", "live", "query"]
+__all__ = ["MaterializedTable", "explain", "materialize", "table", "live", "query", "Expectation", "OnViolation"]
 _QUERIES = ("live", "query")
 
 

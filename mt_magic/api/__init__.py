@@ -19,5 +19,6 @@ from mt_magic.api.explaining import explain
 from mt_magic.api.handle import MaterializedTable, table
 from mt_magic.api.materialize import materialize
 from mt_magic.api.session import close, service
+from mt_magic.vocabulary import Expectation, OnViolation
 
-__all__ = ["MaterializedTable", "close", "explain", "materialize", "service", "table"]
+__all__ = ["Expectation", "MaterializedTable", "OnViolation", "close", "explain", "materialize", "service", "table"]

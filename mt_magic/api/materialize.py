@@ -26,7 +26,7 @@ from mt_magic.api.handle import MaterializedTable, waited
 if TYPE_CHECKING:
     from mt_magic.runtime.service import MaterializedTables
     from mt_magic.sql.ddl.statements import Freshness
-    from mt_magic.vocabulary import RefreshMode
+    from mt_magic.vocabulary import Expectation, RefreshMode
 
 
 def materialize(
@@ -37,6 +37,7 @@ def materialize(
     refresh_mode: RefreshMode | str | None = None,
     options: Mapping[str, build.OptionValue] | None = None,
     partitioned_by: Sequence[str] = (),
+    expectations: Sequence[Expectation] = (),
     wait: bool = False,
 ) -> MaterializedTable:
     """``CREATE OR ALTER MATERIALIZED TABLE name … AS query`` (FLIP-616's ``materializeInto``).
@@ -45,7 +46,9 @@ def materialize(
     the background, in a script within this call). An existing materialized table gets the new query (Flink's
     CREATE OR ALTER: the schema may only append nullable columns) and then, if they differ from its own, the
     given refresh mode and freshness (``ALTER … SET``); everything is checked before the first change. A plain
-    Iceberg table is converted in place with ``options={"convert-existing-table": "true"}``.
+    Iceberg table is converted in place with ``options={"convert-existing-table": "true"}``. ``expectations``:
+    ``mt_magic.Expectation(name, condition, OnViolation.…)`` each, the cell's ``CONSTRAINT … EXPECT (…)``; a refresh
+    whose rows fail one with ``FAIL UPDATE`` is held off ``main``.
 
     >>> mt_magic.materialize(  # doctest: +SKIP
     ...     "daily_orders",
@@ -70,6 +73,7 @@ def materialize(
         mode=mode,
         options=options,
         partitioned_by=partitioned_by,
+        expectations=expectations,
     )
     qualified = service.workspace.qualify(stmt.name)
     follow_ups = _schedule_changes(service, qualified, fresh, mode)

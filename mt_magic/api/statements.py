@@ -31,7 +31,7 @@ from mt_magic.sql.ddl.statements import (
 )
 from mt_magic.sql.errors import FreshnessError, SqlSyntaxError
 from mt_magic.sql.names import Position, TableName
-from mt_magic.vocabulary import RefreshMode
+from mt_magic.vocabulary import Expectation, RefreshMode
 
 OptionValue = str | int | float | bool
 FreshnessArg = str | timedelta | Freshness
@@ -140,8 +140,10 @@ def create_or_alter(
     mode: RefreshMode | None = None,
     options: Mapping[str, OptionValue] | None = None,
     partitioned_by: Sequence[str] = (),
+    expectations: Sequence[Expectation] = (),
 ) -> CreateMaterializedTable:
-    """``CREATE OR ALTER MATERIALIZED TABLE`` with these clauses, parsed and checked like a cell.
+    """``CREATE OR ALTER MATERIALIZED TABLE`` with these clauses, parsed and checked like a cell (``expectations``
+    in its column list, as ``CONSTRAINT … EXPECT (…)``).
 
     Raises:
         SqlError: what the grammar refuses in the statement (clauses, options, formatters, FRESHNESS in FULL mode).
@@ -149,6 +151,8 @@ def create_or_alter(
     target = table_name(name)
     pairs = tuple((str(k), option_text(v)) for k, v in (options or {}).items())
     lines = [f"CREATE OR ALTER MATERIALIZED TABLE {'.'.join(identifier(p) for p in target.parts())}"]
+    if expectations:
+        lines.append("(" + ", ".join(e.sql() for e in expectations) + ")")
     if partitioned_by:
         lines.append("PARTITIONED BY (" + ", ".join(identifier(c) for c in partitioned_by) + ")")
     if pairs:

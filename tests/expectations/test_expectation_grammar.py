@@ -74,3 +74,12 @@ def test_alter_adds_and_drops_one_expectation() -> None:
         parse_cell("ALTER MATERIALIZED TABLE t ADD c EXPECT (x > 0)")
     with pytest.raises(SqlSyntaxError, match="unexpected 'x' after DROP CONSTRAINT name"):
         parse_cell("ALTER MATERIALIZED TABLE t DROP CONSTRAINT c x")
+
+
+def test_the_python_api_writes_the_same_clause() -> None:
+    from mt_magic.api.statements import create_or_alter
+    from mt_magic.sql.ddl.freshness import FreshnessRules
+
+    wanted = (Expectation("positive", "amount >= 0", OnViolation.FAIL_UPDATE), Expectation("keyed", "id IS NOT NULL"))
+    stmt = create_or_alter("t", "SELECT id, amount FROM src", FreshnessRules(), expectations=wanted)
+    assert stmt.expectations == wanted
