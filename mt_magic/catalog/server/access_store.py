@@ -5,9 +5,10 @@
   so a plain digest is as strong as a slow one and costs a microsecond; the digests are compared in constant time.
 * A **role** holds grants (:class:`~mt_magic.catalog.privileges.Privilege` on a
   :class:`~mt_magic.catalog.privileges.Securable`); principals are given roles.
-* Every change bumps one version number in the same transaction, and writes its audit row there too. Each request
-  reads that number (one indexed row) and reloads the snapshot only when it moved, so a grant or a revocation made
-  through any server process on the same database holds from the next request on.
+* Every change bumps one version number in the same transaction, and writes its audit row there too. A request
+  reads that number (one indexed row) unless it was read in the last :data:`REVALIDATE_SECONDS`, and the snapshot
+  is reloaded only when it moved: a change made through this server holds from its next request, one made through
+  another server process on the same database within :data:`REVALIDATE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,8 @@ GRANTS = Table(
 VERSION = Table("mt_access_version", _META, Column("id", Integer, primary_key=True), Column("version", BigInteger))
 
 TOKEN_PREFIX = "mtp"
+REVALIDATE_SECONDS = 0.5
+"""How long a principal's requests trust the access version read last (a refresh makes a burst of requests)."""
 PRINCIPAL_KINDS = ("person", "service")
 
 
@@ -175,6 +179,8 @@ class AccessStore:
         self.engine = engine
         self._lock = threading.Lock()
         self._snapshot: AccessSnapshot | None = None
+        self._checked = 0.0
+        """When the version was last read (monotonic)."""
 
     def create_tables(self) -> None:
         """Create the tables (and the audit's) unless they exist, with the version row."""
@@ -191,10 +197,14 @@ class AccessStore:
 
     # -- reading -------------------------------------------------------------------------------------
     def snapshot(self) -> AccessSnapshot:
-        """The current snapshot: one small query, and a reload only when something changed."""
+        """The current snapshot: at most one small query per :data:`REVALIDATE_SECONDS`, and a reload only when
+        something changed."""
+        current, now = self._snapshot, time.monotonic()
+        if current is not None and now - self._checked < REVALIDATE_SECONDS:
+            return current
         with self.engine.connect() as conn:
             version = conn.execute(select(VERSION.c.version).where(VERSION.c.id == 1)).scalar_one()
-        current = self._snapshot
+        self._checked = now
         if current is not None and current.version == version:
             return current
         with self._lock:
@@ -238,7 +248,16 @@ class AccessStore:
 
     # -- writing -------------------------------------------------------------------------------------
     def _bump(self, conn: Connection) -> None:
+        """Inside a change's transaction: a new version (read by this server's next request, once committed)."""
         conn.execute(update(VERSION).where(VERSION.c.id == 1).values(version=VERSION.c.version + 1))
+
+    @contextmanager
+    def _change(self) -> Iterator[Connection]:
+        """A transaction of principals, roles or grants: a new version with it, read again at the next request."""
+        with self.engine.begin() as conn:
+            yield conn
+            self._bump(conn)
+        self._checked = 0.0
 
     def _principal(self, conn: Connection, name: str) -> Any:
         row = conn.execute(select(PRINCIPALS).where(PRINCIPALS.c.name == name)).first()
@@ -259,7 +278,7 @@ class AccessStore:
             raise RestError(400, "BadRequestException", f"Invalid principal kind {kind!r}: person or service")
         token, key_id, digest = new_token()
         now = _now_ms()
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             if conn.execute(select(PRINCIPALS.c.name).where(PRINCIPALS.c.name == name)).first() is not None:
                 raise _conflict(f"Principal {name!r} exists already (rotate gives it a new token)")
             conn.execute(
@@ -268,13 +287,12 @@ class AccessStore:
                 )
             )
             audit.record(conn, "principal-create", CATALOG, principal=name, kind=kind)
-            self._bump(conn)
         return token
 
     def rotate(self, name: str) -> str:
         """A new token for the principal (a revoked one is enabled again); the old token stops working at once."""
         token, key_id, digest = new_token()
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             self._principal(conn, name)
             conn.execute(
                 update(PRINCIPALS)
@@ -282,12 +300,11 @@ class AccessStore:
                 .values(key_id=key_id, token_sha256=digest, rotated_ms=_now_ms(), revoked_ms=None)
             )
             audit.record(conn, "principal-rotate", CATALOG, principal=name)
-            self._bump(conn)
         return token
 
     def revoke(self, name: str) -> None:
         """The principal's token stops working at once; its roles stay (``rotate`` enables it again)."""
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             self._principal(conn, name)
             conn.execute(
                 update(PRINCIPALS)
@@ -295,29 +312,26 @@ class AccessStore:
                 .values(key_id=None, token_sha256=None, revoked_ms=_now_ms())
             )
             audit.record(conn, "principal-revoke", CATALOG, principal=name)
-            self._bump(conn)
 
     def create_role(self, name: str) -> None:
         name = _checked(name, "role")
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             if conn.execute(select(ROLES.c.name).where(ROLES.c.name == name)).first() is not None:
                 raise _conflict(f"Role {name!r} exists already")
             conn.execute(insert(ROLES).values(name=name, created_ms=_now_ms()))
             audit.record(conn, "role-create", CATALOG, role=name)
-            self._bump(conn)
 
     def drop_role(self, name: str) -> None:
         """Drop a role with its grants and memberships."""
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             self._role(conn, name)
             for table, column in ((GRANTS, GRANTS.c.role), (MEMBERS, MEMBERS.c.role), (ROLES, ROLES.c.name)):
                 conn.execute(delete(table).where(column == name))
             audit.record(conn, "role-drop", CATALOG, role=name)
-            self._bump(conn)
 
     def assign(self, role: str, principal: str, member: bool) -> None:
         """Give the role to the principal (``member``) or take it back."""
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             self._role(conn, role)
             self._principal(conn, principal)
             where = (MEMBERS.c.role == role, MEMBERS.c.principal == principal)
@@ -329,12 +343,11 @@ class AccessStore:
             else:
                 return
             audit.record(conn, "role-assign" if member else "role-unassign", CATALOG, role=role, principal=principal)
-            self._bump(conn)
 
     def grant(self, grant: Grant, granted: bool) -> None:
         """Add the grant (``granted``) or remove it; unchanged when it already is so."""
         key = (grant.role, grant.privilege.value, grant.on.kind.value, _object_key(grant.on))
-        with self.engine.begin() as conn:
+        with self._change() as conn:
             self._role(conn, grant.role)
             where = (
                 GRANTS.c.role == key[0],
@@ -352,7 +365,6 @@ class AccessStore:
             audit.record(
                 conn, "grant" if granted else "revoke", grant.on, role=grant.role, privilege=grant.privilege.value
             )
-            self._bump(conn)
 
     def forget_object(self, conn: Connection, on: Securable, renamed: Securable | None = None) -> None:
         """Inside a drop's (``renamed``: a rename's) transaction: the grants on a table or view that is gone go
