@@ -14,6 +14,7 @@ from datetime import datetime
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.inspect.recommendations import recommend
+from mt_magic.runtime.refresh.audit import is_held
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import Listing, TableStatus
@@ -104,7 +105,7 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         rows.insert(0, ("source missing", status.missing_source.message))
     if status.last_error and (status.missing_source is None or status.missing_source.message not in status.last_error):
         failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
-        rows.append(("error", status.last_error + failures))
+        rows.append(("held" if is_held(status.last_error) else "error", status.last_error + failures))
     if status.state is JobState.FAILED:
         rows.append(
             (

@@ -100,6 +100,15 @@ class ExpectationsHeldError(RefreshError):
     """A refresh's rows failed a ``FAIL UPDATE`` expectation: staged on the audit branch, ``main`` not moved."""
 
 
+HELD = " held: expectation "
+"""How a held refresh's message names itself (:func:`held_error`): a status carries the failure's text only."""
+
+
+def is_held(error_text: str | None) -> bool:
+    """True when a status's last error is a held refresh (the card says "held", not "error")."""
+    return error_text is not None and HELD in error_text
+
+
 def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
     """Each expectation's failing rows among ``df``'s, in one aggregation, and a sample of those that failed."""
     from pyspark.sql import functions as F
@@ -166,7 +175,7 @@ def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int)
         parts.append(f"{c.name} failed on {c.failed} of {c.checked} rows (e.g. {' | '.join(c.sample)})")
     where = "no snapshot yet" if main_snapshot is None else f"snapshot {main_snapshot}"
     return ExpectationsHeldError(
-        f"refresh of {table} held: expectation {'; '.join(parts)}. main stays at {where}; the refresh is staged as "
+        f"refresh of {table}{HELD}{'; '.join(parts)}. main stays at {where}; the refresh is staged as "
         f"snapshot {staged} on branch {BRANCH}",
         fix=(
             "fix the source rows (the next refresh tries again), or publish the held snapshot on purpose with "
