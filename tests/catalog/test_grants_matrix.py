@@ -8,7 +8,8 @@ is enough and its grant reaches the object (another namespace's never does; a ca
 catalog's), gets ``403 ForbiddenException`` otherwise, and gets 403 again once the grant is revoked. Operations that
 need two privileges (a rename: drop the source, create in the destination) pass with neither alone and with both.
 
-In process (the ASGI app, no Spark), on SQLite; on PostgreSQL too where its binaries are installed (marked slow).
+In process (the ASGI app, no Spark), on SQLite; the table operations on PostgreSQL too where its binaries are
+installed (marked slow).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Op:
 
 @dataclass
 class World:
+    database: str
     admin: TestClient
     probe: TestClient
     dropped_table: str = ""
@@ -319,7 +321,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         ok(admin.delete("/v1/namespaces/own/views/srcv"))
         probe = new_principal(admin, "probe", ROLE)
         new_principal(admin, "bystander", "other_role")
-        yield World(admin, probe, source["metadata-location"], view["metadata-location"])
+        yield World(request.param, admin, probe, source["metadata-location"], view["metadata-location"])
 
 
 def _database(kind: str, folder: Path) -> Any:
@@ -344,22 +346,36 @@ def _attempt(op: Op, w: World) -> int:
         op.cleanup(w)
 
 
+ON_POSTGRES = frozenset(
+    {"load table", "commit", "commit a transaction", "create table", "drop table", "purge table", "register table"}
+)
+"""The operations the PostgreSQL run repeats (the database's rows and transactions; the rules are the same code)."""
+
+
 @pytest.mark.parametrize("op", OPS, ids=[op.name for op in OPS])
 def test_each_privilege_alone(world: World, op: Op) -> None:
     w = world
+    if w.database == "postgresql" and op.name not in ON_POSTGRES:
+        pytest.skip("the whole matrix runs on SQLite; on PostgreSQL the table operations")
     before = _attempt(op, w)
     assert (before < 300) if op.anyone else before == 403, f"{op.name} without any grant: {before}"
     for place, on in PLACES.items():
-        for privilege in sorted(ANY):
-            grant(w.admin, ROLE, privilege, on)
+        # each privilege alone; on another namespace all seven at once (none may reach this one)
+        rounds = [[p] for p in sorted(ANY)] if place != "other" else [sorted(ANY)]
+        for privileges in rounds:
+            for privilege in privileges:
+                grant(w.admin, ROLE, privilege, on)
             try:
                 status = _attempt(op, w)
-                expected = _expected(op, privilege, place)
-                assert (status < 300) if expected else status == 403, f"{op.name} with {privilege} on {place}: {status}"
+                expected = any(_expected(op, privilege, place) for privilege in privileges)
+                assert (status < 300) if expected else status == 403, (
+                    f"{op.name} with {privileges} on {place}: {status}"
+                )
             finally:
-                grant(w.admin, ROLE, privilege, on, granted=False)
+                for privilege in privileges:
+                    grant(w.admin, ROLE, privilege, on, granted=False)
             if expected and not op.anyone:
-                assert _attempt(op, w) == 403, f"{op.name} after {privilege} on {place} was revoked"
+                assert _attempt(op, w) == 403, f"{op.name} after {privileges} on {place} was revoked"
 
 
 @pytest.mark.parametrize("kind", ["tables", "views"])
