@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.errors import NotGrantedError
-from mt_magic.catalog.privileges import ADMIN, Privilege, Securable, namespace, table
+from mt_magic.catalog.privileges import ADMIN, Privilege, Securable, either, grant_command, namespace, table
 from mt_magic.errors import CatalogError
 
 if TYPE_CHECKING:
@@ -125,13 +125,10 @@ def refusal(statement: str, missing: Sequence[Missing], why: dict[Securable, str
     """The error of a statement refused before it wrote anything: every grant missing, and who may give each."""
     said = "; ".join(f"{m.privilege.value} on {m.on}{why.get(m.on, '')}" for m in missing)
     grantors = sorted({g for m in missing for g in m.grantors if g != ADMIN}) + [ADMIN]
-    who = ", ".join(grantors[:-1]) + " or " + grantors[-1] if len(grantors) > 1 else grantors[0]
-    first = missing[0]
-    where = "--catalog" if not first.on.parts else f"--{first.on.kind.value} {'.'.join(first.on.parts)}"
+    command = grant_command(missing[0].privilege, missing[0].on)
     return NotGrantedError(
         f"{statement}: this catalog's principal lacks {said}; nothing was written",
-        fix=f"ask {who} to grant it to one of your roles "
-        f"(python -m mt_magic.catalog grants add <role> {first.privilege.value} {where})",
+        fix=f"ask {either(grantors)} to grant it to one of your roles ({command})",
     )
 
 

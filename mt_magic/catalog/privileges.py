@@ -150,3 +150,14 @@ def check_name(name: str, what: str) -> str:
             f"invalid {what} name {name!r}: 1 to 64 letters, digits or _ . @ -, starting with a letter or digit"
         )
     return name
+
+
+def grant_command(privilege: Privilege, on: Securable) -> str:
+    """The command line that grants ``privilege`` on ``on`` (to a role still to be named)."""
+    where = "--catalog" if on.kind is Kind.CATALOG else f"--{on.kind.value} {'.'.join(on.parts)}"
+    return f"python -m mt_magic.catalog grants add <role> {privilege.value} {where}"
+
+
+def either(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)

@@ -165,11 +165,8 @@ class AccessSnapshot:
         """Who may grant privileges on ``on``: the principals holding manage-grants on it or above, then the admin."""
         chain = set(on.chain())
         roles = {g.role for g in self.grants if g.privilege is Privilege.MANAGE_GRANTS and g.on in chain}
-        names = sorted(p for p, held in self.roles_of.items() if held & roles and p in self.keys_by_principal())
-        return [*names, ADMIN]
-
-    def keys_by_principal(self) -> set[str]:
-        return {name for name, _ in self.keys.values()}
+        active = {name for name, _ in self.keys.values()}  # a revoked principal grants nothing
+        return [*sorted(p for p, held in self.roles_of.items() if held & roles and p in active), ADMIN]
 
 
 class AccessStore:

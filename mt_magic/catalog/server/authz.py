@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from mt_magic.catalog.privileges import ADMIN, CATALOG, Privilege, Securable, namespace, table
+from mt_magic.catalog.privileges import ADMIN, CATALOG, Privilege, Securable, either, grant_command, namespace, table
 from mt_magic.catalog.server import lease_rules
 from mt_magic.catalog.server.access_store import AccessSnapshot
 from mt_magic.catalog.server.audit import Actor, current_actor
@@ -277,36 +277,18 @@ RULES: dict[tuple[str, str], Rule] = {
 }
 """Route (method, path template) -> what it needs. Listings (``SEE``) show only what the caller may read."""
 
-WHAT = {
-    Privilege.READ_METADATA: "read its metadata",
-    Privilege.READ_DATA: "read its rows",
-    Privilege.WRITE: "commit to it",
-    Privilege.CREATE: "create in it",
-    Privilege.DROP: "drop it",
-    Privilege.PURGE: "purge it",
-    Privilege.MANAGE_GRANTS: "manage its grants",
-}
-
-
-def grant_command(need: Need) -> str:
-    """The command that grants what ``need`` names (to a role of the caller's)."""
-    on = need.on
-    where = "--catalog" if on.kind.value == "catalog" else f"--{on.kind.value} {'.'.join(on.parts)}"
-    privilege = need.privilege.value if need.privilege else "read-metadata"
-    return f"python -m mt_magic.catalog grants add <role> {privilege} {where}"
-
 
 def refusal(principal: str, missing: Sequence[Need], snapshot: AccessSnapshot | None) -> RestError:
     """The 403 for the first missing need: the principal, what it lacks on what, who may grant it, the command."""
     need = missing[0]
     grantors = snapshot.grantors(need.on) if snapshot is not None else [ADMIN]
-    who = ", ".join(grantors[:-1]) + " or " + grantors[-1] if len(grantors) > 1 else grantors[0]
-    above = [str(s) for s in need.on.chain()[:-1]]
-    inherited = f" (or on {', '.join(reversed(above))})" if above else ""
+    above = [str(s) for s in reversed(need.on.chain()[:-1])]
+    inherited = f" (or on {either(above)})" if above else ""
     more = f"; it lacks {len(missing) - 1} more grant(s) for this request" if len(missing) > 1 else ""
+    command = grant_command(need.privilege or Privilege.READ_METADATA, need.on)
     message = (
         f"Principal {principal!r} lacks {need}{inherited}{more}. "
-        f"Fix: ask {who} to grant it to one of its roles ({grant_command(need)})."
+        f"Fix: ask {either(grantors)} to grant it to one of its roles ({command})."
     )
     return RestError(403, "ForbiddenException", message)
 
