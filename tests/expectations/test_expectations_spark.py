@@ -208,3 +208,19 @@ def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_pu
     assert _rows(spark, name) == _rows(spark, f"({query})")
     with pytest.raises(Exception, match="has no held refresh to publish"):
         run(mt, "ALTER MATERIALIZED TABLE ex_dr REFRESH WITH ('publish' = 'held')")
+
+
+def test_drop_row_over_groups_moves_a_group_out_and_back_in(mt, spark) -> None:
+    spark.sql("CREATE TABLE ex_tx (k STRING, v INT) USING iceberg")
+    spark.sql("INSERT INTO ex_tx VALUES ('a', 5), ('b', 3)")
+    body = "SELECT k, sum(v) AS total FROM ex_tx GROUP BY k"
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ex_g (CONSTRAINT nonneg EXPECT (total >= 0) ON VIOLATION DROP ROW) "
+        f"FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS {body}",
+    )
+    name = _name(mt, "ex_g")
+    for batch in ("('a', -10)", "('a', 20), ('b', -4)", "('b', 1), ('c', -1)"):  # out, in and out, in
+        spark.sql(f"INSERT INTO ex_tx VALUES {batch}")
+        outcome = _refresh(mt, "ex_g")
+        assert _rows(spark, name) == _rows(spark, f"({body}) WHERE total >= 0"), outcome.strategy
