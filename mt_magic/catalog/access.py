@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from mt_magic.catalog.tables import MaterializedCatalog
 
-NOT_OFFERED = frozenset({404, 405, 501})
 _REFUSAL = re.compile(r"(Principal '[^']+' lacks .*?)\s+Fix: (.*?)(?:\n|$)", re.S)
 
 
@@ -88,17 +87,20 @@ class AccessClient:
         return dict(self.request("GET", "whoami"))
 
     def missing(self, needs: Iterable[tuple[Privilege, Securable]]) -> list[Missing] | None:
-        """What of ``needs`` this principal lacks; ``None`` when the catalog cannot be asked (not mt_magic's)."""
+        """What of ``needs`` this principal lacks; ``None`` when the catalog cannot be asked: any answer but
+        mt_magic's (another server has no such route and says so its own way: 404, 400, …)."""
         wanted = [{"privilege": p.value, "on": on.to_json()} for p, on in needs]
         response = self.send("POST", "privileges", {"needs": wanted})
-        if response.status_code in NOT_OFFERED:
+        try:
+            answer = response.json() if response.status_code == 200 else None
+            if not isinstance(answer, dict) or not isinstance(answer.get("missing"), list):
+                return None
+            return [
+                Missing(Privilege(m["privilege"]), Securable.from_json(m["on"]), tuple(m["grantors"]))
+                for m in answer["missing"]
+            ]
+        except (ValueError, KeyError, TypeError):
             return None
-        if response.status_code != 200:
-            self.request("POST", "privileges", {"needs": wanted})  # raises, with the server's message
-        return [
-            Missing(Privilege(m["privilege"]), Securable.from_json(m["on"]), tuple(m["grantors"]))
-            for m in response.json()["missing"]
-        ]
 
     def audit(
         self, *, table: str | None = None, principal: str | None = None, limit: int = 100
@@ -133,19 +135,18 @@ def refusal(statement: str, missing: Sequence[Missing], why: dict[Securable, str
 
 
 def unrestricted(catalog: Catalog) -> bool:
-    """Whether the catalog's principal may do everything: its admin, or a catalog that is not mt_magic's (which
-    cannot be asked, and refuses what it refuses)."""
+    """Whether the catalog's principal may do everything as far as this client can tell: its admin, or a catalog
+    that is not mt_magic's (which cannot be asked, and refuses what it refuses)."""
     from pyiceberg.catalog.rest import RestCatalog
 
     if not isinstance(catalog, RestCatalog):
         return True
     response = AccessClient(catalog).send("GET", "whoami")
-    if response.status_code in NOT_OFFERED:
-        return True
     try:
-        return response.status_code == 200 and bool(response.json().get("admin"))
+        answer = response.json() if response.status_code == 200 else None
     except ValueError:
-        return True  # not mt_magic's answer
+        return True
+    return not (isinstance(answer, dict) and answer.get("admin") is False)
 
 
 def check_create(catalog: MaterializedCatalog, statement: str, name: str, sources: Sequence[str]) -> None:
@@ -164,7 +165,10 @@ def check_create(catalog: MaterializedCatalog, statement: str, name: str, source
             needs.append((Privilege.READ_DATA, on))
             why[on] = " (a source of the query)"
     needs += [(Privilege.CREATE, namespace(*ident[:-1])), (Privilege.WRITE, table(*ident))]
-    missing = missing_grants(catalog.catalog, needs)
+    from mt_magic.catalog.tables import reaching
+
+    with reaching(f"the grants of {name}"):
+        missing = missing_grants(catalog.catalog, needs)
     if missing:
         raise refusal(statement, missing, why)
 

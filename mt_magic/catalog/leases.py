@@ -172,7 +172,8 @@ class CatalogLeases:
         from pyiceberg.table import Table
         from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID
 
-        leases = self._permitted(base, leases)
+        with reaching(f"the refresh leases of catalog {self.spark_name}"):
+            leases = self._permitted(base, leases)
         if dict(leases) == dict(base.leases):
             return base
         table = base.table if base.table is not None else self._table()
