@@ -1,7 +1,7 @@
-"""Updates, deletes and upserts of a GROUP BY's source refresh in process ("merge the signed delta" on DuckDB, no
-Spark job), on copy-on-write and merge-on-read sources, and each refresh equals the query recomputed by Spark — the
-same as the table's twin pinned to Spark, and as a table built on it, which reads the in-process commit through
-Iceberg's changelog."""
+"""Updates, deletes and upserts of one source refresh in process (DuckDB, no Spark job) — a GROUP BY by "merge the
+signed delta", a projection by "apply inserts and deletes" — on copy-on-write and merge-on-read sources, and each
+refresh equals the query recomputed by Spark: the same as the table's twin pinned to Spark, and as a table built on
+it, which reads the in-process commit through Iceberg's changelog."""
 
 from __future__ import annotations
 
@@ -105,3 +105,22 @@ def test_random_updates_and_deletes_in_process_equal_spark(spark, mt, ansi_off) 
         outcome = refresh(mt, "agg")
         assert outcome.strategy.endswith(IN_PROCESS), (change, outcome.strategy)
         assert_matches_oracle(mt, "agg")
+
+
+PROJECTION = "SELECT k, g, v, p FROM src WHERE v > 2 OR g IS NULL"
+
+
+@pytest.mark.parametrize("layout", ["copy-on-write", "merge-on-read"])
+def test_a_projection_applies_updates_and_deletes_in_process(spark, mt, ansi_off, layout: str) -> None:
+    src = _source(spark, mt, layout)
+    run(mt, f"CREATE MATERIALIZED TABLE proj FRESHNESS = INTERVAL '1' MINUTE AS {PROJECTION}")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE above FRESHNESS = INTERVAL '1' MINUTE AS SELECT g, sum(v) AS s FROM proj GROUP BY g",
+    )
+    for change in [s for s in STEPS if not s.startswith("INSERT")]:
+        spark.sql(change.replace("src", src))
+        _refreshed_in_process(spark, mt, "proj", Strategy.APPLY_CHANGES)
+        refresh(mt, "above")
+        for table in ("proj", "above"):
+            assert_matches_oracle(mt, table)

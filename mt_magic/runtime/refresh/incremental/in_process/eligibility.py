@@ -80,9 +80,11 @@ HONOURED_SETTINGS: Mapping[str, frozenset[str] | None] = {
 """Settings of the creating session the in-process path honours, each with the values it honours (``None``:
 every value) and why; a setting not listed, or a value not listed, runs the table's refreshes on Spark."""
 
-IN_PROCESS_STRATEGIES = frozenset({Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE, Strategy.AGGREGATE_RETRACT})
-"""Strategies DuckDB runs: appends to a projection or a join's one side, merged groups, and retracted groups
-(:mod:`.retract`: updates and deletes of a GROUP BY's one source)."""
+IN_PROCESS_STRATEGIES = frozenset(
+    {Strategy.APPEND_DELTA, Strategy.AGGREGATE_MERGE, Strategy.AGGREGATE_RETRACT, Strategy.APPLY_CHANGES}
+)
+"""Strategies DuckDB runs: appends to a projection or a join's one side, merged groups, and updates and deletes of
+one source (:mod:`.row_level`: a GROUP BY's retraction, a projection's inserts and deletes)."""
 
 FILE_FORMAT = "write.format.default"
 FORMAT_VERSION = "format-version"
@@ -182,10 +184,11 @@ def in_process_plan(
     plan: RefreshPlan, info: TableInfo, sources: Sequence[TableInfo], definition: MaterializedTableDefinition
 ) -> str | None:
     """Why this refresh runs on Spark (``None``: it may run in process): it must append to one source while any
-    other source (a join's) stays as it was, or update and delete in a GROUP BY's one source (a retraction), and
-    read at most :data:`IN_PROCESS_MAX_ROWS` rows."""
+    other source (a join's) stays as it was, or update and delete in the one source of a GROUP BY (a retraction) or
+    a projection, and read at most :data:`IN_PROCESS_MAX_ROWS` rows."""
     changed = [c for c in plan.changes if c.kind is ChangeKind.APPENDS]
-    if plan.strategy is Strategy.AGGREGATE_RETRACT and len(plan.changes) == 1:
+    row_level = (Strategy.AGGREGATE_RETRACT, Strategy.APPLY_CHANGES)
+    if plan.strategy in row_level and len(plan.changes) == 1 and plan.changes[0].kind is ChangeKind.ROW_LEVEL:
         changed = list(plan.changes)
     elif len(changed) != 1 or any(c.kind not in (ChangeKind.APPENDS, ChangeKind.NONE) for c in plan.changes):
         return "not appends to one source"
@@ -232,7 +235,8 @@ def engine_line(
         return f"Spark ({why})"
     read = "delta plus the other table" if len(known) > 1 else "delta plus table"
     to = f" to {', '.join(name.rsplit('.', 1)[-1] for name in linear)}" if linear else ""
-    what = f"appends{to}, updates and deletes" if query.retract and len(known) == 1 else f"appends{to}"
+    row_level = len(known) == 1 and query.strategy_for(ChangeKind.ROW_LEVEL) in IN_PROCESS_STRATEGIES
+    what = f"appends{to}, updates and deletes" if row_level else f"appends{to}"
     return (
         f"{what} in process (DuckDB, no Spark job) while {read} ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
         "data fits the table's types exactly (a sum that may pass its type, text that is not UTF-8: Spark); else Spark"

@@ -1,12 +1,15 @@
-"""Updates and deletes of a GROUP BY's one source, in process: "merge the signed delta"
-(:func:`~..strategies.aggregate_retract`) on DuckDB over Arrow.
+"""Updates and deletes of one source, in process (DuckDB over Arrow): the change is read as removed and added rows
+(:mod:`.change_rows`, netted), each side run through the query itself, then
 
-The change is read as removed and added rows (:mod:`.change_rows`, netted), each side aggregated by the query
-itself, and folded into the stored groups by the same SQL Spark runs (:func:`~..strategies.retract_sql`): stored −
-removed + added; a group left with no rows is dropped; a group whose MIN/MAX may have lost its extreme, or whose SUM
-may have lost every non-NULL value, is recomputed here from the pinned source's rows of those groups. Every type the
-in-process gate admits is exact (no floating point), so the arithmetic is Spark's; an overflow raises in DuckDB and
-Spark runs the refresh.
+* a GROUP BY "merges the signed delta" (:func:`~..strategies.aggregate_retract`) with the same SQL Spark runs
+  (:func:`~..strategies.retract_sql`): stored − removed + added; a group left with no rows is dropped; a group
+  whose MIN/MAX may have lost its extreme, or whose SUM may have lost every non-NULL value, is recomputed here
+  from the pinned source's rows of those groups;
+* a projection "applies inserts and deletes" (:func:`~..strategies.apply_changes`): (table ⊎ inserted) ∖ deleted as
+  multisets, or only the inserted rows appended when no removed row passed the query.
+
+Every type the in-process gate admits is exact (no floating point), so DuckDB's arithmetic and equality are
+Spark's; an overflow raises in DuckDB and Spark runs the refresh.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
+from mt_magic.catalog.rows import rows_at, write_files
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import RowsWrite
 from mt_magic.runtime.refresh.context import RefreshContext
+from mt_magic.runtime.refresh.incremental.changes import SourceChange
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
 from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     conformed,
@@ -30,9 +35,10 @@ from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     touched_partitions,
     whole_source,
 )
-from mt_magic.runtime.refresh.incremental.in_process.change_rows import changed_rows, net
+from mt_magic.runtime.refresh.incremental.in_process.change_rows import ChangedRows, changed_rows, net
 from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
+from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.strategies import GONE, SIDE_OF, UNSAFE, retract_sql, sums_without_nulls
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.sql.query.in_process_gate import READABLE, duckdb_sql
@@ -42,72 +48,126 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def retracted(
+def row_level_write(
     ctx: RefreshContext,
     info: TableInfo,
     definition: MaterializedTableDefinition,
     plan: RefreshPlan,
     sources: Sequence[TableInfo],
 ) -> RowsWrite:
-    """The rewritten groups of a retraction, written but not committed.
+    """The data files of a refresh of one source's row-level change, written but not committed.
 
     Raises:
         DataNotExact: the change or the table cannot be read here, or a value does not fit (Spark runs it).
     """
+    (change,) = plan.changes  # one source (eligibility.in_process_plan)
+    source = next(s for s in sources if s.name == change.name)
+    if change.iceberg is None:
+        change = dataclasses.replace(change, iceberg=ctx.catalog.iceberg_table_of(source))
+    table = ctx.catalog.iceberg_table_of(info)
+    if any(kind.kind not in READABLE for kind in table_types(table).values()):
+        raise DataNotExact("a column's type is not exact in process")
+    read = _Read(ctx, info, definition, plan, source, change, table)
+    with connect(ctx, definition) as con:
+        with phase("deltas"):
+            rows = net(con, changed_rows(change, read.columns, eligibility.IN_PROCESS_MAX_ROWS))
+        with phase("strategy"):
+            if plan.strategy is Strategy.AGGREGATE_RETRACT:
+                result, replaced, scope, mass = _retracted(con, read, rows)
+            else:
+                result, replaced, scope, mass = _applied(con, read, rows)
+    with phase("write"):
+        return RowsWrite(table, tuple(write_files(table, result)), result.num_rows, replaced, scope, mass)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    """What a row-level refresh reads: the table, its definition and plan, the changed source."""
+
+    ctx: RefreshContext
+    info: TableInfo
+    definition: MaterializedTableDefinition
+    plan: RefreshPlan
+    source: TableInfo
+    change: SourceChange
+    table: Any
+
+    @property
+    def query(self) -> str:
+        return self.definition.expanded_query
+
+    @property
+    def columns(self) -> list[str] | None:
+        return referenced_columns(self.query, self.source)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.table.schema().as_arrow()
+
+    def through_query(self, con: Any, rows: pa.Table) -> tuple[str, pa.Table]:
+        """The query over ``rows`` as its one source: (the view holding ``rows``, the result as the table's columns)."""
+        view = f"__mt_rows_{uuid.uuid4().hex[:12]}"
+        con.register(view, rows)
+        term = duckdb_sql(pin_sources(self.query, {}, {self.change.name: view}))
+        return view, conformed(con.sql(term).to_arrow_table(), self.schema)
+
+    def current(self, changed: pa.Table, read: int) -> tuple[pa.Table, tuple[Any, ...], str]:
+        """The table's rows the change may touch (the identity partitions of ``changed``, else all) and their files,
+        within what the change left of the in-process bound, and the scope line."""
+        touched, scope = touched_partitions(changed, self.plan.partition_columns)
+        current, files = rows_at(self.table, self.plan.table_snapshot, touched, eligibility.IN_PROCESS_MAX_ROWS - read)
+        check_readable(current, f"the table {self.info.name}")
+        return conformed(current, self.schema), tuple(files), scope
+
+
+Result = tuple["pa.Table", "tuple[Any, ...] | None", str, dict[str, float]]
+"""The rows to write, the files they replace (``None``: appended), the scope line, the at-risk sums' mass."""
+
+
+def _retracted(con: Any, read: _Read, rows: ChangedRows) -> Result:
+    """A GROUP BY's stored groups with the removed rows' partial aggregates subtracted and the added rows' added."""
     import pyarrow as pa
 
-    from mt_magic.catalog.rows import rows_at, write_files
-
-    (change,) = plan.changes  # a retraction has one source
-    source = next(s for s in sources if s.name == change.name)
-    query = definition.expanded_query
-    columns = referenced_columns(query, source)
-    source_table = change.iceberg if change.iceberg is not None else ctx.catalog.iceberg_table_of(source)
-    table = ctx.catalog.iceberg_table_of(info)
-    schema = table.schema().as_arrow()
-    types = table_types(table)
+    plan, change, schema = read.plan, read.change, read.schema
     names = {field.name.lower(): field.name for field in schema}
     keys = [names[k.lower()] for k in plan.query.merge_keys]
     retract = [(names[c.lower()], kind) for c, kind in plan.query.retract]
     if set(names) != {k.lower() for k in keys} | {c.lower() for c, _ in retract}:
         raise DataNotExact("a column of the table is neither a grouping key nor a retractable aggregate")
-    if any(kind.kind not in READABLE for kind in types.values()):
-        raise DataNotExact("a column's type is not exact in process")
-    budget = eligibility.IN_PROCESS_MAX_ROWS
-    with connect(ctx, definition) as con:
-        with phase("deltas"):
-            assert change.pinned is not None, "a row-level change has a pinned snapshot"
-            rows = net(con, changed_rows(dataclasses.replace(change, iceberg=source_table), columns, budget))
-        with phase("strategy"):
-            sides = []
-            for side, delta in ((1, rows.added), (2, rows.removed)):
-                view = f"__mt_side{side}_{uuid.uuid4().hex[:12]}"
-                con.register(view, delta)
-                term = duckdb_sql(pin_sources(query, {}, {change.name: view}))
-                sides.append((side, view, conformed(con.sql(term).to_arrow_table(), schema)))
-            whole = whole_source(source_table, change.pinned, columns, source)
-            mass = sum_mass_after(con, ctx, definition, plan, sides[0][1], types, whole)
-            changed = pa.concat_tables([partial for _, _, partial in sides])
-            if not changed.num_rows:
-                return RowsWrite(table, (), 0, None, "", mass)
-            touched, scope = touched_partitions(changed, plan.partition_columns)
-            current, files = rows_at(table, plan.table_snapshot, touched, budget - rows.read)
-            check_readable(current, f"the table {info.name}")
-            tagged = [_tagged(conformed(current, schema), 0), *(_tagged(partial, side) for side, _, partial in sides)]
-            con.register("__mt_retract", pa.concat_tables(tagged))
-            non_null = sums_without_nulls(
-                [(names[c.lower()], e) for c, e in plan.query.sums], source_table, change.pinned
-            )
-            merged = con.sql(duckdb_sql(retract_sql("__mt_retract", keys, retract, non_null)))
-            kept = merged.filter(f"NOT {UNSAFE} AND NOT {GONE}").to_arrow_table().select(schema.names)
-            unsafe = merged.filter(f"{UNSAFE} AND NOT {GONE}").to_arrow_table().select(keys)
-            parts = [conformed(kept, schema)]
-            if unsafe.num_rows:
-                parts.append(_recomputed(con, query, change.name, whole(), unsafe, keys, schema))
-                scope = " · ".join(filter(None, (scope, f"{unsafe.num_rows} group(s) recomputed")))
-            result = pa.concat_tables(parts)
-    with phase("write"):
-        return RowsWrite(table, tuple(write_files(table, result)), result.num_rows, tuple(files), scope, mass)
+    assert change.pinned is not None, "a row-level change has a pinned snapshot"
+    added_view, added = read.through_query(con, rows.added)
+    _, removed = read.through_query(con, rows.removed)
+    whole = whole_source(change.iceberg, change.pinned, read.columns, read.source)
+    mass = sum_mass_after(con, read.ctx, read.definition, plan, added_view, table_types(read.table), whole)
+    changed = pa.concat_tables([added, removed])
+    if not changed.num_rows:
+        return changed, None, "", mass
+    current, files, scope = read.current(changed, rows.read)
+    con.register("__mt_retract", pa.concat_tables([_tagged(current, 0), _tagged(added, 1), _tagged(removed, 2)]))
+    non_null = sums_without_nulls([(names[c.lower()], e) for c, e in plan.query.sums], change.iceberg, change.pinned)
+    merged = con.sql(duckdb_sql(retract_sql("__mt_retract", keys, retract, non_null)))
+    kept = merged.filter(f"NOT {UNSAFE} AND NOT {GONE}").to_arrow_table().select(schema.names)
+    unsafe = merged.filter(f"{UNSAFE} AND NOT {GONE}").to_arrow_table().select(keys)
+    parts = [conformed(kept, schema)]
+    if unsafe.num_rows:
+        parts.append(_recomputed(con, read.query, change.name, whole(), unsafe, keys, schema))
+        scope = " · ".join(filter(None, (scope, f"{unsafe.num_rows} group(s) recomputed")))
+    return pa.concat_tables(parts), files, scope, mass
+
+
+def _applied(con: Any, read: _Read, rows: ChangedRows) -> Result:
+    """A projection's table with the removed rows' results taken out and the added rows' put in, as multisets."""
+    _, inserted = read.through_query(con, rows.added)
+    _, deleted = read.through_query(con, rows.removed)
+    if not deleted.num_rows:
+        return inserted, None, "", {}
+    import pyarrow as pa
+
+    current, files, scope = read.current(pa.concat_tables([inserted, deleted]), rows.read)
+    con.register("__mt_kept", pa.concat_tables([current, inserted]))
+    con.register("__mt_deleted", deleted)
+    result = con.sql("SELECT * FROM __mt_kept EXCEPT ALL SELECT * FROM __mt_deleted").to_arrow_table()
+    return conformed(result, read.schema), files, scope, {}
 
 
 def _tagged(rows: pa.Table, side: int) -> pa.Table:

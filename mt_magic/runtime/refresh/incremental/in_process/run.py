@@ -1,7 +1,7 @@
 """One refresh in process: read the delta (and for a merge the table) with pyiceberg, run the strategy's own SQL
 on DuckDB, check the data (:mod:`.guards`), write the data files — everything but the catalog commit, which
 :func:`mt_magic.runtime.refresh.commit.commit` does. Appends run here; updates and deletes of a GROUP BY's source
-in :mod:`.retract`. Any failure here returns ``None``: the refresh runs on Spark."""
+in :mod:`.row_level`. Any failure here returns ``None``: the refresh runs on Spark."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     whole_source,
 )
 from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
-from mt_magic.runtime.refresh.incremental.in_process.retract import retracted
+from mt_magic.runtime.refresh.incremental.in_process.row_level import row_level_write
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.refresh.incremental.strategies import combine_sql
@@ -52,8 +52,8 @@ def in_process_write(
     included (the refresh then runs on Spark; no snapshot was committed). ``info`` and ``sources`` are the table
     and its sources as the refresh read them at its start: their data is read through them, not loaded again."""
     try:
-        if plan.strategy is Strategy.AGGREGATE_RETRACT:
-            return retracted(ctx, info, definition, plan, sources)
+        if any(c.kind is ChangeKind.ROW_LEVEL for c in plan.changes):
+            return row_level_write(ctx, info, definition, plan, sources)
         return _write(ctx, info, definition, plan, sources)
     except Exception as exc:  # the accelerator never fails a refresh: Spark runs it
         log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", info.name, exc)
