@@ -27,6 +27,11 @@ A *case* is one table compared after one refresh. ``%mt explain``'s engine line 
 that ran on every case: "appends [to …] in process" must run in process when only the source received appends,
 unless a data guard sent the refresh to Spark (logged); "Spark (…)" must never run in process.
 
+Every batch's source may also be merge-on-read (position deletes) or format v3 (deletion vectors), and half the
+rounds of a batch that is not a chain batch change it by a row-level ``MERGE``/``DELETE`` (or compact it), drawn
+from a third generator (``MT_FUZZ_ROW_LEVEL=0`` leaves them out): a GROUP BY then retracts the removed rows in
+process ("merge the signed delta", counted as ``retractions_in_process``) or on Spark.
+
 Seeded by ``random.Random``: a failing seed replays exactly (given the same PySpark line).
 """
 
@@ -35,6 +40,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 import random
 import re
 import time
@@ -43,9 +49,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 
-from incremental_testing import MOR, qualified, refresh, run
+from incremental_testing import MOR, V3, qualified, refresh, run
 from notebook_settings import session_settings
 
+from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.sql.query.in_process_gate import unsupported
 from mt_magic.vocabulary import HIDDEN_COLUMN_PREFIX, RefreshEngine
 
@@ -55,6 +62,9 @@ TRUNCATED = ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECON
 NOT_TRUNCATED = ("MILLISECOND", "MICROSECOND", "mm", "dd", "MON", "YY")
 RUN_LOGGER = "mt_magic.runtime.refresh.incremental.in_process.run"
 JOIN_EVERY = 3
+ROW_LEVEL = os.environ.get("MT_FUZZ_ROW_LEVEL", "1") != "0"
+"""Row-level changes (and merge-on-read and v3 sources) in batches that are not chain batches."""
+RETRACTION = Strategy.AGGREGATE_RETRACT.label
 """Every third batch (0, 3, …: the default run's one batch too) has a second table, ``dim``, that most of its
 queries join the source with."""
 
@@ -413,6 +423,8 @@ class Counts:
     depth3_compared: int = 0
     merges: int = 0
     deletes: int = 0
+    retractions_in_process: int = 0
+    """Refreshes after a row-level change that merged the signed delta in process."""
     compactions: int = 0
     changes_refused: int = 0
     """Base-table changes Spark refused (a MERGE's value under ANSI)."""
@@ -445,7 +457,8 @@ class Counts:
             f"{self.chain_refreshes} (in process {self.chain_in_process}), cascaded refreshes {self.cascaded} "
             f"(cascades failed {self.cascade_failed}), chain cases compared {self.chain_compared} (depth 2 "
             f"{self.depth2_compared}, depth 3 {self.depth3_compared}), base changes: merges {self.merges}, deletes "
-            f"{self.deletes}, compactions {self.compactions}, refused {self.changes_refused}; {self.seconds:.0f} s "
+            f"{self.deletes}, compactions {self.compactions}, refused {self.changes_refused}, retractions in process "
+            f"{self.retractions_in_process}; {self.seconds:.0f} s "
             f"({', '.join(f'{k} {v:.0f} s' for k, v in self.timing.items())})"
         )
 
@@ -546,6 +559,9 @@ class Fuzzer:
         dim_columns = [] if dim is None else [c for c in COLUMNS if rng.random() < (0.6 if c.group_key else 0.2)]
         dim_columns = dim_columns or [COLUMNS[0]]  # (a batch without a dimension draws as before joins: replays hold)
         layout = f" {MOR}" if chains is not None and chains.random() < 0.3 else ""  # deletes as delete files
+        row_level = random.Random(f"{self.seed}:{number}:row-level") if ROW_LEVEL and chains is None else None
+        if row_level is not None:
+            layout = row_level.choice(("", "", f" {MOR}", f" {V3}"))
         with session_settings(self.spark, {**settings, **fast}):
             self.spark.sql(
                 f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg{layout}"
@@ -569,6 +585,8 @@ class Fuzzer:
                     dim_changed = dim is not None and rng.random() < 0.25
                     if dim_changed:  # the other table changed too: Spark's to refresh (appends to both)
                         self._append(rng, dim, dim_columns, rng.randint(1, 3))
+                    if row_level is not None and row_level.random() < 0.5:
+                        self._change(row_level, source, columns)
                     if chains is not None:
                         self._change(chains, source, columns)
                         if dim is not None and chains.random() < 0.3:
@@ -856,6 +874,7 @@ class Fuzzer:
                 outcome, failed = None, exc
         ran_in_process = outcome is not None and outcome.engine is RefreshEngine.IN_PROCESS
         self._count_refresh(table, ran_in_process)
+        self.counts.retractions_in_process += ran_in_process and RETRACTION in (outcome.strategy if outcome else "")
         self.counts.guarded += bool(guards.messages)
         says_in_process = table.engine_line.startswith("appends") and " in process (" in table.engine_line
         incremental = outcome is not None and outcome.strategy.startswith("incremental")

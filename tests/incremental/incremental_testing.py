@@ -24,6 +24,12 @@ MOR = (
     "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')"
 )
 
+V3 = (
+    "TBLPROPERTIES ('format-version' = '3', 'write.delete.mode' = 'merge-on-read', "
+    "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')"
+)
+"""Format v3: deletes as deletion vectors."""
+
 
 def run(service, cell: str) -> list:
     """Execute every statement of a cell and wait for the refreshes it started."""
