@@ -23,7 +23,7 @@ from fastapi import Depends, Request
 
 from mt_magic.catalog.privileges import ADMIN, CATALOG, Privilege, Securable, either, grant_command, namespace, table
 from mt_magic.catalog.server import lease_rules
-from mt_magic.catalog.server.access_store import AccessSnapshot
+from mt_magic.catalog.server.access_snapshot import AccessSnapshot
 from mt_magic.catalog.server.audit import Actor, current_actor
 from mt_magic.catalog.server.edge import parse_json
 from mt_magic.catalog.server.errors_http import RestError

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from mt_magic.catalog.privileges import Privilege, Securable, parse_privilege
 from mt_magic.catalog.server import audit
-from mt_magic.catalog.server.access_store import Grant, grants_of
+from mt_magic.catalog.server.access_snapshot import Grant, grants_of
 from mt_magic.catalog.server.authz import Authorized, Caller, Need, authorize
 from mt_magic.catalog.server.errors_http import BadRequest
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
