@@ -149,7 +149,7 @@ def commit(
             raise RefreshError(f"{table} has expectations: its refresh cannot be committed in process")
         return _commit_rows(table, write, properties, refresh_id)
     if expectations:
-        return _audited(catalog, table, write, properties, refresh_id, read_snapshot, expectations)
+        return _audited(catalog, table, info, write, properties, refresh_id, read_snapshot, expectations)
     with phase("write"):
         _write(write, qualified(table), properties, read_snapshot)
     with phase("read back"):
@@ -186,6 +186,7 @@ def _write(write: Write, target: str, properties: Mapping[str, str], read_snapsh
 def _audited(
     catalog: MaterializedCatalog,
     table: str,
+    info: TableInfo,
     write: Write,
     properties: Mapping[str, str],
     refresh_id: str,
@@ -207,7 +208,9 @@ def _audited(
             counted = audit.count(df, expectations)
         properties = {**properties, **counted.summary()}
         with phase("write"):
-            audit.stage(session, table)
+            current = audit.staged(info)
+            if current is None or current[0] != read_snapshot:  # after a publish the branch is at main already
+                audit.stage(session, table)
             _write(replace(write, df=df), audit.branch_table(table), properties, read_snapshot)
             staged = audit.staged(catalog.load(table))
             if staged is None or staged[2].get(REFRESH_ID_KEY) != refresh_id:  # a MERGE that changed nothing
