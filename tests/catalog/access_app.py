@@ -11,19 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
+from test_rest_locations import SCHEMA, VIEW_VERSION
 
 from mt_magic.catalog.server.app import create_app, open_sql_catalog
 
 ADMIN_TOKEN = "admin-token-of-the-matrix"
-SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "int", "required": False}]}
-VIEW_VERSION = {
-    "version-id": 1,
-    "timestamp-ms": 1,
-    "schema-id": 0,
-    "summary": {},
-    "representations": [{"type": "sql", "sql": "SELECT 1 AS a", "dialect": "spark"}],
-    "default-namespace": [],
-}
 
 
 def client(database: str, warehouse: Path, token: str = ADMIN_TOKEN) -> TestClient:

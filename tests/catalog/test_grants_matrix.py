@@ -22,9 +22,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from access_app import ADMIN_TOKEN, SCHEMA, as_principal, client, create_table, create_view, grant, new_principal, ok
+from access_app import (
+    ADMIN_TOKEN,
+    SCHEMA,
+    VIEW_VERSION,
+    as_principal,
+    client,
+    create_table,
+    create_view,
+    grant,
+    new_principal,
+    ok,
+)
 from postgres_cluster import missing_reason, postgres_cluster
 from starlette.testclient import TestClient
+from test_rest_protocol import _stage_then_commit
 
 from mt_magic.catalog.privileges import Privilege
 
@@ -87,22 +99,8 @@ class World:
 
 
 def _staged_create(probe: TestClient, w: World) -> Any:
-    staged = w.admin.post("/v1/namespaces/own/tables", json={"name": "cc", "schema": SCHEMA, "stage-create": True})
-    meta = ok(staged)["metadata"]
-    updates = [
-        {"action": "assign-uuid", "uuid": meta["table-uuid"]},
-        {"action": "upgrade-format-version", "format-version": 2},
-        {"action": "add-schema", "schema": meta["schemas"][0]},
-        {"action": "set-current-schema", "schema-id": -1},
-        {"action": "add-spec", "spec": meta["partition-specs"][0]},
-        {"action": "set-default-spec", "spec-id": -1},
-        {"action": "add-sort-order", "sort-order": meta["sort-orders"][0]},
-        {"action": "set-default-sort-order", "sort-order-id": -1},
-        {"action": "set-location", "location": meta["location"]},
-    ]
-    return probe.post(
-        "/v1/namespaces/own/tables/cc", json={"requirements": [{"type": "assert-create"}], "updates": updates}
-    )
+    commit = _stage_then_commit(w.admin, "own", "cc")  # staged by the admin, committed (created) by the probe
+    return probe.post("/v1/namespaces/own/tables/cc", json=commit)
 
 
 SET_PROPERTY = {"updates": [{"action": "set-properties", "updates": {"touched": "yes"}}]}
@@ -214,7 +212,7 @@ OPS = [
         frozenset({"create"}),
         lambda p, w: p.post(
             "/v1/namespaces/own/views",
-            json={"name": "nv", "schema": {**SCHEMA, "schema-id": 0}, "view-version": _view_version()},
+            json={"name": "nv", "schema": {**SCHEMA, "schema-id": 0}, "view-version": VIEW_VERSION},
         ),
         cleanup=lambda w: w.gone("/v1/namespaces/own/views/nv"),
     ),
@@ -289,12 +287,6 @@ OPS = [
         catalog_only=True,
     ),
 ]
-
-
-def _view_version() -> dict[str, Any]:
-    from access_app import VIEW_VERSION
-
-    return VIEW_VERSION
 
 
 def _databases() -> list[Any]:
