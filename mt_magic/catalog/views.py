@@ -25,10 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mt_magic.catalog.definitions import REFRESH_STATE_KEY, MaterializedTableDefinition
+from mt_magic.catalog.definitions import (
+    REFRESH_STATE_KEY,
+    MaterializedTableDefinition,
+    expectations_from_json,
+    expectations_json,
+)
 from mt_magic.catalog.tables import MaterializedCatalog, reaching
 from mt_magic.errors import CatalogError, DefinitionError
-from mt_magic.vocabulary import is_hidden_column
+from mt_magic.vocabulary import Expectation, is_hidden_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -44,6 +49,9 @@ TABLE_UUID_PROPERTY = "mt.storage-table-uuid"
 """View property: the uuid of the materialized table the view belongs to."""
 DEFINITION_VERSION = "mt.definition-version"
 """View-version summary entry: the ``mt.definition-version`` of the definition that version holds."""
+EXPECTATIONS = "mt.expectations"
+"""View-version summary entry of a table with expectations: the definition's, as the table's property holds them
+(the version's SQL is the stored query, ``DROP ROW`` conditions already in it)."""
 DROPPED_PROPERTY = "mt.catalog-drops"
 """View property: what the catalog did not keep of the versions mt_magic wrote (``storage-table``, ``summary``)."""
 DIALECT = "spark"
@@ -83,6 +91,8 @@ class ViewVersionInfo:
     definition_version: int | None
     schema_id: int
     default_namespace: tuple[str, ...] = ()
+    expectations: tuple[Expectation, ...] = ()
+    """What the version's summary says of the definition's expectations (:data:`EXPECTATIONS`)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,9 @@ def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
     sql = next((r.get("sql", "") for r in data.get("representations", []) if r.get("dialect") == DIALECT), "")
     pointer = data.get(STORAGE_TABLE)
     defined = data.get("summary", {}).get(DEFINITION_VERSION)
+    expected = expectations_from_json(data.get("summary", {}).get(EXPECTATIONS, "[]"))
     return ViewVersionInfo(
+        expectations=expected,
         version_id=int(data["version-id"]),
         sql=sql,
         storage_table=None if pointer is None else (*pointer.get("namespace", []), pointer["name"]),
@@ -263,6 +275,7 @@ class MaterializedViews:
                 "engine-name": "mt_magic",
                 "engine-version": engine_version,
                 DEFINITION_VERSION: str(definition.definition_version),
+                **({EXPECTATIONS: expectations_json(definition.expectations)} if definition.expectations else {}),
             },
             "representations": [{"type": "sql", "sql": definition.expanded_query, "dialect": DIALECT}],
             "default-catalog": self.tables.spark_name,

@@ -50,6 +50,11 @@ def test_declared_expectations_are_described_and_bad_ones_change_nothing(mt, spa
     assert "CONSTRAINT `positive` EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE" in text
     assert "CONSTRAINT `has_id` EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW" in text
     assert "CONSTRAINT `small` EXPECT (amount < 100)" in text
+    from mt_magic.catalog.views import MaterializedViews
+
+    info = mt.workspace.catalog.load(_name(mt, "ex_d"))
+    view = MaterializedViews(mt.workspace.catalog).of_table(_name(mt, "ex_d"), info.uuid)
+    assert view is not None and [e.name for e in view.current.expectations] == ["positive", "has_id", "small"]
     described = run(mt, "DESCRIBE MATERIALIZED TABLE ex_d")[0]
     facts = {row[0]: row[1] for row in described.listing.rows}
     assert facts["# expectation positive"] == "amount >= 0 (FAIL UPDATE)"
