@@ -9,7 +9,7 @@ import random
 from datetime import datetime, timezone
 
 import pytest
-from incremental_testing import COW, MOR, assert_matches_oracle, insert_values, qualified, refresh, run
+from incremental_testing import COW, MOR, V3, assert_matches_oracle, insert_values, qualified, refresh, run
 
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
@@ -22,6 +22,7 @@ QUERY = (
     "SELECT g, count(*) AS n, count(v) AS nv, sum(v) AS s, sum(p) AS sp, min(v) AS lo, max(ts) AS hi "
     "FROM src WHERE k <> 3 GROUP BY g"
 )
+LAYOUTS = {"copy-on-write": COW, "merge-on-read": MOR, "v3": V3}
 STEPS = [
     "UPDATE src SET v = v + 1 WHERE g = 'a' AND v = 4",
     "DELETE FROM src WHERE g = 'b' AND v = 9",  # b's max of v goes: its min/max are recomputed
@@ -39,7 +40,7 @@ def _source(spark, mt, layout: str) -> str:
     src = qualified(mt, "src")
     spark.sql(
         f"CREATE TABLE {src} (k INT, g STRING, v BIGINT, p DECIMAL(10, 2), ts TIMESTAMP) USING iceberg "
-        f"{COW if layout == 'copy-on-write' else MOR}"
+        f"{LAYOUTS[layout]}"
     )
     insert_values(
         spark,
@@ -65,7 +66,7 @@ def _refreshed_in_process(spark, mt, table: str, strategy: Strategy = Strategy.A
     return outcome.strategy
 
 
-@pytest.mark.parametrize("layout", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize("layout", ["copy-on-write", "merge-on-read", "v3"])
 def test_row_level_changes_retract_in_process_and_equal_spark(spark, mt, ansi_off, layout: str) -> None:
     src = _source(spark, mt, layout)
     run(mt, f"CREATE MATERIALIZED TABLE agg FRESHNESS = INTERVAL '1' MINUTE AS {QUERY}")

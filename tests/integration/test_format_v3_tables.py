@@ -5,7 +5,8 @@ merge-on-read DELETE on a v3 source writes a deletion vector, a delete file that
 refuses (as it refuses v2 position deletes): the next refresh reads the rows of the data file it touches at
 both snapshots instead and stays incremental (``tests/incremental/test_merge_on_read.py`` has the rest).
 The refreshes run on Spark: pyiceberg 0.10, the in-process engine's writer, cannot write v3 manifests, so the
-in-process gate refuses a v3 table (and a v3 source) and ``%mt explain`` says so.
+in-process gate refuses a v3 table and ``%mt explain`` says so (a v3 source it only reads runs in process:
+``tests/incremental/test_in_process_retract.py``).
 """
 
 from __future__ import annotations

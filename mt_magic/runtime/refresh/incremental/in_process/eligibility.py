@@ -115,10 +115,12 @@ def partitioning_reason(transforms: Sequence[str], spec_count: int = 1) -> str |
     return None if other is None else f"a {other} partition transform"
 
 
-def format_reason(properties: Mapping[str, str], what: str) -> str | None:
+def format_reason(properties: Mapping[str, str], what: str, read_only: bool = False) -> str | None:
     """Why pyiceberg does not read or write this table's files here (``None``: Parquet, Iceberg's default, in a
-    format v1 or v2 table: pyiceberg 0.10 fails writing v3 manifests, after the point a refresh can fall back)."""
-    if properties.get(FORMAT_VERSION, "2").strip() not in ("1", "2"):
+    format v1 or v2 table: pyiceberg 0.10 fails writing v3 manifests, after the point a refresh can fall back; a
+    table only read (``read_only``: a source) may be v3, whose deletion vectors pyiceberg's reader applies)."""
+    versions = ("1", "2", "3") if read_only else ("1", "2")
+    if properties.get(FORMAT_VERSION, "2").strip() not in versions:
         return f"{what} is an Iceberg format v{properties[FORMAT_VERSION].strip()} table"
     file_format = properties.get(FILE_FORMAT, "parquet").strip().lower()
     return None if file_format == "parquet" else f"{what} writes {file_format.upper()} files"
@@ -157,7 +159,7 @@ def spark_reason(
     if partitioning is not None:
         return partitioning
     for source in sources:
-        why = format_reason(with_format_version(source), f"the source {source.name}")
+        why = format_reason(with_format_version(source), f"the source {source.name}", read_only=True)
         if why is not None:
             return why
     why = format_reason(options, "the table") or settings_reason(settings)
