@@ -25,7 +25,7 @@ ADDED = (
     "queries", "joins", "rejected", "spark_invalid", "tables", "refreshes", "in_process", "joins_in_process", "guarded",
     "compared", "chain_batches", "chain_queries", "chain_tables", "twins", "chain_refreshes", "chain_in_process",
     "cascaded", "cascade_failed", "chain_compared", "depth2_compared", "depth3_compared", "merges", "deletes",
-    "compactions", "changes_refused",
+    "compactions", "changes_refused", "retractions_in_process",
 )  # fmt: skip
 LISTED = ("disagreements", "engine_line_mismatches", "spark_side", "refresh_failures")
 

@@ -585,7 +585,9 @@ class Fuzzer:
                     dim_changed = dim is not None and rng.random() < 0.25
                     if dim_changed:  # the other table changed too: Spark's to refresh (appends to both)
                         self._append(rng, dim, dim_columns, rng.randint(1, 3))
-                    if row_level is not None and row_level.random() < 0.5:
+                    row_level_changed = row_level is not None and row_level.random() < 0.5
+                    if row_level_changed:
+                        assert row_level is not None
                         self._change(row_level, source, columns)
                     if chains is not None:
                         self._change(chains, source, columns)
@@ -593,7 +595,8 @@ class Fuzzer:
                             self._change(chains, dim, dim_columns)
                 with self.counts.timed("refresh"):
                     if chains is None:
-                        refreshed = [self._refresh(table, settings, not dim_changed) for table in tables]
+                        appends_only = not dim_changed and not row_level_changed
+                        refreshed = [self._refresh(table, settings, appends_only) for table in tables]
                     else:
                         refreshed = self._refresh_chains(chains, tables, settings)
                 with self.counts.timed("compare"):
