@@ -60,3 +60,19 @@ def test_a_route_added_without_a_rule_is_found_and_refused(tmp_path: Path) -> No
     assert unguarded(app) == ["GET /v1/mt/unruled", "GET /v1/mt/guarded-but-unruled"]
     refused = http.get("/v1/mt/guarded-but-unruled")
     assert refused.status_code == 403 and "No authorization rule" in refused.json()["error"]["message"]
+
+
+def test_a_server_without_a_token_authenticates_nobody_whatever_token_a_client_sends(tmp_path: Path) -> None:
+    """``--insecure-no-auth``: a client configured with some token (a shared environment's) is served as before
+    principals existed, not refused with 401; a server with a token still refuses an unknown one."""
+    from starlette.testclient import TestClient
+
+    from mt_magic.catalog.server.app import create_app, open_sql_catalog
+
+    catalog = open_sql_catalog(f"sqlite:///{tmp_path}/c.db", tmp_path / "wh")
+    tokenless = TestClient(create_app(catalog, None, warehouse=str(tmp_path / "wh")), base_url="http://127.0.0.1")
+    for headers in ({}, {"Authorization": "Bearer some-other-servers-token"}):
+        assert tokenless.get("/v1/config", headers=headers).status_code == 200, headers
+        assert tokenless.get("/v1/namespaces", headers=headers).status_code == 200, headers
+    guarded = client(f"sqlite:///{tmp_path}/d.db", tmp_path / "wh2", token="some-other-servers-token")
+    assert guarded.get("/v1/namespaces").status_code == 401

@@ -307,8 +307,9 @@ def authenticate(request: Request) -> tuple[str, AccessSnapshot | None]:
     """The caller's principal (and the access snapshot, when it needed one).
 
     Raises:
-        RestError: 401 without a valid token (a server without a token of its own takes a request without one as
-            the admin's).
+        RestError: 401 without a valid token. A server without a token of its own (``--insecure-no-auth``)
+            authenticates nobody: a request is the admin's unless it carries a principal's token (a client's own
+            token, e.g. a shared environment's, is no reason to refuse it, as it was not before principals).
     """
     svc: CatalogService = request.app.state.service
     admin_token: str | None = request.app.state.admin_token
@@ -319,6 +320,8 @@ def authenticate(request: Request) -> tuple[str, AccessSnapshot | None]:
         return ADMIN, None
     snapshot = svc.access.snapshot()
     principal = snapshot.principal_of(token) if token is not None else None
+    if principal is None and not admin_token:
+        return ADMIN, None
     if principal is None:
         raise RestError(401, "NotAuthorizedException", NOT_AUTHENTICATED)
     return principal, snapshot
