@@ -68,8 +68,9 @@ def test_alter_as_rebuilds_and_resume_or_from_beginning_keeps_the_rows_each_with
     assert ("query", "definition version 1 → 2") in rebuilt.changes
     assert ("schedule", "CONTINUOUS, every 1 minute") in rebuilt.changes
     assert "appends column(s) n bigint (nullable)" in rebuilt.notes
-    # the appended column counts as the table's: the new definition's appends may run in process
-    assert rebuilt.explanation.engine.startswith("appends in process (DuckDB, no Spark job)")
+    # the appended column counts as the table's: the new definition's appends (and, with count(*), its updates
+    # and deletes) may run in process
+    assert rebuilt.explanation.engine.startswith("appends, updates and deletes in process (DuckDB, no Spark job)")
     initial = next(r for r in history if r.kind.value == "full")
     merge = next(r for r in history if r.kind.value == "incremental")
     assert rebuilt.first is not None and rebuilt.first.strategy == FULL_RECOMPUTE

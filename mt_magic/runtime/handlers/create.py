@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mt_magic.errors import MaterializedTableExistsError, MtMagicError
+from mt_magic.errors import DefinitionError, MaterializedTableExistsError, MtMagicError
 from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo
 from mt_magic.runtime.handlers.drop import drop
 from mt_magic.runtime.results import StatementResult
@@ -87,7 +87,10 @@ def check_grants(rt: Runtime, stmt: CreateMaterializedTable) -> None:
     from mt_magic.runtime.statements.definition import qualified_sources
 
     ws, statement = rt.workspace, f"CREATE MATERIALIZED TABLE {stmt.name}"
-    _, sources = qualified_sources(ws, statement, stmt.query)
+    try:
+        _, sources = qualified_sources(ws, statement, stmt.query)
+    except DefinitionError:
+        return  # a query that cannot be read is refused when the definition is built, at its place in the cell
     check_create(ws.catalog, statement, ws.qualify(stmt.name), sources)
 
 
