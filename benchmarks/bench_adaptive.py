@@ -247,7 +247,7 @@ def report(every: list[Case]) -> None:
 
 def show_record(bench: Bench, table: str) -> None:
     """The newest refresh's decision record as the commit's summary holds it, and ``%mt history``'s text."""
-    from mt_magic.runtime.refresh.decision import DECISION_KEY
+    from mt_magic.runtime.refresh.decision_summary import DECISION_KEY
     from mt_magic.widgets.static_views import HistoryView
 
     name = bench.name(table)

@@ -90,7 +90,7 @@ class Change:
 
 @dataclass(frozen=True)
 class Estimates:
-    """Each candidate's estimated seconds (``refresh.cost``); ``None``: not a candidate for this refresh."""
+    """Each candidate's estimated seconds (``refresh.cost_model``); ``None``: not a candidate for this refresh."""
 
     incremental_s: float | None
     full_s: float | None
@@ -119,7 +119,7 @@ class Measured:
 
 @dataclass(frozen=True)
 class Decision:
-    """Why one refresh did what it did, and what it cost (``refresh.decision`` writes and reads it)."""
+    """Why one refresh did what it did, and what it cost (``refresh.decision_summary`` writes and reads it)."""
 
     chosen: RefreshKind
     """What ran: incremental, full, partition, or nothing (NOOP)."""

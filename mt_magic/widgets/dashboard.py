@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import ipywidgets as widgets
 
-from mt_magic.runtime.inspect.refresh_cost import observed_per_hour
+from mt_magic.runtime.inspect.cost_history import observed_per_hour
 from mt_magic.runtime.status import RefreshEvent, TableStatus
 from mt_magic.widgets.badges import human_duration
 from mt_magic.widgets.base import LiveView, ViewHost
@@ -22,7 +22,7 @@ COSTLY = 0.1
 
 
 def costs(statuses: Sequence[TableStatus], now: datetime) -> list[tuple[TableStatus, timedelta]]:
-    """Each table with recent refreshes and the refresh time an hour they cost (``refresh_cost.observed_per_hour``
+    """Each table with recent refreshes and the refresh time an hour they cost (``cost_history.observed_per_hour``
     over the manager's recent records of it), costliest first."""
     priced = [(s, observed_per_hour(s.recent, s.freshness, now)) for s in statuses]
     known = [(s, cost) for s, cost in priced if cost is not None]

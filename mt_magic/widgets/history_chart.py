@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mt_magic.runtime.inspect.refresh_cost import FULL_RECOMPUTE, INCREMENTAL, PARTITION_RECOMPUTE, strategy_of
+from mt_magic.runtime.inspect.cost_history import FULL_RECOMPUTE, INCREMENTAL, PARTITION_RECOMPUTE, strategy_of
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.status import RefreshRecord
 from mt_magic.widgets.badges import freshness_level, human_duration
@@ -37,7 +37,7 @@ STRATEGY_COLOURS = {
     Strategy.NO_LOGICAL_CHANGE.label: "#9ca3af",
     INCREMENTAL: "#15803d",
 }
-"""One colour per strategy (:func:`~mt_magic.runtime.inspect.refresh_cost.strategy_of`): recomputes blue and
+"""One colour per strategy (:func:`~mt_magic.runtime.inspect.cost_history.strategy_of`): recomputes blue and
 purple, delta strategies green, slice recomputes amber to pink; anything else grey."""
 FAILED = "#dc2626"
 

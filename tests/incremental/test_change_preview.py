@@ -11,7 +11,7 @@ from mt_magic.api.explaining import explained_by
 from mt_magic.api.statements import explained
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.inspect.change_preview import ChangePreview
-from mt_magic.runtime.inspect.refresh_cost import FULL_RECOMPUTE
+from mt_magic.runtime.inspect.cost_history import FULL_RECOMPUTE
 from mt_magic.runtime.refresh.incremental import Strategy
 
 pytestmark = pytest.mark.spark

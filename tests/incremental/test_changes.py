@@ -110,9 +110,9 @@ def test_the_delta_size_is_read_from_the_summaries() -> None:
 def test_a_refresh_shuffles_into_partitions_sized_to_the_rows_it_reads() -> None:
     from dataclasses import replace
 
+    from mt_magic.runtime.refresh.incremental.attempt import sized_options
     from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
     from mt_magic.runtime.refresh.incremental.reasons import Strategy
-    from mt_magic.runtime.refresh.incremental.runner import sized_options
     from mt_magic.runtime.refresh.incremental.shape import QueryPlan
 
     target = table(snap(1, total_records=2_500_000))

@@ -18,7 +18,7 @@ from incremental_testing import COW, SourceWriter, assert_matches_oracle, qualif
 
 from mt_magic.runtime.refresh import commit as commit_module
 from mt_magic.runtime.refresh import run as run_module
-from mt_magic.runtime.refresh.incremental import runner
+from mt_magic.runtime.refresh.incremental import attempt
 
 pytestmark = pytest.mark.spark
 
@@ -76,7 +76,7 @@ def test_refreshes_racing_other_writers_retry_uncounted_and_stay_exact(mt, spark
     for name in TABLES:
         source.append(6)
         writers = OtherWriters(spark, source, qualified(mt, name), window)
-        monkeypatch.setattr(runner, "commit", writers.commit)
+        monkeypatch.setattr(attempt, "commit", writers.commit)
         monkeypatch.setattr(run_module, "commit", writers.commit)
 
         outcome = mt.refresh(qualified(mt, name)).refresh.result(timeout=300)

@@ -10,7 +10,7 @@ import pytest
 from incremental_testing import COW, assert_matches_oracle, qualified, run
 
 from mt_magic.api.handle import HISTORY_COLUMNS, MaterializedTable
-from mt_magic.runtime.refresh.decision import DECISION_KEY
+from mt_magic.runtime.refresh.decision_summary import DECISION_KEY
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 from mt_magic.runtime.status import Decision, RefreshOutcome, RefreshRequest

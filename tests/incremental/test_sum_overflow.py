@@ -144,7 +144,7 @@ def test_a_merge_that_overflows_recomputes_instead_of_failing(spark, mt, ansi_on
     of a delta MAX + 5 over a stored -MAX; the refresh failed on every try and the table froze). Whether Spark's own
     query overflows there depends on the order it reads the files in, so the overflow is raised here on purpose and
     the recompute runs on real data."""
-    from mt_magic.runtime.refresh.incremental import runner
+    from mt_magic.runtime.refresh.incremental import attempt
 
     name = qualified(mt, "longs")
     spark.sql(f"CREATE TABLE {name} (l BIGINT) USING iceberg")
@@ -156,7 +156,7 @@ def test_a_merge_that_overflows_recomputes_instead_of_failing(spark, mt, ansi_on
     def overflowing(ctx):  # type: ignore[no-untyped-def]
         raise RuntimeError("[ARITHMETIC_OVERFLOW] long overflow. Use 'try_add' to tolerate overflow. SQLSTATE: 22003")
 
-    monkeypatch.setattr(runner, "execute", overflowing)
+    monkeypatch.setattr(attempt, "execute", overflowing)
     outcome = refresh(mt, "total")
     assert outcome.kind.value == "full" and "overflowed a type" in outcome.strategy, outcome.strategy
     assert_matches_oracle(mt, "total")

@@ -10,7 +10,7 @@ import pytest
 
 from mt_magic.catalog.definitions import RefreshState, SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.refresh.cost import (
+from mt_magic.runtime.refresh.cost_model import (
     PRIOR_FULL,
     PRIOR_INCREMENTAL,
     PRIOR_INCREMENTAL_SPARK,
@@ -20,7 +20,7 @@ from mt_magic.runtime.refresh.cost import (
     cost_model,
     recorded_costs,
 )
-from mt_magic.runtime.refresh.decision import DECISION_KEY, decision_summary, observed_change, recorded_decision
+from mt_magic.runtime.refresh.decision_summary import DECISION_KEY, decision_summary, observed_change, recorded_decision
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan, cheaper_to_recompute, static_plan
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mt_magic.errors import DefinitionError
-from mt_magic.runtime.refresh.incremental.runner import ADAPTIVE, SHUFFLE_PARTITIONS
+from mt_magic.runtime.refresh.incremental.attempt import ADAPTIVE, SHUFFLE_PARTITIONS
 from mt_magic.runtime.spark.jobs import REFRESH_SESSION_CONF
 from mt_magic.runtime.spark.semantics import (
     ANSWER_SETTINGS,

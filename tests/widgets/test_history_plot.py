@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from widget_helpers import NAME, T0, continuous
 
-from mt_magic.runtime.inspect.refresh_cost import observed_per_hour
+from mt_magic.runtime.inspect.cost_history import observed_per_hour
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.status import RefreshOutcome, RefreshRecord, TableStatus

@@ -9,7 +9,7 @@ checks it; nothing is written. From that definition:
   definition (``planner.table_state_fallback``: a new query version recomputes) and its start (``START_MODE``: the
   kept snapshot, the start snapshots, ``refresh.start``);
 - **refreshes**: the refresh mode, schedule and strategy (``incremental.explain`` over the new definition);
-- **cost**: per refresh and per hour from the table's history (``inspect.refresh_cost``), with the range of the
+- **cost**: per refresh and per hour from the table's history (``inspect.cost_history``), with the range of the
   durations it reads, or "no history yet".
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from mt_magic.runtime.inspect.refresh_cost import (
+from mt_magic.runtime.inspect.cost_history import (
     FULL_RECOMPUTE,
     DurationEstimate,
     HourlyCost,

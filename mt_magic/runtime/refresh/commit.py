@@ -29,7 +29,7 @@ from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, ta
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError, RefreshError
 from mt_magic.runtime.refresh import audit
-from mt_magic.runtime.refresh.decision import decision_summary
+from mt_magic.runtime.refresh.decision_summary import decision_summary
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import Decision
@@ -119,7 +119,7 @@ def commit(
 
     Args:
         read_snapshot: the table's snapshot when the refresh read it (``None``: it had none yet).
-        decision: the refresh's decision record, written beside the state (:mod:`.decision`).
+        decision: the refresh's decision record, written beside the state (:mod:`.decision_summary`).
 
     A table with expectations (its definition as read here, so every writer's path is audited) is written, audited
     and published (:mod:`.audit`).

@@ -15,7 +15,7 @@ from mt_magic.catalog.views import predates_view_versions
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.lineage import RefreshSummary, lineage_from_environment
 from mt_magic.runtime.refresh.context import load_source
-from mt_magic.runtime.refresh.decision import SparkCostsSeen
+from mt_magic.runtime.refresh.decision_summary import SparkCostsSeen
 from mt_magic.runtime.refresh.recorded import refresh_records
 from mt_magic.runtime.refresh.run import RefreshContext, run_refresh
 from mt_magic.runtime.spark.analysis_errors import refresh_failure

@@ -1,9 +1,9 @@
 """A table's refreshes as its snapshots record them: the one reader ``%mt history`` (:meth:`.engine.Engine.history`)
-and ADAPTIVE's cost model (:func:`.cost.recorded_costs`) share.
+and ADAPTIVE's cost model (:func:`.cost_model.recorded_costs`) share.
 
 Each refresh commit carries its refresh state (kind, trigger, start, strategy, engine, definition version) and its
-decision record (:mod:`.decision`) in the snapshot summary, so a table's history survives restarts and any process
-reads the same. Pure: reads the metadata it is given.
+decision record (:mod:`.decision_summary`) in the snapshot summary, so a table's history survives restarts and
+any process reads the same. Pure: reads the metadata it is given.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.audit import Audit
-from mt_magic.runtime.refresh.decision import recorded_decision
+from mt_magic.runtime.refresh.decision_summary import recorded_decision
 from mt_magic.runtime.status import RefreshRecord
 
 

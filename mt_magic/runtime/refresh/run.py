@@ -34,10 +34,10 @@ from mt_magic.runtime.refresh.context import (
     load_sources,
     source_state,
 )
-from mt_magic.runtime.refresh.deciding import Seen, as_committed, seen_at_start
-from mt_magic.runtime.refresh.incremental.runner import run_incremental
+from mt_magic.runtime.refresh.incremental.attempt import run_incremental
 from mt_magic.runtime.refresh.phases import phase, recording
 from mt_magic.runtime.refresh.retention import expire_after
+from mt_magic.runtime.refresh.seen import Seen, as_committed, seen_at_start
 from mt_magic.runtime.refresh.spark_metrics import spark_cost
 from mt_magic.runtime.refresh.start import kept_rows, window_views
 from mt_magic.runtime.spark.quoting import identifier, qualified
@@ -198,7 +198,7 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
         force_full: recompute even where an incremental refresh would be possible (benchmarks compare both).
 
     The outcome carries its phases (:mod:`.phases`): where this refresh's time went, and its decision record
-    (:mod:`.deciding`) with what it cost: the whole refresh's wall time and its Spark jobs' task time and bytes
+    (:mod:`.seen`) with what it cost: the whole refresh's wall time and its Spark jobs' task time and bytes
     read (:mod:`.spark_metrics`; not measured without a job group).
 
     Raises:

@@ -20,7 +20,7 @@ from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
 from mt_magic.sql.query.analysis import analyze_query
 
 if TYPE_CHECKING:
-    from mt_magic.runtime.refresh.cost import CostModel
+    from mt_magic.runtime.refresh.cost_model import CostModel
 
 
 @dataclass(frozen=True)

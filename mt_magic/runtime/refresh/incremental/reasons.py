@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mt_magic.runtime.refresh.decision import Estimates
+    from mt_magic.runtime.refresh.decision_summary import Estimates
 
 
 class Strategy(enum.Enum):
@@ -62,7 +62,7 @@ class Strategy(enum.Enum):
     @property
     def replaces_rows(self) -> bool:
         """Reads the table's touched rows and writes them again (on Spark several jobs, where a recompute runs one:
-        ADAPTIVE's Spark prior, :data:`~mt_magic.runtime.refresh.cost.PRIOR_INCREMENTAL_SPARK`)."""
+        ADAPTIVE's Spark prior, :data:`~mt_magic.runtime.refresh.cost_model.PRIOR_INCREMENTAL_SPARK`)."""
         return self in {
             Strategy.APPLY_CHANGES,
             Strategy.AGGREGATE_RETRACT,

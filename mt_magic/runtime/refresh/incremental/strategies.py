@@ -71,7 +71,7 @@ class StrategyContext:
     views: DeltaViews
     single_task: bool = False
     """The delta and the table are small enough for one task: read them as one partition each, so the merge's
-    aggregations need no shuffle and the whole refresh is one Spark stage (:func:`.runner.sized_options`)."""
+    aggregations need no shuffle and the whole refresh is one Spark stage (:func:`.attempt.sized_options`)."""
     layout: TableLayout = TableLayout(None, None, False)
     """The table's size, files and merge mode, and ADAPTIVE's bound on the rows a replacement touches."""
 

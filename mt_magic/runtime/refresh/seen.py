@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import Committed
-from mt_magic.runtime.refresh.cost import CostModel, CostRecord, cost_model, recorded_costs
-from mt_magic.runtime.refresh.decision import observed_change, recorded_decision
+from mt_magic.runtime.refresh.cost_model import CostModel, CostRecord, cost_model, recorded_costs
+from mt_magic.runtime.refresh.decision_summary import observed_change, recorded_decision
 from mt_magic.runtime.status import Change, Decision, Estimates, Measured
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
 

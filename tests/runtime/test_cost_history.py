@@ -9,7 +9,7 @@ import pytest
 from mt_magic.api.statements import QUERY_NAME, explained
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.inspect.change_preview import ChangePreview
-from mt_magic.runtime.inspect.refresh_cost import (
+from mt_magic.runtime.inspect.cost_history import (
     FULL_RECOMPUTE,
     HourlyCost,
     estimate,

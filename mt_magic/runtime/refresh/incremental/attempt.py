@@ -18,7 +18,6 @@ from mt_magic.runtime.refresh.context import (
     incremental_policy,
     max_change_fraction,
 )
-from mt_magic.runtime.refresh.deciding import Seen, as_committed
 from mt_magic.runtime.refresh.incremental.delta import register_deltas
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS, in_process_plan, in_process_write
 from mt_magic.runtime.refresh.incremental.planner import (
@@ -32,6 +31,7 @@ from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReaso
 from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TableLayout, execute
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.refresh.retention import expire_after
+from mt_magic.runtime.refresh.seen import Seen, as_committed
 from mt_magic.runtime.refresh.start import window_fallback
 from mt_magic.runtime.status import Decision, RefreshOutcome, RefreshRequest
 from mt_magic.vocabulary import RefreshEngine, RefreshKind

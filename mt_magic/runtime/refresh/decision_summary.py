@@ -1,6 +1,6 @@
 """The decision record's storage: how a commit writes a :class:`~mt_magic.runtime.status.Decision` into its
 snapshot summary and how history reads it back, and the change a refresh sees (metadata only). The record is
-built once per refresh by :mod:`.deciding`, for every writer and for a no-op.
+built once per refresh by :mod:`.seen`, for every writer and for a no-op.
 
 The commit carries it in its snapshot summary as one compact JSON value, :data:`DECISION_KEY`, beside (never
 inside) ``refresh-state``. What a commit can only know after it landed is read back from Iceberg's own summary of

@@ -4,7 +4,8 @@ Two straight lines: an incremental refresh costs ``fixed + per_row × rows chang
 per_row × rows read``. The priors put the lines where today's rule decides: the same fixed cost, and an
 incremental row :data:`~mt_magic.options.DEFAULT_MAX_CHANGE` (0.3) times dearer than a recomputed one, so the
 lines cross where the change is 30 % of the sources (``bench_incremental.py --parts crossover``). The table's
-recorded refreshes (:mod:`.decision`, in its snapshot summaries: seconds from start to commit, rows) correct them:
+recorded refreshes (:mod:`.decision_summary`, in its snapshot summaries: seconds from start to commit, rows)
+correct them:
 
 - a strategy with :data:`MIN_POINTS` records of its own gets its own line by least squares over its last
   :data:`LAST_RECORDS` when their sizes spread (the largest at least twice the smallest); with fewer, or sizes
