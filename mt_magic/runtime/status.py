@@ -219,6 +219,46 @@ class MissingSource:
 
 
 @dataclass(frozen=True)
+class HeldExpectation:
+    """One ``FAIL UPDATE`` expectation the rows of a held refresh failed."""
+
+    name: str
+    failed: int
+    checked: int
+    sample: tuple[str, ...] = ()
+    """A few failing rows as ``col=value, …``."""
+
+    @property
+    def text(self) -> str:
+        """``positive failed on 3 of 120 rows (e.g. id=7, amount=-5)``."""
+        sample = f" (e.g. {' | '.join(self.sample)})" if self.sample else ""
+        return f"{self.name} failed on {self.failed} of {self.checked} rows{sample}"
+
+
+@dataclass(frozen=True)
+class HeldRefresh:
+    """The table's last refresh was held by its expectations (write-audit-publish, ``refresh.audit``): its rows are
+    staged on the audit branch, ``main`` stays on the last good snapshot, the next refresh tries again."""
+
+    expectations: tuple[HeldExpectation, ...]
+    """The ``FAIL UPDATE`` expectations that failed, in declaration order."""
+    main_snapshot: int | None
+    """Where ``main`` stays (``None``: the table has no snapshot yet)."""
+    staged_snapshot: int
+    """The held refresh's snapshot on the audit branch."""
+    fix: str
+
+    @property
+    def text(self) -> str:
+        """Which expectations failed, on how many rows, with a sample, and the Fix: the card's "held" row."""
+        where = "no snapshot yet" if self.main_snapshot is None else f"snapshot {self.main_snapshot}"
+        return (
+            f"expectation {'; '.join(e.text for e in self.expectations)}. main stays at {where}; the refresh is "
+            f"staged as snapshot {self.staged_snapshot}. Fix: {self.fix}."
+        )
+
+
+@dataclass(frozen=True)
 class TableStatus:
     """An immutable snapshot of one table's state, safe to hand to any thread."""
 
@@ -254,6 +294,8 @@ class TableStatus:
     """The materialized table upstream (this manager's) whose unreflected source change is older than any of this
     table's own: ``staleness`` is measured from that change (rows read from a behind table are behind too, as the
     materialized-view draft's recursive freshness check says); ``None`` otherwise."""
+    held: HeldRefresh | None = None
+    """The last refresh was held by a ``FAIL UPDATE`` expectation (``main`` not moved); ``None`` otherwise."""
 
     @property
     def within_freshness(self) -> bool | None:

@@ -238,6 +238,14 @@ def stall_text(stall: Stall) -> str:
     )
 
 
+def held_badge_html(status: TableStatus) -> str:
+    """An amber ``HELD: positive`` badge while the last refresh is held by its expectations; empty otherwise."""
+    if status.held is None:
+        return ""
+    names = ", ".join(e.name for e in status.held.expectations)
+    return badge_html(f"HELD: {names}", STATE_COLOURS[JobState.RETRYING], "mt-held")
+
+
 def stall_badge_html(status: TableStatus) -> str:
     """A red ``STALLED 5m 00s / usually 12s`` badge while the running refresh is stalled; empty otherwise."""
     stall = status.stall

@@ -14,7 +14,6 @@ from datetime import datetime
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.inspect.recommendations import recommend
-from mt_magic.runtime.refresh.audit import is_held
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.spark.preview import Preview
 from mt_magic.runtime.status import Listing, TableStatus
@@ -22,6 +21,7 @@ from mt_magic.vocabulary import JobState, WorkflowSchedulerKind
 from mt_magic.widgets.badges import (
     freshness_badge,
     freshness_badge_html,
+    held_badge_html,
     human_duration,
     human_time,
     mode_text,
@@ -103,9 +103,13 @@ def detail_rows(status: TableStatus, now: datetime | None = None) -> list[tuple[
         rows.append(("paused", status.paused))
     if status.missing_source is not None:
         rows.insert(0, ("source missing", status.missing_source.message))
-    if status.last_error and (status.missing_source is None or status.missing_source.message not in status.last_error):
-        failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
-        rows.append(("held" if is_held(status.last_error) else "error", status.last_error + failures))
+    failures = f" ({status.consecutive_failures} in a row)" if status.consecutive_failures > 1 else ""
+    if status.held is not None:
+        rows.insert(0, ("held", status.held.text + failures))
+    elif status.last_error and (
+        status.missing_source is None or status.missing_source.message not in status.last_error
+    ):
+        rows.append(("error", status.last_error + failures))
     if status.state is JobState.FAILED:
         rows.append(
             (
@@ -127,7 +131,8 @@ def refreshed_by_text(status: TableStatus) -> str:
 def title_html(status: TableStatus) -> str:
     return (
         f'<div class="mt-title"><b style="font-size:110%">{html.escape(status.name)}</b> '
-        f"{state_badge_html(status)} {stall_badge_html(status)} {freshness_badge_html(status)}</div>"
+        f"{state_badge_html(status)} {held_badge_html(status)} {stall_badge_html(status)} "
+        f"{freshness_badge_html(status)}</div>"
         f'<div class="mt-mode" style="color:#4b5563">{html.escape(mode_text(status))}</div>'
     )
 
@@ -195,7 +200,9 @@ def _status_cells(s: TableStatus, now: datetime | None) -> tuple[str, ...]:
         freshness_badge(s).label,
         last_refresh_text(s, now),
         next_refresh_text(s, now),
-        (s.missing_source.message if s.missing_source else s.last_error) or (f"paused: {s.paused}" if s.paused else ""),
+        (f"held: {s.held.text}" if s.held else None)
+        or (s.missing_source.message if s.missing_source else s.last_error)
+        or (f"paused: {s.paused}" if s.paused else ""),
     )
 
 
@@ -207,7 +214,7 @@ def dashboard_html(statuses: Sequence[TableStatus], now: datetime | None = None)
     rows = []
     for s in statuses:
         cells = [html.escape(c) for c in _status_cells(s, now)]
-        cells[2] = state_badge_html(s)
+        cells[2] = f"{state_badge_html(s)} {held_badge_html(s)}".strip()
         if s.stall is not None:
             cells[2] += f' {stall_badge_html(s)}<br><small class="mt-stall">{html.escape(stall_text(s.stall))}</small>'
 

@@ -1,26 +1,33 @@
-"""The card names a held refresh "held" (issue 49): its row carries the expectation, the rows, a sample and the Fix."""
+"""The card names a held refresh "held" (issue 49) from the status's held state, not from the error's text: its row
+carries the expectation, the rows, a sample and the Fix."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from mt_magic.runtime.refresh.audit import Audit, Counted, held_error
 from mt_magic.runtime.status import TableStatus
 from mt_magic.vocabulary import JobState, OnViolation, RefreshMode
-from mt_magic.widgets.render import detail_rows
+from mt_magic.widgets.render import dashboard_text, detail_rows, title_html
 
 
 def test_a_held_refresh_shows_as_held_with_the_expectation_and_the_fix() -> None:
     counted = Audit((Counted("positive", OnViolation.FAIL_UPDATE, 120, 3, ("id=7, amount=-5",)),))
     error = held_error("mt.default.orders", counted, 11, 12)
+    assert str(error).startswith("refresh of mt.default.orders held: expectation positive failed on 3 of 120 rows")
     status = TableStatus("mt.default.orders", RefreshMode.CONTINUOUS, timedelta(minutes=5), JobState.RETRYING)
-    rows = dict(detail_rows(TableStatus(**{**status.__dict__, "last_error": str(error)})))
+    held = replace(status, last_error=f"ExpectationsHeldError: {error}", held=error.held)
+    rows = dict(detail_rows(held))
     assert "error" not in rows
     assert rows["held"] == (
-        "refresh of mt.default.orders held: expectation positive failed on 3 of 120 rows (e.g. id=7, amount=-5). main "
-        "stays at snapshot 11; the refresh is staged as snapshot 12 on branch mt_staging. Fix: fix the source rows "
-        "(the next refresh tries again), or publish the held snapshot on purpose with ALTER MATERIALIZED TABLE "
-        "mt.default.orders REFRESH WITH ('publish' = 'held')."
+        "expectation positive failed on 3 of 120 rows (e.g. id=7, amount=-5). main stays at snapshot 11; the refresh "
+        "is staged as snapshot 12. Fix: fix the source rows (the next refresh tries again), or publish the held "
+        "snapshot on purpose with ALTER MATERIALIZED TABLE mt.default.orders REFRESH WITH ('publish' = 'held')."
     )
-    failed = dict(detail_rows(TableStatus(**{**status.__dict__, "last_error": "refresh failed: disk full"})))
-    assert "held" not in failed and failed["error"] == "refresh failed: disk full"
+    assert 'class="mt-badge mt-held"' in title_html(held) and "HELD: positive" in title_html(held)
+    assert "held: expectation positive failed on 3 of 120 rows" in dashboard_text([held])
+    # The state, not the text: an error that merely reads like a held one is an error.
+    lookalike = dict(detail_rows(replace(status, last_error=str(error))))
+    assert "held" not in lookalike and lookalike["error"] == str(error)
+    assert "mt-held" not in title_html(replace(status, last_error=str(error)))

@@ -16,7 +16,9 @@ from datetime import datetime, timedelta
 
 from mt_magic.errors import NoSuchSourceTableError
 from mt_magic.runtime.manager.schedule import RetryPolicy, schedule_for
+from mt_magic.runtime.refresh.audit import ExpectationsHeldError
 from mt_magic.runtime.status import (
+    HeldRefresh,
     JobProgress,
     ManagedTable,
     MissingSource,
@@ -189,6 +191,9 @@ class ScheduledTable:
         self.missing_source: MissingSource | None = None
         """Set by a staleness poll or a refresh that found a source gone; cleared by the next that finds them all."""
         self.published_state: JobState | None = None
+        self.held_refresh: HeldRefresh | None = None
+        """The last attempt was held by a ``FAIL UPDATE`` expectation (from its error's facts); cleared by the next
+        attempt that is not."""
 
     @property
     def name(self) -> str:
@@ -264,7 +269,7 @@ class ScheduledTable:
     def succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> RefreshRecord:
         """Record a completed refresh and schedule the next one from it."""
         self.failures, self.last_error, self.not_before, self.gave_up = 0, None, None, False
-        self.conflicts, self.missing_source = 0, None
+        self.conflicts, self.missing_source, self.held_refresh = 0, None, None
         self.last_refresh = RefreshRecord(
             kind=outcome.kind,
             trigger=job.request.trigger,
@@ -294,6 +299,7 @@ class ScheduledTable:
         """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
+        self.held_refresh = error.held if isinstance(error, ExpectationsHeldError) else None
         self.record_failure(job, self.last_error, now)
         if isinstance(error, NoSuchSourceTableError):  # held (see held) until a poll finds it: no backoff, no giving up
             self.missing_source = MissingSource(error.source, str(error))
@@ -407,4 +413,5 @@ class ScheduledTable:
             stall=job.stall_at(now) if job is not None and not job.cancelled else None,
             recent=tuple(self.recent),
             missing_source=self.missing_source,
+            held=self.held_refresh,
         )

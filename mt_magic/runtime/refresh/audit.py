@@ -20,6 +20,7 @@ from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.status import HeldExpectation, HeldRefresh
 from mt_magic.vocabulary import Expectation, OnViolation
 
 if TYPE_CHECKING:
@@ -97,16 +98,20 @@ def passes(expectation: Expectation) -> str:
 
 
 class ExpectationsHeldError(RefreshError):
-    """A refresh's rows failed a ``FAIL UPDATE`` expectation: staged on the audit branch, ``main`` not moved."""
+    """A refresh's rows failed a ``FAIL UPDATE`` expectation: staged on the audit branch, ``main`` not moved.
+
+    ``held`` carries the facts (which expectations, rows, a sample, the Fix) the manager's status shows."""
+
+    def __init__(self, problem: str, *, held: HeldRefresh) -> None:
+        super().__init__(problem, fix=held.fix)
+        self.held = held
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _rebuild_held, (self.problem, self.held)
 
 
-HELD = " held: expectation "
-"""How a held refresh's message names itself (:func:`held_error`): a status carries the failure's text only."""
-
-
-def is_held(error_text: str | None) -> bool:
-    """True when a status's last error is a held refresh (the card says "held", not "error")."""
-    return error_text is not None and HELD in error_text
+def _rebuild_held(problem: str, held: HeldRefresh) -> ExpectationsHeldError:
+    return ExpectationsHeldError(problem, held=held)
 
 
 def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
@@ -169,18 +174,22 @@ def _split(table: str) -> tuple[str, str, str]:
 
 
 def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> ExpectationsHeldError:
-    """What a held refresh says: which expectation, how many rows, a sample, and how to go on."""
-    parts = []
-    for c in audit.blocking:
-        parts.append(f"{c.name} failed on {c.failed} of {c.checked} rows (e.g. {' | '.join(c.sample)})")
-    where = "no snapshot yet" if main_snapshot is None else f"snapshot {main_snapshot}"
-    return ExpectationsHeldError(
-        f"refresh of {table}{HELD}{'; '.join(parts)}. main stays at {where}; the refresh is staged as "
-        f"snapshot {staged} on branch {BRANCH}",
+    """What a held refresh says: which expectation, how many rows, a sample, and how to go on; the same facts in
+    its :attr:`ExpectationsHeldError.held` for the manager's status."""
+    held = HeldRefresh(
+        tuple(HeldExpectation(c.name, c.failed, c.checked, c.sample) for c in audit.blocking),
+        main_snapshot,
+        staged,
         fix=(
             "fix the source rows (the next refresh tries again), or publish the held snapshot on purpose with "
             f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
         ),
+    )
+    where = "no snapshot yet" if main_snapshot is None else f"snapshot {main_snapshot}"
+    return ExpectationsHeldError(
+        f"refresh of {table} held: expectation {'; '.join(e.text for e in held.expectations)}. main stays at "
+        f"{where}; the refresh is staged as snapshot {staged} on branch {BRANCH}",
+        held=held,
     )
 
 
