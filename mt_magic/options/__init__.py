@@ -2,7 +2,8 @@
 
 registry.py   :class:`Option` (key, allowed values or parser, default, one-line help, its check and Fix)
 declared.py   mt_magic's own options: incremental, incremental.engine, incremental.max-change-fraction,
-              scheduler, convert-existing-table, sql-settings.baseline, Iceberg's history.expire.* retention
+              scheduler, convert-existing-table, sql-settings.baseline, Iceberg's history.expire.* retention,
+              partition.fields.<col>.date-formatter (a :class:`ColumnOption`)
 lookup.py     the lookups every reader, checker and completer asks (:func:`option`, :func:`registered`,
               :func:`problems`)
 settings.py   the Spark SQL settings a definition may pin in WITH (``ANSWER_SETTINGS``) and what each changes,
@@ -17,6 +18,7 @@ from __future__ import annotations
 from mt_magic.options.declared import (
     BASELINE,
     CONVERT,
+    DATE_FORMATTER,
     DEFAULT_MAX_CHANGE,
     ENGINE,
     INCREMENTAL,
@@ -28,11 +30,12 @@ from mt_magic.options.declared import (
     IncrementalPolicy,
 )
 from mt_magic.options.lookup import option, problems, registered
-from mt_magic.options.registry import Choice, Option, OptionProblem
+from mt_magic.options.registry import Choice, ColumnOption, Option, OptionProblem
 
 __all__ = [
     "BASELINE",
     "CONVERT",
+    "DATE_FORMATTER",
     "DEFAULT_MAX_CHANGE",
     "ENGINE",
     "INCREMENTAL",
@@ -42,6 +45,7 @@ __all__ = [
     "OPTIONS",
     "SCHEDULER",
     "Choice",
+    "ColumnOption",
     "IncrementalPolicy",
     "Option",
     "OptionProblem",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from mt_magic.options.registry import Choice, Option, declared
+from mt_magic.options.registry import Choice, ColumnOption, Option, declared
 from mt_magic.options.settings import ANSWER_SETTINGS
 from mt_magic.vocabulary import WorkflowSchedulerKind
 
@@ -117,6 +117,12 @@ MIN_TO_KEEP: Option[int] = Option(
     expects="a whole number of snapshots above 0",
     fix="write e.g. '100' (the default)",
 )
+DATE_FORMATTER = ColumnOption(
+    "partition.fields.",
+    ".date-formatter",
+    "Flink's Java DateTimeFormatter pattern of a string partition column's value in FULL mode, e.g. 'yyyyMMdd'",
+)
+"""``partition.fields.<col>.date-formatter``: the pattern is checked by :mod:`mt_magic.sql.ddl.formatter`."""
 
 OPTIONS = declared(
     INCREMENTAL,

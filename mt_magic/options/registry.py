@@ -114,6 +114,26 @@ class Option(Generic[T]):
         return None
 
 
+@dataclass(frozen=True)
+class ColumnOption:
+    """A ``WITH`` option written once per column: ``<prefix><column><suffix>`` (its values are checked where the
+    column is known: the grammar's PARTITIONED BY)."""
+
+    prefix: str
+    suffix: str
+    help: str
+
+    def key(self, column: str) -> str:
+        """The option key for ``column``."""
+        return f"{self.prefix}{column}{self.suffix}"
+
+    def column(self, key: str) -> str | None:
+        """The column ``key`` names (the prefix and suffix as declared); ``None`` for any other key."""
+        if key.startswith(self.prefix) and key.endswith(self.suffix) and len(key) > len(self.prefix + self.suffix):
+            return key[len(self.prefix) : -len(self.suffix)]
+        return None
+
+
 def declared(*options: Option[Any]) -> dict[str, Option[Any]]:
     """The registry: lower-cased key → option, in declaration order (completion offers them in it)."""
     found: dict[str, Option[Any]] = {}

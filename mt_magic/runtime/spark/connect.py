@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.runtime.spark.jobs import SparkJobs
+from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.runtime.status import JobProgress
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def check_iceberg(spark: SparkSession, catalog_conf: Mapping[str, str]) -> None:
     names = sorted({key.split(".")[3] for key in catalog_conf if key.count(".") == 3})
     for name in names:
         try:
-            spark.sql(f"SHOW NAMESPACES IN `{name}`").collect()
+            spark.sql(f"SHOW NAMESPACES IN {identifier(name)}").collect()
         except Exception as exc:
             text = str(exc)
             if "CLASS_NOT_FOUND" in text or "ClassNotFound" in text:

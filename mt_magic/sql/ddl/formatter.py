@@ -1,4 +1,4 @@
-"""``partition.fields.<col>.date-formatter``: Java DateTimeFormatter patterns for partition values.
+"""``partition.fields.<col>.date-formatter`` (declared in :mod:`mt_magic.options`): Java DateTimeFormatter patterns.
 
 In FULL mode Flink turns each scheduled time into the partition value with this pattern (``yyyyMMdd`` at
 2024-01-01 00:00 → ``ds = '20240101'``) and refreshes only that partition. We need the pattern twice: as a
@@ -14,11 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mt_magic.options import DATE_FORMATTER
 from mt_magic.sql.errors import FormatterError
 from mt_magic.vocabulary import RefreshMode
-
-FORMATTER_PREFIX = "partition.fields."
-FORMATTER_SUFFIX = ".date-formatter"
 
 _FIELDS: dict[str, dict[int, str]] = {
     "y": {1: "%Y", 2: "%y", 4: "%Y"},
@@ -159,10 +157,7 @@ _STRING_TYPES = ("STRING", "VARCHAR", "CHAR")
 
 def formatter_column(key: str) -> str | None:
     """``'partition.fields.ds.date-formatter'`` → ``'ds'``; ``None`` for other option keys."""
-    if key.startswith(FORMATTER_PREFIX) and key.endswith(FORMATTER_SUFFIX):
-        column = key[len(FORMATTER_PREFIX) : -len(FORMATTER_SUFFIX)]
-        return column or None
-    return None
+    return DATE_FORMATTER.column(key)
 
 
 def partition_formatters(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from mt_magic.errors import closest_names
-from mt_magic.options import CONVERT, problems
+from mt_magic.options import CONVERT, DATE_FORMATTER, problems
 from mt_magic.sql.ddl.clauses import KeyValues
 from mt_magic.sql.ddl.cursor import Cursor
 from mt_magic.sql.ddl.statements import PrimaryKey
@@ -131,7 +131,7 @@ PAIMON_AGGREGATES = {
 def foreign_option(key: str) -> ForeignOption | None:
     """The rule for ``key`` when it belongs to Paimon, Kafka or another Flink connector; ``None`` otherwise."""
     lowered = key.lower()
-    if lowered.startswith("partition.fields.") and lowered.endswith(".date-formatter"):
+    if DATE_FORMATTER.column(lowered) is not None:
         return None
     return next((rule for rule in FOREIGN_OPTIONS if fnmatchcase(lowered, rule.pattern)), None)
 
