@@ -17,8 +17,7 @@ import pytest
 from incremental_testing import COW, SourceWriter, assert_matches_oracle, qualified, run
 
 from mt_magic.runtime.refresh import commit as commit_module
-from mt_magic.runtime.refresh import run as run_module
-from mt_magic.runtime.refresh.incremental import attempt
+from mt_magic.runtime.refresh import inputs
 
 pytestmark = pytest.mark.spark
 
@@ -76,8 +75,7 @@ def test_refreshes_racing_other_writers_retry_uncounted_and_stay_exact(mt, spark
     for name in TABLES:
         source.append(6)
         writers = OtherWriters(spark, source, qualified(mt, name), window)
-        monkeypatch.setattr(attempt, "commit", writers.commit)
-        monkeypatch.setattr(run_module, "commit", writers.commit)
+        monkeypatch.setattr(inputs, "commit", writers.commit)  # every refresh path commits through Refresh.commit
 
         outcome = mt.refresh(qualified(mt, name)).refresh.result(timeout=300)
 

@@ -9,7 +9,8 @@ from incremental_testing import COW, assert_matches_oracle, multiset, qualified,
 
 from mt_magic.errors import RefreshError
 from mt_magic.runtime.refresh import commit as commit_module
-from mt_magic.runtime.refresh.incremental import Strategy, runner
+from mt_magic.runtime.refresh import inputs
+from mt_magic.runtime.refresh.incremental import Strategy
 from mt_magic.vocabulary import RefreshKind
 
 pytestmark = pytest.mark.spark
@@ -44,7 +45,7 @@ def test_a_crash_right_before_the_commit_leaves_everything_unchanged(mt, spark, 
     name = qualified(mt, sums)
     before = mt.workspace.catalog.load(name)
     rows_before = multiset(spark.table(name))
-    monkeypatch.setattr(runner, "commit", _crash)
+    monkeypatch.setattr(inputs, "commit", _crash)
 
     with pytest.raises(RefreshError, match="injected crash") as raised:
         refresh(mt, sums)
@@ -78,13 +79,13 @@ def test_a_crash_right_after_the_commit_repeats_nothing(mt, spark, sums, monkeyp
 
 def test_a_concurrent_write_to_the_table_aborts_the_commit(mt, spark, sums, monkeypatch) -> None:
     name = qualified(mt, sums)
-    real_commit = runner.commit
+    real_commit = inputs.commit
 
     def write_first(*args, **kwargs):
         spark.sql(f"INSERT INTO {name} VALUES (9, 1, 1)")  # another writer lands between read and commit
         return real_commit(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "commit", write_first)
+    monkeypatch.setattr(inputs, "commit", write_first)
     with pytest.raises(RefreshError, match=r"sums changed during the refresh .*nothing was committed"):
         refresh(mt, sums)
     monkeypatch.undo()

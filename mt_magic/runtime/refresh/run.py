@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from collections.abc import Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.definitions import MaterializedTableDefinition, SourceState
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.catalog.views import predates_view_versions
 from mt_magic.errors import RefreshError
 from mt_magic.options import ENGINE
-from mt_magic.runtime.refresh.commit import Write, WriteMode, commit
+from mt_magic.runtime.refresh.commit import Write, WriteMode
 from mt_magic.runtime.refresh.context import (
     IncrementalPolicy,
     RefreshContext,
@@ -35,9 +33,9 @@ from mt_magic.runtime.refresh.context import (
     source_state,
 )
 from mt_magic.runtime.refresh.incremental.attempt import run_incremental
+from mt_magic.runtime.refresh.inputs import Refresh
 from mt_magic.runtime.refresh.phases import phase, recording
-from mt_magic.runtime.refresh.retention import expire_after
-from mt_magic.runtime.refresh.seen import Seen, as_committed, seen_at_start
+from mt_magic.runtime.refresh.seen import seen_at_start
 from mt_magic.runtime.refresh.spark_metrics import spark_cost
 from mt_magic.runtime.refresh.start import kept_rows, window_views
 from mt_magic.runtime.spark.quoting import identifier, qualified
@@ -116,14 +114,8 @@ def query_rows(
 
 
 def _recompute(
-    ctx: RefreshContext,
-    request: RefreshRequest,
-    info: TableInfo,
-    definition: MaterializedTableDefinition,
-    states: tuple[SourceState, ...],
+    refresh: Refresh,
     partition: Mapping[str, str],
-    started: datetime,
-    seen: Seen,
     strategy: str | None = None,
     estimates: Estimates | None = None,
 ) -> RefreshOutcome:
@@ -133,43 +125,21 @@ def _recompute(
         estimates: each candidate's estimated cost where a recompute was weighed against an incremental
             refresh (ADAPTIVE); else a recompute's alone is recorded.
     """
+    ctx, request, definition = refresh.ctx, refresh.request, refresh.definition
     kind = RefreshKind.PARTITION if partition else RefreshKind.FULL
     strategy = strategy or (f"partition {partition}" if partition else "full recompute")
-    decision = seen.decided(kind, strategy, estimates)
-    state = RefreshState(
-        states,
-        started,
-        kind,
-        request.trigger,
-        request.scheduled_time,
-        definition.definition_version,
-        partition,
-        strategy,
-    )
+    decision = refresh.seen.decided(kind, strategy, estimates)
     session: SparkSession = ctx.jobs.child_session(dict(request.options), settings=definition.sql_settings)
     job = ctx.jobs.job_group(request.job_group, f"refresh {request.table}")
-    with job, window_views(session, ctx.catalog, definition, states) as windows:
+    with job, window_views(session, ctx.catalog, definition, refresh.states) as windows:
         with phase("analyze"):
             target = session.table(qualified(request.table))
-            df = query_rows(session, info, definition, states, windows, target)
+            df = query_rows(session, refresh.info, definition, refresh.states, windows, target)
             condition = None
             if partition:
                 condition = _partition_condition(target, partition)
                 df = df.where(condition)
-        ctx.jobs.check_cancelled(request.job_group)
-        done = commit(
-            ctx.catalog,
-            request.table,
-            Write(df, WriteMode.OVERWRITE, condition),
-            state,
-            uuid.uuid4().hex,
-            info.current_snapshot_id,
-            decision,
-        )
-    expire_after(ctx, request, done)
-    return RefreshOutcome(
-        kind, done.snapshot_id, done.rows_written, done.committed_at, strategy, decision=as_committed(decision, done)
-    )
+        return refresh.commit(Write(df, WriteMode.OVERWRITE, condition), kind, strategy, decision, partition=partition)
 
 
 def audited_on_spark(definition: MaterializedTableDefinition) -> MaterializedTableDefinition:
@@ -235,6 +205,7 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
         sources = load_sources(ctx.catalog, request.table, definition.upstream)
         seen = seen_at_start(info, sources)
     states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
+    refresh = Refresh(ctx, request, info, definition, sources, states, started, seen)
     partition = target_partition(request, definition)
     if is_noop(info, definition, request, states, partition):
         reason = "no source changed since the last refresh"
@@ -250,8 +221,8 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     never = incremental_policy(definition.options) is IncrementalPolicy.NEVER
     if force_full or never or not tries_incremental(request, info, definition, partition):
         strategy = "full: 'incremental' = 'never'" if never and not partition else None
-        return _recompute(ctx, request, info, definition, states, partition, started, seen, strategy)
-    result = run_incremental(ctx, request, info, audited_on_spark(definition), sources, states, started, seen)
+        return _recompute(refresh, partition, strategy)
+    result = run_incremental(refresh.with_definition(audited_on_spark(definition)))
     if isinstance(result, RefreshOutcome):
         return result
     if is_strict(definition.options):
@@ -261,5 +232,4 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
             statement=request.table,
             fix="change the query or the sources, or drop the option",
         )
-    text = f"full: fallback — {result.describe()}"
-    return _recompute(ctx, request, info, definition, states, partition, started, seen, text, result.estimates)
+    return _recompute(refresh, partition, f"full: fallback — {result.describe()}", result.estimates)

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import uuid
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
+from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import first_line
-from mt_magic.runtime.refresh.commit import RowsWrite, Write, commit
+from mt_magic.runtime.refresh.commit import RowsWrite, Write
 from mt_magic.runtime.refresh.context import (
     DEFAULT_MAX_CHANGE,
     IncrementalPolicy,
-    RefreshContext,
     incremental_policy,
     max_change_fraction,
 )
@@ -29,11 +27,10 @@ from mt_magic.runtime.refresh.incremental.planner import (
 )
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.strategies import StrategyContext, TableLayout, execute
+from mt_magic.runtime.refresh.inputs import Refresh
 from mt_magic.runtime.refresh.phases import phase
-from mt_magic.runtime.refresh.retention import expire_after
-from mt_magic.runtime.refresh.seen import Seen, as_committed
 from mt_magic.runtime.refresh.start import window_fallback
-from mt_magic.runtime.status import Decision, RefreshOutcome, RefreshRequest
+from mt_magic.runtime.status import Decision, Estimates, RefreshOutcome
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
 
 
@@ -98,86 +95,81 @@ def sized_options(plan: RefreshPlan, info: TableInfo, options: Mapping[str, str]
     return sized
 
 
-def run_incremental(
-    ctx: RefreshContext,
-    request: RefreshRequest,
-    info: TableInfo,
-    definition: MaterializedTableDefinition,
-    sources: Sequence[TableInfo],
-    states: tuple[SourceState, ...],
-    started: datetime,
-    seen: Seen,
-) -> RefreshOutcome | Fallback:
-    """Refresh incrementally, or return why a full refresh is needed (nothing was committed then).
+@dataclass(frozen=True)
+class Chosen:
+    """An incremental refresh's plan and where it runs, as weighed before anything is read."""
 
-    Args:
-        info: the table's metadata, loaded at the start of this refresh.
-        sources: every source's metadata, loaded when the sources were pinned (``definition.upstream`` order).
-        states: the pinned source states the commit records.
-        seen: what the refresh saw at its start: the change and the table's recorded costs (the decision record,
-            ADAPTIVE's cost model).
-    """
+    plan: RefreshPlan
+    in_process: bool
+    estimates: Estimates | None
+    kept: str
+    """Why the refresh stays incremental although its own estimates favour a recompute (or empty)."""
+
+    def decided(self, refresh: Refresh, text: str) -> Decision:
+        return refresh.seen.decided(RefreshKind.INCREMENTAL, text + self.kept, self.estimates)
+
+
+def run_incremental(refresh: Refresh) -> RefreshOutcome | Fallback:
+    """Refresh incrementally, or return why a full refresh is needed (nothing was committed then)."""
     with phase("plan"):
-        plan = plan_refresh(info, definition, sources)
-        if isinstance(plan, Fallback):
-            return plan
-        windowed = window_fallback(definition, plan)
-        if windowed is not None:
-            return windowed
-        in_process = in_process_plan(plan, info, sources, definition) is None
-        engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
-        replaces = plan.strategy.replaces_rows and not in_process  # in process: priced as a merge (cost.CostRecord)
-        estimates = seen.estimates(incremental=True, engine=engine, replaces_rows=replaces)
-        kept = ""
-        if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
-            model = seen.model(engine, replaces)
-            fraction = max_change_fraction(definition.options)
-            cheaper = cheaper_to_recompute(plan, sources, fraction, model)
-            if cheaper is not None:
-                return dataclasses.replace(cheaper, estimates=estimates)
-            if estimates is not None and estimates.favour_full:
-                kept = f" · incremental although estimated dearer: {why_incremental(plan, sources, fraction, model)}"
-    if in_process:
-        rows = in_process_write(ctx, info, definition, plan, sources)
+        chosen = choose(refresh)
+    if isinstance(chosen, Fallback):
+        return chosen
+    if chosen.in_process:
+        rows = in_process_write(refresh, chosen.plan)
         if rows is not None:
-            text = f"{describe(plan.strategy, plan, rows.scope)} · {IN_PROCESS}"
-            return _committed(
-                ctx,
-                request,
-                definition,
-                plan,
-                states,
-                started,
-                rows,
-                text,
-                seen.decided(RefreshKind.INCREMENTAL, text + kept, estimates),
-            )
+            text = f"{describe(chosen.plan.strategy, chosen.plan, rows.scope)} · {IN_PROCESS}"
+            return _committed(refresh, chosen, rows, text)
+    return _on_spark(refresh, chosen)
+
+
+def choose(refresh: Refresh) -> Chosen | Fallback:
+    """The plan, its engine and ADAPTIVE's choice, from metadata alone, or why the refresh recomputes."""
+    definition, sources = refresh.definition, refresh.sources
+    plan = plan_refresh(refresh.info, definition, sources)
+    if isinstance(plan, Fallback):
+        return plan
+    windowed = window_fallback(definition, plan)
+    if windowed is not None:
+        return windowed
+    in_process = in_process_plan(plan, refresh.info, sources, definition) is None
+    engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
+    replaces = plan.strategy.replaces_rows and not in_process  # in process: priced as a merge (cost_model)
+    estimates = refresh.seen.estimates(incremental=True, engine=engine, replaces_rows=replaces)
+    kept = ""
+    if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
+        model = refresh.seen.model(engine, replaces)
+        fraction = max_change_fraction(definition.options)
+        cheaper = cheaper_to_recompute(plan, sources, fraction, model)
+        if cheaper is not None:
+            return dataclasses.replace(cheaper, estimates=estimates)
+        if estimates is not None and estimates.favour_full:
+            kept = f" · incremental although estimated dearer: {why_incremental(plan, sources, fraction, model)}"
+    return Chosen(plan, in_process, estimates, kept)
+
+
+def _on_spark(refresh: Refresh, chosen: Chosen) -> RefreshOutcome | Fallback:
+    """The strategy's delta plan on Spark, committed once; a value Spark refuses on the way falls back."""
+    ctx, request, plan = refresh.ctx, refresh.request, chosen.plan
     configured = int(
         ctx.jobs.session_conf.get(SHUFFLE_PARTITIONS) or ctx.jobs.spark.conf.get(SHUFFLE_PARTITIONS) or "200"
     )
-    options = sized_options(plan, info, dict(request.options), configured)
+    options = sized_options(plan, refresh.info, dict(request.options), configured)
     single_task = SHUFFLE_PARTITIONS not in request.options and options.get(SHUFFLE_PARTITIONS) == "1"
-    session = ctx.jobs.child_session(options, settings=definition.sql_settings)
+    session = ctx.jobs.child_session(options, settings=refresh.definition.sql_settings)
     with ctx.jobs.job_group(request.job_group, f"incremental refresh {request.table}"):
         with phase("deltas"):
             views = register_deltas(session, plan.changes, bool(plan.query.branches), single_task)
         try:
             with phase("strategy"):
+                layout = table_layout(refresh.info, refresh.definition)
                 strategy_context = StrategyContext(
-                    session,
-                    plan,
-                    definition.expanded_query,
-                    request.table,
-                    views,
-                    single_task,
-                    table_layout(info, definition),
+                    session, plan, refresh.definition.expanded_query, request.table, views, single_task, layout
                 )
                 result = execute(strategy_context)
             if isinstance(result, Fallback):
                 return result
-            text = describe(result.strategy, plan, result.write.scope)
-            decision = seen.decided(RefreshKind.INCREMENTAL, text + kept, estimates)
-            return _committed(ctx, request, definition, plan, states, started, result.write, text, decision)
+            return _committed(refresh, chosen, result.write, describe(result.strategy, plan, result.write.scope))
         except Exception as exc:
             reason = refused_value(exc)
             if reason is None:
@@ -225,39 +217,7 @@ def _spark_error(exc: BaseException) -> str:
     return text[min(starts) :].splitlines()[0] if starts else first_line(exc)
 
 
-def _committed(
-    ctx: RefreshContext,
-    request: RefreshRequest,
-    definition: MaterializedTableDefinition,
-    plan: RefreshPlan,
-    states: tuple[SourceState, ...],
-    started: datetime,
-    write: Write | RowsWrite,
-    text: str,
-    decision: Decision,
-) -> RefreshOutcome:
+def _committed(refresh: Refresh, chosen: Chosen, write: Write | RowsWrite, text: str) -> RefreshOutcome:
     """Commit the write with the new refresh state (one snapshot), unless the refresh was cancelled meanwhile."""
-    engine = RefreshEngine.IN_PROCESS if isinstance(write, RowsWrite) else RefreshEngine.SPARK
-    state = RefreshState(
-        states,
-        started,
-        RefreshKind.INCREMENTAL,
-        request.trigger,
-        request.scheduled_time,
-        definition.definition_version,
-        {},
-        text,
-        engine=engine,
-    )
-    ctx.jobs.check_cancelled(request.job_group)
-    done = commit(ctx.catalog, request.table, write, state, uuid.uuid4().hex, plan.table_snapshot, decision)
-    expire_after(ctx, request, done)
-    return RefreshOutcome(
-        RefreshKind.INCREMENTAL,
-        done.snapshot_id,
-        done.rows_written,
-        done.committed_at,
-        text,
-        engine=engine,
-        decision=as_committed(decision, done),
-    )
+    decision = chosen.decided(refresh, text)
+    return refresh.commit(write, RefreshKind.INCREMENTAL, text, decision, read_snapshot=chosen.plan.table_snapshot)

@@ -47,19 +47,16 @@ from mt_magic.sql.query.rewrite import pin_sources
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from mt_magic.runtime.refresh.inputs import Refresh  # (imported at run time, it would be a cycle)
 
-def row_level_write(
-    ctx: RefreshContext,
-    info: TableInfo,
-    definition: MaterializedTableDefinition,
-    plan: RefreshPlan,
-    sources: Sequence[TableInfo],
-) -> RowsWrite:
+
+def row_level_write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
     """The data files of a refresh of one source's row-level change, written but not committed.
 
     Raises:
         DataNotExact: the change or the table cannot be read here, or a value does not fit (Spark runs it).
     """
+    ctx, info, definition, sources = refresh.ctx, refresh.info, refresh.definition, refresh.sources
     (change,) = plan.changes  # one source (eligibility.in_process_plan)
     source = next(s for s in sources if s.name == change.name)
     if change.iceberg is None:

@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import RowsWrite
 from mt_magic.runtime.refresh.context import RefreshContext
@@ -37,38 +36,29 @@ from mt_magic.sql.query.rewrite import pin_sources
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from mt_magic.runtime.refresh.inputs import Refresh  # (imported at run time, it would be a cycle)
+
 log = logging.getLogger(__name__)
 
 
-def in_process_write(
-    ctx: RefreshContext,
-    info: TableInfo,
-    definition: MaterializedTableDefinition,
-    plan: RefreshPlan,
-    sources: Sequence[TableInfo],
-) -> RowsWrite | None:
+def in_process_write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite | None:
     """The data files of an eligible refresh (:func:`.eligibility.in_process_plan`), computed and written without
     Spark but not committed; ``None`` when they could not be — for any reason, data the engines do not hold alike
-    included (the refresh then runs on Spark; no snapshot was committed). ``info`` and ``sources`` are the table
-    and its sources as the refresh read them at its start: their data is read through them, not loaded again."""
+    included (the refresh then runs on Spark; no snapshot was committed). The table and its sources are read
+    through their metadata as the refresh loaded it at its start, not loaded again."""
     try:
         if any(c.kind is ChangeKind.ROW_LEVEL for c in plan.changes):
-            return row_level_write(ctx, info, definition, plan, sources)
-        return _write(ctx, info, definition, plan, sources)
+            return row_level_write(refresh, plan)
+        return _write(refresh, plan)
     except Exception as exc:  # the accelerator never fails a refresh: Spark runs it
-        log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", info.name, exc)
+        log.info("refresh of %s runs on Spark: in process it failed before the commit: %s", refresh.table, exc)
         return None
 
 
-def _write(
-    ctx: RefreshContext,
-    info: TableInfo,
-    definition: MaterializedTableDefinition,
-    plan: RefreshPlan,
-    sources: Sequence[TableInfo],
-) -> RowsWrite:
+def _write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
     from mt_magic.catalog.rows import appended_rows, rows_at, write_files
 
+    ctx, info, definition, sources = refresh.ctx, refresh.info, refresh.definition, refresh.sources
     change = next(c for c in plan.changes if c.kind is ChangeKind.APPENDS)
     source = next(s for s in sources if s.name == change.name)
     view = f"__mt_ins_{uuid.uuid4().hex[:12]}"
