@@ -5,7 +5,7 @@ Each statement's part lives in its handler (:mod:`mt_magic.runtime.handlers`): i
 and how to take it back; this module only runs them in order.
 
 The checks before anything changes, for a cell of several statements (a single statement checks the catalog and
-its scheduler first, :meth:`~.handlers.base.Handler.check_current`, and its apply reads the rest): each name a
+its scheduler first, :meth:`~.statements.base.Handler.check_current`, and its apply reads the rest): each name a
 statement changes exists, or does not, as the statements before it leave the catalog (CREATE of a name that exists,
 ALTER or DROP of one that does not); each CREATE whose sources all exist already is validated in full, as it would
 be when applied (Spark analyses its query, its options and schedule are checked:
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from mt_magic.errors import CellNotAppliedError, MtMagicError, WorkflowSchedulerError
 from mt_magic.runtime.handlers import handler_for
-from mt_magic.runtime.handlers.base import CellNames, Undo
 from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements.base import CellNames, Undo
 from mt_magic.sql.ddl.statements import AnyStatement
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def check_cell(
     the names as the statements before it leave them (see the module docstring).
 
     Returns:
-        Each statement's plan, for its apply (:meth:`~.handlers.base.Handler.check`; ``None``: its apply reads it).
+        Each statement's plan, for its apply (:meth:`~.statements.base.Handler.check`; ``None``: its apply reads it).
 
     Raises:
         MtMagicError: the first statement found wrong, named by its number in the cell.

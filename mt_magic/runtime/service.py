@@ -99,10 +99,9 @@ class MaterializedTables(Inspection):
         """
         handler = handler_for(stmt)
         try:
-            if checked:
-                result = handler.apply(self, stmt, cascade, plan)
-            else:
-                result = handler.check_and_apply(self, stmt, cascade)
+            if not checked:  # a statement on its own: its check hands what it read to its apply
+                plan = handler.check_current(self, stmt, cascade)
+            result = handler.apply(self, stmt, cascade, plan)
         except NoSuchMaterializedTableError as exc:
             raise self._named_table_missing(stmt) or exc from None
         touched = handler.touched(self.workspace, stmt)

@@ -30,9 +30,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     original = definition.build_definition
     seen: list[str] = []
 
-    def counting(ws, stmt, table=None):  # type: ignore[no-untyped-def]
+    def counting(ws, stmt, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(stmt.name.name)
-        return original(ws, stmt, table)
+        return original(ws, stmt, *args, **kwargs)
 
     for module in list(sys.modules.values()):  # each module holding it by name (``from … import build_definition``)
         if getattr(module, "__name__", "").startswith("mt_magic.") and vars(module).get("build_definition") is original:

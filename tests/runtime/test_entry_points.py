@@ -20,8 +20,8 @@ class Checked(Exception):
 
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, str]]:
-    """Every handler's checks refuse: ``check_current`` (a cell's statement, a refresh with the runner's trigger)
-    and ``check_and_apply`` (a statement on its own, whose check hands what it read to its apply)."""
+    """Every handler's check refuses: ``check_current`` (a statement on its own, whose check hands what it read to
+    its apply; a refresh with the runner's trigger)."""
     seen: list[tuple[type, str]] = []
     for kind, handler in HANDLERS.items():
 
@@ -30,7 +30,6 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, str]]:
             raise Checked(kind.__name__)
 
         monkeypatch.setattr(handler, "check_current", refuse)
-        monkeypatch.setattr(handler, "check_and_apply", refuse)
     return seen
 
 

@@ -11,8 +11,8 @@ from mt_magic.errors import CellNotAppliedError, MtMagicError, NoSuchMaterialize
 from mt_magic.loopback import free_port
 from mt_magic.runtime.cell import execute_cell
 from mt_magic.runtime.handlers import HANDLERS, handler_for
-from mt_magic.runtime.handlers.base import Handler
 from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements.base import Handler
 from mt_magic.runtime.workflows import Workflows
 from mt_magic.scheduling.airflow_api import AirflowSettings
 from mt_magic.sql import parse_cell
@@ -108,7 +108,8 @@ class _Service:
 @pytest.fixture
 def undone(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """The handlers' undo paths, recorded instead of run."""
-    from mt_magic.runtime.handlers import alter, control, rename
+    from mt_magic.runtime.handlers import alter, control
+    from mt_magic.runtime.statements import rename
 
     calls: list[tuple[str, ...]] = []
 

@@ -19,12 +19,12 @@ from types import MappingProxyType
 from typing import Any
 
 from mt_magic.runtime.handlers.alter import AlterAs, ChangeConstraint, SetFreshness, SetRefreshMode, SetScheduler
-from mt_magic.runtime.handlers.base import Handler
 from mt_magic.runtime.handlers.control import Refresh, Resume, Suspend
-from mt_magic.runtime.handlers.create import Create
-from mt_magic.runtime.handlers.drop import Drop
-from mt_magic.runtime.handlers.looks import Describe, ShowCreate, ShowTables
-from mt_magic.runtime.handlers.rename import Rename
+from mt_magic.runtime.statements.base import Handler
+from mt_magic.runtime.statements.create import Create
+from mt_magic.runtime.statements.drop import Drop
+from mt_magic.runtime.statements.looks import Describe, ShowCreate, ShowTables
+from mt_magic.runtime.statements.rename import Rename
 from mt_magic.sql.ddl import statements as s
 
 HANDLERS: Mapping[type[s.Statement], Handler[Any, Any]] = MappingProxyType(

@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 from mt_magic.options import SCHEDULER
-from mt_magic.runtime.handlers.base import Handler, Runtime, Undo
 from mt_magic.runtime.handlers.scheduled import Scheduled, ScheduledHandler, scheduler_of
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
+from mt_magic.runtime.statements.base import Handler, Runtime, Undo
 from mt_magic.sql.ddl.parser import parse_interval
 from mt_magic.sql.ddl.statements import (
     AlterConstraint,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from mt_magic.runtime.handlers.base import Runtime, Undo, nothing_to_undo
 from mt_magic.runtime.handlers.scheduled import Scheduled, ScheduledHandler, checked_scheduler, scheduler_of
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import alter
+from mt_magic.runtime.statements.base import Runtime, Undo, nothing_to_undo
 from mt_magic.sql.ddl.statements import AlterRefresh, AlterResume, AlterSuspend
 from mt_magic.vocabulary import RefreshTrigger, StatementAction
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime
+from mt_magic.runtime.statements.base import Handler, Runtime
 
 if TYPE_CHECKING:
     from mt_magic.scheduling.workflow import WorkflowScheduler
@@ -29,11 +29,12 @@ class ScheduledHandler(Handler[S, Scheduled]):
 
     keeps_scheduler = True
 
+    needs_dag: bool = False
+    """On Airflow the statement acts on the table's DAG, which must be parsed already (SUSPEND, RESUME, REFRESH);
+    a change of definition only needs Airflow reachable (the next parse builds a missing DAG)."""
+
     def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> Scheduled:
         return checked_scheduler(rt, rt.workspace.qualify(stmt.name), exists=self.needs_dag)  # type: ignore[attr-defined]
-
-    def stale(self, names: CellNames, name: str, cascade: bool) -> bool:
-        return names.changed_any([name], cascade, scheduler=True)
 
 
 def checked_scheduler(rt: Runtime, name: str, exists: bool = True) -> Scheduled:

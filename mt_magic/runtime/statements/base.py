@@ -1,12 +1,10 @@
-"""What a statement's handler is: its checks before anything changes, its apply, its undo and its verb.
+"""What a statement's handler is: its check before anything changes, its apply, its undo and its verb.
 
-A handler is stateless (one instance per statement type, :data:`mt_magic.runtime.handlers.HANDLERS`); what it
-works with comes in as a :class:`Runtime` — the service's parts (:class:`~mt_magic.runtime.service.MaterializedTables`
-is one), so a handler never imports the service above it. What its check reads that its apply needs too (its *plan*:
-DROP's tables to drop, a CREATE's definition analysed by Spark, the table's scheduler for the ALTERs, see
-:mod:`.scheduled`) is returned by the check and handed to the apply by the caller (:meth:`Handler.check_and_apply`,
-a cell), so it is read once and the handler keeps no state. In a cell, a plan read before the statements ahead of
-it apply is handed on only where they leave what it holds as it was (:meth:`Handler.stale`).
+A handler is stateless (one instance per statement type, :data:`mt_magic.runtime.statements.registry.HANDLERS`);
+what it works with comes in as a :class:`Runtime` (the service's parts), so a handler never imports the service
+above it. What its check reads that its apply needs too (its *plan*: DROP's tables, CREATE's sources and definition,
+the table's scheduler for the ALTERs) is returned by the check and handed to the apply by the caller, so it is read
+once and the handler keeps no state.
 """
 
 from __future__ import annotations
@@ -121,13 +119,10 @@ class CellNames:
 class Handler(Generic[S, P]):
     """One statement type's behaviour (``S``: its statement; ``P``: its plan, what its check reads that its apply
     needs, ``None`` for a handler whose apply reads all it needs). The defaults fit an ALTER of one existing table
-    that cannot be undone and has no plan; each handler overrides what differs."""
+    that cannot be undone; each handler overrides what differs."""
 
     verb: str | None = "ALTER"
     """The statement's verb in "<verb> MATERIALIZED TABLE t: t does not exist" (``None``: it names no table)."""
-
-    looks: bool = False
-    """Only reads: changes no table (the kernel's session keeps its cached tables)."""
 
     keeps_scheduler: bool = False
     """The statement leaves the table it changes with the scheduler it had (SUSPEND, RESUME, REFRESH, SET FRESHNESS,
@@ -140,19 +135,16 @@ class Handler(Generic[S, P]):
         that check returned (``None``: the apply reads it itself)."""
         raise NotImplementedError
 
-    needs_dag: bool = False
-    """On Airflow the statement acts on the table's DAG, which must be parsed already (SUSPEND, RESUME, REFRESH);
-    a change of definition only needs Airflow reachable (the next parse builds a missing DAG)."""
-
     def check(self, rt: Runtime, stmt: S, names: CellNames, where: str, cascade: bool = False) -> P | None:
         """Everything knowable before any statement of a cell is applied, with the names as the statements before
         this one leave them (``names``, updated with what this statement does to them); then, for a table that
         exists before the cell, :meth:`check_current`.
 
         Returns:
-            The plan the cell hands to this statement's :meth:`apply`: what :meth:`check_current` read, ``None`` where
-            it did not run (the table is created earlier in the cell) or the statements before it may have made the
-            plan :meth:`stale`.
+            The plan the cell hands to this statement's :meth:`apply`, ``None`` where :meth:`check_current` did not
+            run (the table is created earlier in the cell) or a statement before it may have moved the table to
+            another scheduler (the plan this default hands on is the table's scheduler; a handler with another
+            plan overrides this method).
 
         Raises:
             MtMagicError: the statement cannot apply; ``where`` names it in the cell.
@@ -162,18 +154,12 @@ class Handler(Generic[S, P]):
         if names.made_here(name):
             return None
         plan = self.check_current(rt, stmt, cascade)
-        return None if self.stale(names, name, cascade) else plan
-
-    def stale(self, names: CellNames, name: str, cascade: bool) -> bool:
-        """Whether a plan of ``name`` read before the cell may no longer hold when this statement applies: here, a
-        statement before it changes the table (:meth:`CellNames.changed_any`); a handler whose plan holds less
-        narrows it."""
-        return names.changed_any([name], cascade)
+        return None if names.changed_any([name], cascade, scheduler=True) else plan
 
     def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> P | None:
-        """The checks against the table as the catalog and its scheduler hold it now: Airflow reachable for a table
-        on Airflow (:meth:`Workflows.check`). All a single statement checks before it applies (its apply reads
-        the table once, which is the rest of its check); :meth:`apply` checks none of it again.
+        """The checks against the table as the catalog and its scheduler hold it now: here, Airflow reachable for
+        a table on Airflow (:meth:`Workflows.check`). All a single statement checks before it applies (the service
+        hands what it returns to :meth:`apply`, which checks none of it again).
 
         Returns:
             The plan, for :meth:`apply` (``None``: none).
@@ -181,13 +167,8 @@ class Handler(Generic[S, P]):
         Raises:
             MtMagicError: the statement cannot apply now (nothing was changed).
         """
-        rt.workflows.check(rt.workspace, rt.workspace.qualify(_name(stmt)), exists=self.needs_dag)
+        rt.workflows.check(rt.workspace, rt.workspace.qualify(_name(stmt)), exists=False)
         return None
-
-    def check_and_apply(self, rt: Runtime, stmt: S, cascade: bool) -> StatementResult:
-        """A statement on its own: :meth:`check_current`, then :meth:`apply` with the plan that check read, so
-        nothing is read twice."""
-        return self.apply(rt, stmt, cascade, self.check_current(rt, stmt, cascade))
 
     def undo(self, rt: Runtime, stmt: S) -> tuple[str, Undo | None]:
         """(What the statement does, in words; how to take it back — ``None``: it cannot be), read before it is
@@ -196,7 +177,7 @@ class Handler(Generic[S, P]):
 
     def touched(self, ws: Workspace, stmt: S) -> list[str]:
         """The tables the statement may have committed to (the kernel's session forgets them afterwards)."""
-        return [] if self.looks else [ws.qualify(_name(stmt))]
+        return [ws.qualify(_name(stmt))]
 
 
 def _name(stmt: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import DefinitionError
+from mt_magic.errors import DefinitionError, MtMagicError
 from mt_magic.options import CONVERT, ENGINE, INCREMENTAL, MAX_CHANGE
 from mt_magic.runtime.refresh import incremental
 from mt_magic.runtime.refresh.context import is_strict
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from mt_magic.sql.ddl.freshness import RefreshSchedule
 
 
+Sources = tuple[ParsedQuery, tuple[str, ...]]
+"""A query with its sources qualified, and those sources (:func:`qualified_sources` of the parsed query)."""
+
+
 def date_formatters(options: dict[str, str]) -> dict[str, str]:
     """``partition.fields.<col>.date-formatter`` options as column → pattern (the grammar reads the keys)."""
     return {column: value for key, value in options.items() if (column := formatter_column(key)) is not None}
@@ -46,13 +50,13 @@ def resolve_query(ws: Workspace, statement: str, query: str, origin: Position | 
 
 
 def resolve_parsed(
-    ws: Workspace, statement: str, query: str, origin: Position | None
-) -> tuple[ParsedQuery, tuple[str, ...]]:
+    ws: Workspace, statement: str, query: str, origin: Position | None, sources: Sources | None = None
+) -> Sources:
     """Parse the query once, qualify its sources, reject temp views and missing tables, and return (expanded query,
     sources).
 
     ``origin``: where the query starts in the cell, so a query sqlglot cannot read is refused at its line and
-    column."""
+    column. ``sources``: the query already qualified (:func:`create_sources`), not qualified again."""
     from mt_magic.sql.query.analysis import analyze_query
 
     parsed = parse_query(query, statement=statement, origin=origin)
@@ -66,7 +70,7 @@ def resolve_parsed(
                 position=_where(query, source.name, origin),
                 fix="write it to an Iceberg table first, and read that",
             )
-    expanded, upstream = qualified_sources(ws, statement, parsed)
+    expanded, upstream = sources or qualified_sources(ws, statement, parsed)
     for name in upstream:
         if not ws.catalog.exists(name):
             near, fix = missing_name(ws, name)
@@ -102,6 +106,18 @@ def qualified_sources(ws: Workspace, statement: str, query: Q) -> tuple[Q, tuple
         return qualify_sources(query, ws.catalog.spark_name, ws.default_namespace, known)
     except QueryRewriteError as exc:  # what and how (a name part, or sqlglot's reading), said by the statement
         raise DefinitionError(exc.problem, statement=statement or None, offending=exc.offending, fix=exc.fix) from exc
+
+
+def create_sources(ws: Workspace, stmt: CreateMaterializedTable) -> Sources | None:
+    """A CREATE's query parsed and its sources qualified, once per statement: what its grant check, its cell's
+    check and :func:`build_definition` read (``None``: a query that cannot be read or qualified, refused by
+    :func:`build_definition` at its place in the cell)."""
+    label = f"CREATE MATERIALIZED TABLE {stmt.name}"
+    try:
+        parsed = parse_query(stmt.query, statement=label, origin=stmt.query_position)
+        return qualified_sources(ws, label, parsed)
+    except MtMagicError:
+        return None
 
 
 def missing_name(ws: Workspace, name: str) -> tuple[tuple[str, ...], str | None]:
@@ -193,15 +209,17 @@ BuiltDefinition = tuple[MaterializedTableDefinition, "StructType"]
 """A CREATE's definition and the new table's schema, validated and not written (:func:`build_definition`)."""
 
 
-def build_definition(ws: Workspace, stmt: CreateMaterializedTable, table: TableInfo | None = None) -> BuiltDefinition:
+def build_definition(
+    ws: Workspace, stmt: CreateMaterializedTable, table: TableInfo | None = None, sources: Sources | None = None
+) -> BuiltDefinition:
     """Validate a CREATE against Spark and the catalog; nothing is written (``table``: the plain table it
-    converts)."""
+    converts; ``sources``: its query as its check qualified it, :func:`create_sources`)."""
     label = f"CREATE MATERIALIZED TABLE {stmt.name}"
     schedule = check_schedule(stmt, ws)
     pinned, given = semantics.split_pinned(label, stmt.options_dict)
     settings = semantics.captured_settings(ws.spark, pinned)
     with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
-        parsed, upstream = resolve_parsed(ws, label, stmt.query, stmt.query_position)  # the one parse
+        parsed, upstream = resolve_parsed(ws, label, stmt.query, stmt.query_position, sources)  # the one parse
         inferred = infer_schema(ws, label, parsed.text, stmt.query, stmt.query_position)
         parsed = schema_rules.apply_column_list(label, parsed, stmt.columns, inferred)
         parsed, schema = with_row_identity(ws, label, parsed, hide=table is None)

@@ -3,25 +3,30 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from mt_magic.runtime.handlers.base import CellNames, Handler, Runtime, Undo, nothing_to_undo
 from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements.base import CellNames, Handler, Runtime, Undo, nothing_to_undo
 from mt_magic.sql.ddl.statements import DescribeMaterializedTable, ShowCreateMaterializedTable, ShowMaterializedTables
+
+if TYPE_CHECKING:
+    from mt_magic.runtime.workspace import Workspace
 
 L = TypeVar("L", ShowMaterializedTables, ShowCreateMaterializedTable, DescribeMaterializedTable)
 
 
 class Look(Handler[L, None]):
-    """A statement that only reads: it asks no scheduler and has nothing to undo."""
-
-    looks = True
+    """A statement that only reads: it asks no scheduler, has nothing to undo and changes no table."""
 
     def check_current(self, rt: Runtime, stmt: L, cascade: bool) -> None:
         """Nothing to check against the schedulers: a look changes nothing."""
 
     def undo(self, rt: Runtime, stmt: L) -> tuple[str, Undo | None]:
         return "", nothing_to_undo
+
+    def touched(self, ws: Workspace, stmt: L) -> list[str]:
+        """None: the kernel's session keeps its cached tables."""
+        return []
 
 
 class ShowTables(Look[ShowMaterializedTables]):

@@ -1,4 +1,5 @@
-"""``ALTER MATERIALIZED TABLE t RENAME TO u``: the catalog renames the table, and the tables reading it follow.
+"""``ALTER MATERIALIZED TABLE t RENAME TO u``: the catalog renames the table, and the tables reading it, the manager
+and the cards follow.
 
 The catalog's rename keeps the table's data, history, definition and refresh state (it is the same Iceberg
 table); its Iceberg view takes the new name's view name and a version pointing at the new name
@@ -14,10 +15,56 @@ from dataclasses import replace
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import DefinitionError, MaterializedTableExistsError
 from mt_magic.runtime.graph import dependents
+from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements import iceberg_view
+from mt_magic.runtime.statements.base import CellNames, Handler, Runtime, Undo
+from mt_magic.runtime.statements.drop import DROP_WAIT_SECONDS
 from mt_magic.runtime.workspace import Workspace
+from mt_magic.sql.ddl.statements import AlterRename
+from mt_magic.sql.names import TableName
 from mt_magic.sql.query.hidden_keys import visible_query
 from mt_magic.sql.query.rewrite import rename_source
+from mt_magic.vocabulary import StatementAction
+
+
+class Rename(Handler[AlterRename, None]):
+    def apply(self, rt: Runtime, stmt: AlterRename, cascade: bool, plan: None = None) -> StatementResult:
+        return rename(rt, *names_of(rt.workspace, stmt))
+
+    def check(self, rt: Runtime, stmt: AlterRename, names: CellNames, where: str, cascade: bool = False) -> None:
+        name, new = names_of(rt.workspace, stmt)
+        names.require(name, where)
+        if not names.made_here(name):
+            self.check_current(rt, stmt, cascade)
+        names.exists[name] = False
+        names.exists[new] = True
+        names.created.add(new.lower())
+
+    def undo(self, rt: Runtime, stmt: AlterRename) -> tuple[str, Undo | None]:
+        name, new = names_of(rt.workspace, stmt)
+        return f"renamed {name} to {new}", lambda: rename(rt, new, name)
+
+    def touched(self, ws: Workspace, stmt: AlterRename) -> list[str]:
+        return list(names_of(ws, stmt))
+
+
+def names_of(ws: Workspace, stmt: AlterRename) -> tuple[str, str]:
+    """The table's name and its new one, qualified (an unqualified new name stays in the table's namespace)."""
+    name = ws.qualify(stmt.name)
+    return name, ws.qualify(stmt.new_name, TableName.from_parts(name.split(".")).namespace)
+
+
+def rename(rt: Runtime, name: str, new_name: str) -> StatementResult:
+    """``ALTER … RENAME TO``: the manager, lineage, the readers' definitions and the cards follow."""
+    with rt.workflows.renaming(rt.workspace, name, new_name):
+        readers = rename_table(rt.workspace, name, new_name)
+    if rt.manager.knows(name):
+        rt.manager.remove(name, reason=f"renamed to {new_name}", wait=DROP_WAIT_SECONDS)
+    rt.manager.upsert(rt.managed(new_name))
+    for reader in readers:
+        rt.retrack(reader)
+    also = f"; {', '.join(readers)} now read(s) it" if readers else ""
+    return StatementResult(StatementAction.RENAMED, (new_name,), f"Renamed {name} to {new_name}{also}.")
 
 
 def rename_table(ws: Workspace, name: str, new_name: str) -> tuple[str, ...]:
