@@ -7,7 +7,7 @@
 # `make help` lists every target. Tiers for contributors: test-quick (no JVM) < test-spark (one PySpark line, no
 # kernels, cluster, browser or long rounds) < test (everything, both lines: the README's command and CI's).
 .PHONY: help setup setup-test setup-other demo test test-other test-reference test-connect test-quick test-spark spark-connect-start \
-	spark-connect-stop test-airflow lint bench bench-smoke fuzz-soak cluster-start \
+	spark-connect-stop test-airflow lint docs bench bench-smoke fuzz-soak cluster-start \
 	cluster-stop
 .DEFAULT_GOAL := help
 
@@ -72,7 +72,7 @@ TIMING_TABLE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_times.py
 SIDE_BY_SIDE ?= 1
 WAITING_TIERS ?= kernel or browser or airflow or cluster
 MAIN_LINE_ARGS ?= $(addprefix --ignore=,$(ISOLATED_TESTS))
-test: setup-test setup-other lint  ## everything, both PySpark lines (CI runs this); ends with the timing table
+test: setup-test setup-other lint docs  ## everything, both PySpark lines (CI runs this); ends with the timing table
 	rm -rf $(TIMES); status=0; side=; \
 	waiting() { \
 	  s=0; \
@@ -140,6 +140,10 @@ lint: setup-test  ## ruff, the layer contracts (import-linter) and mypy; part of
 	.venv/bin/ruff format --check mt_magic tests benchmarks
 	.venv/bin/lint-imports
 	.venv/bin/mypy
+
+# The reference pages (docs/, mkdocs.yml) in strict mode: a broken link, anchor or image fails; about a second.
+docs: setup-test  ## builds docs/ with MkDocs (strict: a broken link fails); part of make test
+	.venv/bin/mkdocs build --strict --quiet
 
 # A Spark standalone master and two workers on 127.0.0.1, from the installed PySpark (see README).
 cluster-start: setup  ## a Spark standalone master and two workers on 127.0.0.1

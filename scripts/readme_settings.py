@@ -1,8 +1,9 @@
-"""The README's table of settings, generated from the settings themselves (``MaterializedMagics``' traitlets: name,
-default and ``help``), so the README lists every setting ``%mt config`` shows and says what the code says.
+"""The table of settings in docs/configuration.md (it was the README's), generated from the settings themselves
+(``MaterializedMagics``' traitlets: name, default and ``help``), so the docs list every setting ``%mt config`` shows
+and say what the code says.
 
-    .venv/bin/python scripts/readme_settings.py          # rewrite the table in README.md
-    .venv/bin/python scripts/readme_settings.py --check  # exit 1 if README.md's table differs (tests/magics runs it)
+    .venv/bin/python scripts/readme_settings.py          # rewrite the table in docs/configuration.md
+    .venv/bin/python scripts/readme_settings.py --check  # exit 1 if the page's table differs (tests/magics runs it)
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 BEGIN = "<!-- settings: generated from MaterializedMagics' traitlets by scripts/readme_settings.py -->"
 END = "<!-- /settings -->"
 
@@ -29,31 +30,31 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
-def readme_with_table(readme: str) -> str:
-    """``readme`` with the text between the markers replaced by :func:`settings_table`.
+def page_with_table(page: str) -> str:
+    """``page`` with the text between the markers replaced by :func:`settings_table`.
 
     Raises:
         ValueError: the markers are missing.
     """
-    head, begin, rest = readme.partition(BEGIN)
+    head, begin, rest = page.partition(BEGIN)
     _, end, tail = rest.partition(END)
     if not begin or not end:
-        raise ValueError(f"README.md has no {BEGIN!r} … {END!r} block. Fix: put the two markers where the table goes")
+        raise ValueError(f"{PAGE.name} has no {BEGIN!r} … {END!r} block. Fix: put the two markers where the table goes")
     return f"{head}{BEGIN}\n{settings_table()}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="only say whether README.md's table is current")
+    parser.add_argument("--check", action="store_true", help="only say whether the page's table is current")
     args = parser.parse_args(argv)
-    current = README.read_text()
-    wanted = readme_with_table(current)
+    current = PAGE.read_text()
+    wanted = page_with_table(current)
     if args.check:
         if wanted != current:
-            print("README.md's settings table is stale. Fix: .venv/bin/python scripts/readme_settings.py")
+            print("docs/configuration.md's settings table is stale. Fix: .venv/bin/python scripts/readme_settings.py")
             return 1
         return 0
-    README.write_text(wanted)
+    PAGE.write_text(wanted)
     return 0
 
 

@@ -1,5 +1,5 @@
-"""Every setting ``%mt config`` shows is in the README, with the default and help the code declares: the README's
-table is generated from ``MaterializedMagics``' traitlets (``scripts/readme_settings.py``) and must be current."""
+"""Every setting ``%mt config`` shows is in docs/configuration.md, with the default and help the code declares:
+the page's table is generated from ``MaterializedMagics``' traitlets (``scripts/readme_settings.py``), and current."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ def _generator():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_the_readme_lists_every_setting_as_the_code_declares_it() -> None:
+def test_the_docs_list_every_setting_as_the_code_declares_it() -> None:
     generator = _generator()
-    readme = generator.README.read_text()
-    assert generator.readme_with_table(readme) == readme, "Fix: .venv/bin/python scripts/readme_settings.py"
-    table = readme.split(generator.BEGIN)[1].split(generator.END)[0]
+    page = generator.PAGE.read_text()
+    assert generator.page_with_table(page) == page, "Fix: .venv/bin/python scripts/readme_settings.py"
+    table = page.split(generator.BEGIN)[1].split(generator.END)[0]
     for name in MaterializedMagics.class_own_traits(config=True):
         assert f"| `{name}` |" in table

@@ -111,14 +111,14 @@ def at_end(text: str) -> list[str]:
     return complete(text, len(text), NameSnapshot())
 
 
-def test_the_readme_documents_every_option_of_mt_magic_s_own() -> None:
+def test_the_statement_reference_documents_every_option_of_mt_magic_s_own() -> None:
     from pathlib import Path
 
     from mt_magic.options.settings import ANSWER_SETTINGS
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    page = (Path(__file__).parents[2] / "docs" / "statements.md").read_text(encoding="utf-8")
     own = [opt.key for opt in registered() if opt.key not in ANSWER_SETTINGS]
-    assert [key for key in own if key not in readme] == []
+    assert [key for key in own if key not in page] == []
 
 
 @pytest.mark.parametrize("key", [opt.key for opt in registered() if not opt.key.startswith("spark.")])
