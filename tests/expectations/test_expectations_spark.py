@@ -1,7 +1,7 @@
 """Expectations on a real Spark session and the real REST catalog (issue 49): declared and shown, bad ones refused
 with nothing created, refreshes written to the audit branch and published to ``main`` only when no ``FAIL UPDATE``
 expectation failed (0 violating rows ever on ``main``, for Spark, pyiceberg and a table on the table, also while a
-refresh is staged), ``DROP ROW`` tables equal to their filtered query, and ``verify`` finding seeded corruptions."""
+refresh is staged), and ``DROP ROW`` tables equal to their filtered query (``verify``: test_verify_seeded.py)."""
 
 from __future__ import annotations
 
@@ -138,32 +138,6 @@ def test_a_bad_batch_is_held_off_main_for_every_reader_and_published_once_fixed(
     assert _rows(spark, clean) == [*good, (4, 40)]  # published once: nothing read twice or lost
     _refresh(mt, "ex_clean")
     assert _rows(spark, clean) == [*good, (4, 40)]
-
-
-def test_verify_finds_each_seeded_corruption_and_nothing_on_a_fresh_table(mt, spark) -> None:
-    from mt_magic.api.handle import MaterializedTable
-
-    spark.sql("CREATE TABLE ex_sales (id INT, amount INT) USING iceberg")
-    spark.sql("INSERT INTO ex_sales VALUES (1, 10), (2, 20), (3, 30)")
-    run(mt, "CREATE MATERIALIZED TABLE ex_v FRESHNESS = INTERVAL '1' HOUR AS SELECT id, amount FROM ex_sales")
-    name = _name(mt, "ex_v")
-    handle = MaterializedTable(name, mt)
-    fresh = handle.verify()
-    assert (fresh.equal, fresh.differences, fresh.rows) == (True, 0, 3)
-    refreshed = fresh.snapshot_id
-    corruptions = {
-        f"UPDATE {name} SET amount = 99 WHERE id = 2": (1, 1, "amount=99"),  # a row changed
-        f"DELETE FROM {name} WHERE id = 3": (1, 0, ""),  # a row deleted
-        f"INSERT INTO {name} SELECT id, amount FROM {name} WHERE id = 1": (0, 1, "id=1, amount=10"),  # duplicated
-    }
-    for write, (missing, extra, sample) in corruptions.items():
-        spark.sql(write)
-        found = handle.verify()
-        assert (found.missing, found.extra) == (missing, extra), write
-        assert sample in " ".join(found.extra_sample)
-        assert "not a refresh" in found.suspect and "rollback_to_snapshot" in str(found)
-        spark.sql(f"CALL {name.split('.')[0]}.system.rollback_to_snapshot('{name.split('.', 1)[1]}', {refreshed})")
-        assert handle.verify().equal
 
 
 def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_purpose(mt, spark) -> None:
