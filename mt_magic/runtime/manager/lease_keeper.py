@@ -14,9 +14,13 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mt_magic.catalog.leases import Lease, LeaseConflictError, LeaseMap
+from mt_magic.errors import CatalogError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
 
 DEFAULT_LEASE_TTL = timedelta(seconds=30)
 WRITE_ATTEMPTS = 4
@@ -35,9 +39,23 @@ class LeaseStore(Protocol):
         ...
 
 
-def holder_id(role: str) -> str:
-    """A unique, readable holder name: ``kernel pid 4242 on host (3f9a1c)``."""
-    return f"{role} pid {os.getpid()} on {socket.gethostname()} ({secrets.token_hex(3)})"
+def holder_id(role: str, principal: str | None = None) -> str:
+    """A unique, readable holder name: ``kernel pid 4242 on host as ana (3f9a1c)``; ``principal`` is whose token the
+    process's catalog client uses (:func:`catalog_principal`): the card's and ``%mt``'s "refreshed by" name it."""
+    who = f" as {principal}" if principal else ""
+    return f"{role} pid {os.getpid()} on {socket.gethostname()}{who} ({secrets.token_hex(3)})"
+
+
+def catalog_principal(catalog: Catalog) -> str | None:
+    """The principal the catalog client's token maps to (the server's ``/v1/mt/whoami``); ``None`` for a catalog
+    that is not mt_magic's or does not say (its refreshes are then shown by process alone)."""
+    from mt_magic.catalog.access import AccessClient
+
+    try:
+        principal = AccessClient(catalog).whoami().get("principal")
+    except CatalogError:
+        return None
+    return str(principal) if principal else None
 
 
 @dataclass(frozen=True)
