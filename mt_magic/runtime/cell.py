@@ -1,7 +1,7 @@
 """A cell is all or nothing: every statement is checked before the first is applied, and when one fails to
 apply, the ones applied before it are undone in reverse order.
 
-Each statement's part lives in its handler (:mod:`mt_magic.runtime.handlers`): its check, what it did in words,
+Each statement's part lives in its handler (:mod:`mt_magic.runtime.statements`): its check, what it did in words,
 and how to take it back; this module only runs them in order.
 
 The checks before anything changes, for a cell of several statements (a single statement checks the catalog and
@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import CellNotAppliedError, MtMagicError, WorkflowSchedulerError
-from mt_magic.runtime.handlers import handler_for
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements.base import CellNames, Undo
+from mt_magic.runtime.statements.registry import handler_for
 from mt_magic.sql.ddl.statements import AnyStatement
 
 if TYPE_CHECKING:

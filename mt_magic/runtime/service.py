@@ -5,8 +5,9 @@ refresh goes through the :class:`~mt_magic.runtime.manager.RefreshManager`: with
 cell returns at once; an *inline* manager (no thread: scripts, tests) runs the same refresh, cascade and
 commit path within the call, on the calling thread.
 
-Each statement is its handler's (:mod:`.handlers`, found by the statement's type): it checks everything that can
-fail before it changes anything, so a refused statement leaves the catalog, the manager and the cards as they were.
+Each statement is its handler's (:mod:`.statements`, found by the statement's type in ``statements.registry``): it
+checks everything that can fail before it changes anything, so a refused statement leaves the catalog, the manager
+and the cards as they were.
 The named entry points (``create``, ``drop``, ``suspend``, ``refresh``, …) are the handlers' own paths, for callers
 that hold a name rather than a statement.
 """
@@ -17,12 +18,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import NoSuchMaterializedTableError
-from mt_magic.runtime.handlers import control, handler_for
-from mt_magic.runtime.handlers.control import Partition
 from mt_magic.runtime.inspect.questions import Inspection
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.refresh.engine import Engine, managed_table
 from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements import alter
+from mt_magic.runtime.statements.alter import Partition
+from mt_magic.runtime.statements.registry import handler_for
 from mt_magic.runtime.workflows import KernelWorkflows, Workflows
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
@@ -89,9 +91,9 @@ class MaterializedTables(Inspection):
     def execute(
         self, stmt: AnyStatement, cascade: bool = False, *, checked: bool = False, plan: object = None
     ) -> StatementResult:
-        """Apply one statement through its handler (:mod:`.handlers`), after its checks against the catalog and its
-        scheduler (``checked``: its cell ran them, :func:`.cell.check_cell`, and ``plan`` is what that check read
-        for the apply). ``cascade`` extends REFRESH and DROP to downstream materialized tables.
+        """Apply one statement through its handler (:mod:`.statements.registry`), after its checks against the
+        catalog and its scheduler (``checked``: its cell ran them, :func:`.cell.check_cell`, and ``plan`` is what
+        that check read for the apply). ``cascade`` extends REFRESH and DROP to downstream materialized tables.
 
         Each handler resolves nothing itself but the names it is given, and reads the table it changes once, first
         (an unknown name fails there, before anything changes). After a statement that may have committed, the
@@ -170,7 +172,7 @@ class MaterializedTables(Inspection):
         if trigger is RefreshTrigger.MANUAL:
             return self.execute(stmt, cascade)
         plan = handler_for(stmt).check_current(self, stmt, cascade)
-        return control.refresh(self, self.workspace.qualify(stmt.name), partition, cascade, trigger, known=plan)
+        return alter.refresh(self, self.workspace.qualify(stmt.name), partition, cascade, trigger, known=plan)
 
     def drop(self, name: str, if_exists: bool, cascade: bool) -> StatementResult:
         """Check first (refused: nothing changes), then stop the tables' refreshes, then drop them."""
@@ -188,7 +190,7 @@ class MaterializedTables(Inspection):
             message = f"No refresh of {name} is running in this process: nothing to cancel."
         return StatementResult(StatementAction.CANCELLED, (name,), message)
 
-    # --- keeping the manager in step with the catalog (what handlers use: handlers.base.Runtime) -----------
+    # --- keeping the manager in step with the catalog (what handlers use: statements.base.Runtime) -----------
 
     def managed(self, name: str) -> ManagedTable:
         """The manager's record of ``name`` from one load of it (and of each source the manager does not know):

@@ -89,7 +89,7 @@ def test_a_statement_failing_to_apply_undoes_the_ones_before_it(mt, source) -> N
 
 
 def test_a_rename_and_a_refresh_mode_are_undone_by_their_handlers(mt, source) -> None:
-    """Each statement's undo is its handler's (``runtime.handlers``): the RENAME goes back first, then the mode;
+    """Each statement's undo is its handler's (``runtime.statements``): the RENAME goes back first, then the mode;
     the manager follows the name back."""
     _cell(mt, "CREATE MATERIALIZED TABLE base_rn FRESHNESS = INTERVAL '1' MINUTE AS SELECT * FROM tms_source")
     prefix = f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}"

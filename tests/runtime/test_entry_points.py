@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from mt_magic.runtime.handlers import HANDLERS
 from mt_magic.runtime.service import MaterializedTables
+from mt_magic.runtime.statements.registry import HANDLERS
 from mt_magic.sql import parse_cell
 from mt_magic.sql.ddl import statements as s
 from mt_magic.vocabulary import RefreshMode, RefreshTrigger

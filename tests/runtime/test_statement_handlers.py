@@ -10,9 +10,9 @@ import pytest
 from mt_magic.errors import CellNotAppliedError, MtMagicError, NoSuchMaterializedTableError, WorkflowSchedulerError
 from mt_magic.loopback import free_port
 from mt_magic.runtime.cell import execute_cell
-from mt_magic.runtime.handlers import HANDLERS, handler_for
 from mt_magic.runtime.results import StatementResult
 from mt_magic.runtime.statements.base import Handler
+from mt_magic.runtime.statements.registry import HANDLERS, handler_for
 from mt_magic.runtime.workflows import Workflows
 from mt_magic.scheduling.airflow_api import AirflowSettings
 from mt_magic.sql import parse_cell
@@ -108,16 +108,15 @@ class _Service:
 @pytest.fixture
 def undone(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """The handlers' undo paths, recorded instead of run."""
-    from mt_magic.runtime.handlers import alter, control
-    from mt_magic.runtime.statements import rename
+    from mt_magic.runtime.statements import alter, rename
 
     calls: list[tuple[str, ...]] = []
 
     def record(what: str):  # type: ignore[no-untyped-def]
         return lambda rt, *args: calls.append((what, *map(str, args)))
 
-    monkeypatch.setattr(control, "resume", record("resume"))
-    monkeypatch.setattr(control, "suspend", record("suspend"))
+    monkeypatch.setattr(alter, "resume", record("resume"))
+    monkeypatch.setattr(alter, "suspend", record("suspend"))
     monkeypatch.setattr(alter, "set_freshness", record("set_freshness"))
     monkeypatch.setattr(alter, "set_refresh_mode", record("set_refresh_mode"))
     monkeypatch.setattr(rename, "rename", record("rename"))

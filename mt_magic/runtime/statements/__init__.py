@@ -1,12 +1,13 @@
-"""What each statement changes, checked first and written in order (its handler calls these; nothing else does).
+"""Each statement's one home: its check, apply and undo (a handler, found by the statement's type in ``registry``)
+and what it writes.
 
-* ``definition`` — a definition checked against Spark and the catalog (sources, schema under the recorded SQL
-  settings, schedule, incremental options) before anything is written; shared by CREATE, ALTER and converting.
-* ``create``, ``alter``, ``drop`` — CREATE; ALTER (AS, SET FRESHNESS / REFRESH_MODE, SUSPEND, RESUME, REFRESH's
-  partition check) and CREATE OR ALTER of a materialized table; DROP [CASCADE].
-* ``schema`` — the rules a table's columns follow (declared columns, keys, partitions, buckets).
-* ``convert`` — CREATE OR ALTER over a plain Iceberg table: check its columns, add the definition in place.
-* ``rename`` — RENAME: the table, its Iceberg view, and the definitions of the tables reading it.
-* ``iceberg_view`` — each statement's write to the table's Iceberg view (``<table>__mv``), undone with the
-  table's when a later step fails.
+* ``registry`` — statement type → handler (:func:`~.registry.handler_for`); ``base`` — what a handler is.
+* ``create`` — CREATE [OR ALTER]; ``convert`` — CREATE OR ALTER over a plain Iceberg table.
+* ``alter`` — every ALTER but RENAME: AS, constraints, SET FRESHNESS / REFRESH_MODE / scheduler, SUSPEND, RESUME,
+  REFRESH; ``alter_commit`` — the definition each of those writes, decided first (``change``: what ``%mt explain``
+  previews) and committed to the catalog.
+* ``rename`` — ALTER … RENAME TO.  ``drop`` — DROP [CASCADE].  ``looks`` — SHOW, SHOW CREATE, DESCRIBE.
+* Shared: ``definition`` (a CREATE's definition checked against Spark and the catalog), ``schema`` (a table's
+  columns, keys, partitions), ``expectations`` (EXPECT constraints), ``iceberg_view`` (each write to the table's
+  ``<table>__mv`` view).
 """

@@ -1,344 +1,293 @@
-"""ALTER MATERIALIZED TABLE (AS, SET FRESHNESS / REFRESH_MODE, SUSPEND, RESUME, REFRESH's partition check) and
-CREATE OR ALTER over a materialized table: every check first, then one catalog commit (ALTER … AS: the appended
-columns with the definition), its Iceberg view version ordered and undone with it (``iceberg_view``).
+"""``ALTER MATERIALIZED TABLE``: ``AS <select>``, ``ADD`` / ``DROP CONSTRAINT``, ``SET FRESHNESS``,
+``SET REFRESH_MODE``, ``SET ('scheduler' = …)``, ``SUSPEND``, ``RESUME [WITH (…)]`` and
+``REFRESH [PARTITION (…)]``: each one's check, apply and undo. What each writes to the catalog is
+:mod:`.alter_commit`'s; RENAME TO is :mod:`.rename`'s.
+
+Each writes one catalog commit, tells the table's scheduler (this kernel's manager, or Airflow:
+:meth:`~mt_magic.runtime.workflows.Workflows.changing`), then hands the new definition to the manager. The check
+reads the table's scheduler once and asks whether it can take the statement (SUSPEND, RESUME and REFRESH act on the
+table's DAG, which must be parsed already; a change of definition only needs Airflow reachable, the next parse
+builds a missing DAG); that scheduler is the plan the apply tells. In a cell the plan stays good after statements
+that change the table but keep its scheduler (``ALTER t SUSPEND; ALTER t RESUME``): only one that may move it
+(:attr:`~.base.Handler.keeps_scheduler`) makes the apply read it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from mt_magic.catalog.definitions import MaterializedTableDefinition
-from mt_magic.errors import (
-    DefinitionError,
-    MtMagicError,
-    closest_names,
+from mt_magic.options import SCHEDULER
+from mt_magic.runtime.results import StatementResult
+from mt_magic.runtime.statements import alter_commit as commit
+from mt_magic.runtime.statements.base import Handler, Runtime, Undo, nothing_to_undo
+from mt_magic.sql.ddl.parser import parse_interval
+from mt_magic.sql.ddl.statements import (
+    AlterConstraint,
+    AlterFreshness,
+    AlterQuery,
+    AlterRefresh,
+    AlterRefreshMode,
+    AlterResume,
+    AlterScheduler,
+    AlterSuspend,
+    Freshness,
 )
-from mt_magic.runtime.refresh import incremental
-from mt_magic.runtime.refresh.retention import retention_properties
-from mt_magic.runtime.refresh.start import kept_tag, restart
-from mt_magic.runtime.spark import semantics
-from mt_magic.runtime.spark.quoting import qualified, string_literal
-from mt_magic.runtime.statements import iceberg_view
-from mt_magic.runtime.statements import schema as schema_rules
-from mt_magic.runtime.statements.definition import (
-    check_incremental_option,
-    infer_schema,
-    resolve_query,
-    with_row_identity,
-)
-from mt_magic.runtime.statements.expectations import check_expectations, with_dropped_rows, without_dropped_rows
-from mt_magic.runtime.workspace import Workspace
-from mt_magic.sql.ddl.statements import Freshness, StartMode
 from mt_magic.sql.names import Position
-from mt_magic.sql.query.parsed import text_of
-from mt_magic.vocabulary import Expectation, RefreshMode
+from mt_magic.vocabulary import RefreshMode, RefreshTrigger, StatementAction
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import StructField
+    from mt_magic.scheduling.workflow import WorkflowScheduler
 
-    from mt_magic.catalog.tables import TableInfo
+S = TypeVar("S")
+C = TypeVar("C", AlterSuspend, AlterResume, AlterRefresh)
+Partition = tuple[tuple[str, str], ...]
 
-
-@dataclass(frozen=True)
-class AlteredQuery:
-    """What ALTER … AS / CREATE OR ALTER would commit (:func:`altered_query`): the table, its new definition and
-    the columns appended to its schema. Deciding it writes nothing, so ``%mt explain`` previews exactly what
-    :func:`alter_query` writes."""
-
-    name: str
-    definition: MaterializedTableDefinition
-    added: tuple[StructField, ...]
+Scheduled = tuple["WorkflowScheduler | None"]
+"""The plan: the table's scheduler other than this kernel (``(None,)``: the kernel), as the check read it
+(:func:`checked_scheduler`); a plan of ``None`` means the apply reads it."""
 
 
-def altered_query(
-    ws: Workspace,
-    name: str,
-    query: str,
-    columns: tuple = (),
-    start_mode: StartMode | None = None,
-    with_options: Mapping[str, str] | None = None,
-    query_position: Position | None = None,
-    options: Mapping[str, str] | None = None,
-    expectations: tuple[Expectation, ...] | None = None,
-) -> AlteredQuery:
-    """ALTER … AS / CREATE OR ALTER, decided and checked but not written: evolve the schema (nullable columns
-    appended only), the new query; with ``start_mode`` (CREATE OR ALTER … START_MODE) a new start, else new
-    sources start at the stored one; with ``options`` the table's new options (CREATE OR ALTER moving it to another
-    scheduler); ``expectations``: CREATE OR ALTER's (``None``: ALTER … AS keeps the table's).
+class ScheduledHandler(Handler[S, Scheduled]):
+    """An ALTER whose plan is the table's scheduler (see the module)."""
 
-    The new definition's SQL settings are this session's (``with_options``: CREATE OR ALTER's WITH may pin some;
-    its other options are not changed on an existing table), :mod:`~mt_magic.runtime.spark.semantics`.
+    keeps_scheduler = True
 
-    Raises:
-        MtMagicError: what the statement is refused for (query, schema, start); nothing was written.
-    """
-    label = f"ALTER MATERIALIZED TABLE {name} AS"
-    info, current = ws.catalog.load_materialized(name)
-    pinned, _ = semantics.split_pinned(label, with_options or {})
-    settings = semantics.captured_settings(ws.spark, pinned)
-    with semantics.applied(label, ws.spark, settings):  # analysed as its refreshes will run it
-        expanded, upstream = resolve_query(ws, label, query, query_position)
-        inferred = infer_schema(ws, label, expanded, query, query_position)
-        expanded = schema_rules.apply_column_list(label, expanded, columns, inferred)
-        stored_schema = ws.spark.table(qualified(name)).schema
-        expanded, new_schema = with_row_identity(ws, label, expanded, schema_rules.hidden_count(stored_schema))
-        schema_rules.check_typed(label, new_schema)
-        added = schema_rules.appended_columns(label, stored_schema, new_schema)
-        expected = current.expectations if expectations is None else expectations
-        check_expectations(ws, label, text_of(expanded), expected)
-        expanded = with_dropped_rows(expanded, expected)
-        current = restart(ws, label, current, start_mode, upstream, info, expanded)
-    check_incremental_option(label, dict(current.options), current.refresh_mode, expanded)
-    reason = incremental.replanned_mode_reason(current.mode_reason, current.refresh_mode, expanded)
-    updated = replace(
-        current,
-        query=query,
-        expanded_query=expanded,
-        upstream=upstream,
-        mode_reason=reason,
-        definition_version=current.definition_version + 1,
-        sql_settings=settings,
-        options=current.options if options is None else dict(options),
-        expectations=expected,
-    )
-    return AlteredQuery(name, updated, tuple(added))
+    needs_dag: bool = False
+    """On Airflow the statement acts on the table's DAG, which must be parsed already (SUSPEND, RESUME, REFRESH)."""
+
+    def check_current(self, rt: Runtime, stmt: S, cascade: bool) -> Scheduled:
+        return checked_scheduler(rt, rt.workspace.qualify(stmt.name), exists=self.needs_dag)  # type: ignore[attr-defined]
 
 
-def constrained(
-    ws: Workspace, name: str, add: Expectation | None = None, drop: str | None = None
-) -> MaterializedTableDefinition:
-    """``ALTER … ADD CONSTRAINT … EXPECT`` / ``DROP CONSTRAINT``, decided and checked, not written: the definition
-    with the expectation added or removed, its stored query refiltered (a new definition version: the next
-    refresh recomputes, so rows a DROP ROW expectation now keeps or drops move in or out).
-
-    Raises:
-        DefinitionError: a name already taken or not there, or a condition Spark refuses; nothing was written.
-    """
-    label = f"ALTER MATERIALIZED TABLE {name} {'ADD' if add else 'DROP'} CONSTRAINT"
-    _, current = ws.catalog.load_materialized(name)
-    names = [e.name.lower() for e in current.expectations]
-    taken = next((e.name for e in current.expectations if add is not None and e.name.lower() == add.name.lower()), None)
-    if taken is not None:
-        raise DefinitionError(
-            f"{name} already has an expectation {taken}",
-            statement=label,
-            fix=f"DROP CONSTRAINT {taken} first, or choose another name",
-        )
-    if drop is not None and drop.lower() not in names:
-        raise DefinitionError(
-            f"{name} has no expectation {drop}",
-            statement=label,
-            did_you_mean=[e.name for e in current.expectations if e.name.lower() in closest_names(drop, names)],
-            fix=f"name one of its expectations: {', '.join(e.name for e in current.expectations) or 'it has none'}",
-        )
-    kept = tuple(e for e in current.expectations if drop is None or e.name.lower() != drop.lower())
-    expected = (*kept, add) if add is not None else kept
-    stored = without_dropped_rows(current.expanded_query)
-    with semantics.applied(label, ws.spark, current.sql_settings or {}):
-        check_expectations(ws, label, stored, expected)
-    return replace(
-        current,
-        expectations=expected,
-        expanded_query=text_of(with_dropped_rows(stored, expected)),
-        definition_version=current.definition_version + 1,
-    )
+def checked_scheduler(rt: Runtime, name: str, exists: bool = True) -> Scheduled:
+    """From one load of the definition: the table's scheduler, when not this kernel, can take the statement
+    (reachable; with ``exists``, it has the table's DAG). What Airflow last said of the table is forgotten. Returns
+    it, the apply's plan."""
+    if rt.workflows.run_here:
+        return (None,)
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    scheduler = rt.workflows.external(definition.options)
+    if scheduler is not None:
+        scheduler.check(name, exists=exists)
+        rt.workflows.runs.forget(name)
+    return (scheduler,)
 
 
-def alter_query(ws: Workspace, altered: AlteredQuery) -> MaterializedTableDefinition:
-    """ALTER … AS / CREATE OR ALTER as :func:`altered_query` decided it, in one commit: the appended columns with
-    the definition that produces them, or neither (its Iceberg view version undone)."""
-    name, updated, added = altered.name, altered.definition, altered.added
-    label = f"ALTER MATERIALIZED TABLE {name} AS"
-    appended = schema_rules.arrow_columns(list(added))
-    try:  # one commit: the appended columns and the definition that produces them, or neither (view: undone)
-        with iceberg_view.defining(ws, label, name, updated, appended):
-            ws.catalog.update_properties(name, updated.to_properties(), appended, kept_tag(updated))
-    except (TypeError, ValueError, NotImplementedError) as exc:  # a type Arrow or Iceberg cannot hold
-        raise DefinitionError(
-            f"{label}: the new column(s) {', '.join(f'{f.name} {f.dataType.simpleString()}' for f in added)} "
-            f"cannot be stored in an Iceberg table ({exc}). Nothing changed; cast them, e.g. CAST(NULL AS STRING)."
-        ) from exc
-    return updated
+def scheduler_of(rt: Runtime, name: str, known: Scheduled | None) -> WorkflowScheduler | None:
+    """The scheduler as the check read it (``known``), else read now."""
+    return rt.workflows.scheduler(rt.workspace, name) if known is None else known[0]
 
 
-def update_definition(
-    ws: Workspace,
-    name: str,
-    extra: Mapping[str, str] | None = None,
-    *,
-    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
-    **changes: object,
-) -> MaterializedTableDefinition:
-    """Persist changed fields of the definition (suspended flag, freshness, …), and ``extra`` table
-    properties, in one commit, from one load of the table (``loaded``: the caller's, just read)."""
-    info, current = loaded or ws.catalog.load_materialized(name)
-    updated = replace(current, **changes)  # type: ignore[arg-type]
-    ws.catalog.update_properties(name, {**updated.to_properties(), **(extra or {})}, loaded=info)
-    return updated
+# --- AS, constraints, SET: a change of definition -------------------------------------------------------------
 
 
-def resumed(
-    ws: Workspace,
-    name: str,
-    options: Mapping[str, str],
-    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
-) -> MaterializedTableDefinition:
-    """``ALTER … RESUME [WITH (…)]`` decided, not written: the definition with the suspended flag cleared, after
-    checking that no option changes one of the table's recorded answer-changing settings (``loaded``: the table
-    as the caller just read it).
+class AlterAs(ScheduledHandler[AlterQuery]):
+    """``ALTER … AS``: no undo (the next refresh recomputes; the table's older rows are gone)."""
 
-    Raises:
-        DefinitionError: an option gives a recorded setting another value; nothing changed.
-    """
-    _, current = loaded or ws.catalog.load_materialized(name)
-    semantics.refuse_conflicts(f"ALTER MATERIALIZED TABLE {name} RESUME WITH", current.sql_settings, options)
-    return replace(current, suspended=False)
+    def apply(self, rt: Runtime, stmt: AlterQuery, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return alter_query(rt, rt.workspace.qualify(stmt.name), stmt.query, stmt.query_position, plan)
 
 
-def resume(ws: Workspace, name: str, options: Mapping[str, str]) -> MaterializedTableDefinition:
-    """``ALTER … RESUME [WITH (…)]`` (:func:`resumed`), written, from one load of the table.
+class ChangeConstraint(ScheduledHandler[AlterConstraint]):
+    """``ALTER … ADD CONSTRAINT … EXPECT`` / ``DROP CONSTRAINT``: no undo (the next refresh recomputes)."""
 
-    Raises:
-        DefinitionError: an option gives a recorded setting another value; nothing changed.
-    """
-    loaded = ws.catalog.load_materialized(name)
-    resumed(ws, name, options, loaded)
-    return update_definition(ws, name, loaded=loaded, suspended=False)
-
-
-def freshened(
-    ws: Workspace,
-    name: str,
-    freshness: Freshness,
-    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
-) -> tuple[MaterializedTableDefinition, dict[str, str]]:
-    """``SET FRESHNESS`` decided, not written: (the definition with the new freshness and schedule, the
-    snapshot-retention properties that follow it). The refresh mode stays as it is (Flink keeps the mode of an
-    existing table); the retention follows the new freshness unless WITH set it."""
-    from mt_magic.sql.ddl.freshness import resolve_schedule
-
-    _, current = loaded or ws.catalog.load_materialized(name)
-    schedule = resolve_schedule(freshness, current.refresh_mode, ws.rules)
-    retention = retention_properties(freshness.to_timedelta(), current.options)
-    updated = replace(
-        current,
-        freshness=schedule.freshness.sql(),
-        cron=schedule.cron or "",
-        interval=freshness.to_timedelta(),
-        mode_reason=_freshened_mode_reason(ws, current, freshness),
-    )
-    return updated, retention
-
-
-def mode_kept(ws: Workspace, definition: MaterializedTableDefinition, freshness: Freshness) -> str | None:
-    """Why the table keeps a mode that a new table with ``freshness`` would not get (``SET FRESHNESS`` keeps an
-    existing table's mode, as Flink does); ``None`` when the mode was declared or would be inferred anyway."""
-    from mt_magic.sql.ddl.freshness import describe_freshness, humanize
-
-    inferred = ws.rules.infer_mode(freshness)
-    if definition.declared_refresh_mode is not None or inferred is definition.refresh_mode:
-        return None
-    sign = "≥" if inferred is RefreshMode.FULL else "<"
-    return (
-        f"{definition.refresh_mode.value} kept: SET FRESHNESS keeps an existing table's mode (freshness "
-        f"{describe_freshness(freshness)} {sign} {humanize(ws.rules.threshold)} threshold would make a new table "
-        f"{inferred.value}; SET REFRESH_MODE = {inferred.value} changes it)"
-    )
-
-
-def _freshened_mode_reason(ws: Workspace, current: MaterializedTableDefinition, freshness: Freshness) -> str:
-    """The mode reason after ``SET FRESHNESS``: a declared mode's stays; an inferred one is inferred again from the
-    new freshness, or says why the mode was kept (:func:`mode_kept`)."""
-    from mt_magic.sql.ddl.freshness import resolve_schedule
-
-    if current.declared_refresh_mode is not None:
-        return current.mode_reason
-    reason = mode_kept(ws, current, freshness) or resolve_schedule(freshness, None, ws.rules).reason
-    return incremental.mode_reason(reason, current.refresh_mode, current.expanded_query)
-
-
-def change_freshness(ws: Workspace, name: str, freshness: Freshness) -> MaterializedTableDefinition:
-    """New freshness (:func:`freshened`), written in one commit, from one load of the table."""
-    loaded = ws.catalog.load_materialized(name)
-    updated, retention = freshened(ws, name, freshness, loaded)
-    return update_definition(
-        ws,
-        name,
-        retention,
-        loaded=loaded,
-        freshness=updated.freshness,
-        cron=updated.cron,
-        interval=updated.interval,
-        mode_reason=updated.mode_reason,
-    )
-
-
-def check_partition(ws: Workspace, name: str, partition: tuple[tuple[str, str], ...]) -> None:
-    """A backfill's ``PARTITION (k = 'v', …)`` must name partition columns of the table (checked before the
-    manager hears of it: a refresh that could only fail would change the table's status and failure count).
-
-    Raises:
-        DefinitionError: a key is not a partition column; the message lists the table's partition columns.
-    """
-    if not partition:
-        return
-    _, definition = ws.catalog.load_materialized(name)
-    columns = {c.lower() for c in definition.partitioned_by}
-    unknown = [key for key, _ in partition if key.lower() not in columns]
-    if unknown:
-        spec = ", ".join(f"{k} = {string_literal(v)}" for k, v in partition)
-        raise DefinitionError(
-            f"ALTER MATERIALIZED TABLE {name} REFRESH PARTITION ({spec}): {name} is not partitioned by "
-            f"{', '.join(unknown)} (PARTITIONED BY {', '.join(definition.partitioned_by) or 'nothing'})",
-            fix="name its partition columns, or refresh the whole table without PARTITION",
+    def apply(
+        self, rt: Runtime, stmt: AlterConstraint, cascade: bool, plan: Scheduled | None = None
+    ) -> StatementResult:
+        name = rt.workspace.qualify(stmt.name)
+        with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, plan)):
+            definition = commit.constrained(rt.workspace, name, stmt.add, stmt.drop)
+            commit.alter_query(rt.workspace, commit.AlteredQuery(name, definition, ()))  # a view version with it
+        rt.retrack(name)
+        what = f"expectation {stmt.add.name} added" if stmt.add is not None else f"expectation {stmt.drop} dropped"
+        return StatementResult(
+            StatementAction.ALTERED,
+            (name,),
+            f"{name}: {what} (definition version {definition.definition_version}); the next refresh uses it.",
         )
 
 
-def remoded(
-    ws: Workspace,
-    name: str,
-    mode: RefreshMode,
-    loaded: tuple[TableInfo, MaterializedTableDefinition] | None = None,
-) -> MaterializedTableDefinition:
-    """``SET REFRESH_MODE`` decided, not written: a new schedule from the same freshness, taking over from the last
-    committed refresh state (a CONTINUOUS table continues incrementally from the snapshots the last refresh
-    consumed).
+class SetFreshness(ScheduledHandler[AlterFreshness]):
+    def apply(self, rt: Runtime, stmt: AlterFreshness, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return set_freshness(rt, rt.workspace.qualify(stmt.name), stmt.freshness, plan)
 
-    Raises:
-        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
-        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
-    """
-    from mt_magic.sql.ddl.freshness import resolve_schedule
-    from mt_magic.sql.ddl.parser import parse_interval
-
-    label = f"ALTER MATERIALIZED TABLE {name} SET REFRESH_MODE = {mode.value}"
-    _, current = loaded or ws.catalog.load_materialized(name)
-    try:
-        schedule = resolve_schedule(parse_interval(current.freshness), mode, ws.rules)
-    except MtMagicError as exc:
-        raise DefinitionError(f"{label}: {exc}") from exc
-    check_incremental_option(label, dict(current.options), mode, current.expanded_query)
-    reason = incremental.mode_reason(schedule.reason, mode, current.expanded_query)
-    return replace(current, refresh_mode=mode, declared_refresh_mode=mode, cron=schedule.cron or "", mode_reason=reason)
+    def undo(self, rt: Runtime, stmt: AlterFreshness) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        _, definition = rt.workspace.catalog.load_materialized(name)
+        freshness = parse_interval(definition.freshness)
+        return f"set the freshness of {name}", lambda: set_freshness(rt, name, freshness)
 
 
-def change_refresh_mode(ws: Workspace, name: str, mode: RefreshMode) -> MaterializedTableDefinition:
-    """``SET REFRESH_MODE`` (:func:`remoded`), written in one commit, from one load of the table.
+class SetRefreshMode(ScheduledHandler[AlterRefreshMode]):
+    def apply(
+        self, rt: Runtime, stmt: AlterRefreshMode, cascade: bool, plan: Scheduled | None = None
+    ) -> StatementResult:
+        return set_refresh_mode(rt, rt.workspace.qualify(stmt.name), stmt.mode, plan)
 
-    Raises:
-        FreshnessError: the freshness cannot be a FULL-mode schedule (the message says which would).
-        DefinitionError: ``'incremental' = 'strict'`` forbids FULL mode.
-    """
-    loaded = ws.catalog.load_materialized(name)
-    updated = remoded(ws, name, mode, loaded)
-    return update_definition(
-        ws,
-        name,
-        loaded=loaded,
-        refresh_mode=mode,
-        declared_refresh_mode=mode,
-        cron=updated.cron,
-        mode_reason=updated.mode_reason,
+    def undo(self, rt: Runtime, stmt: AlterRefreshMode) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        _, definition = rt.workspace.catalog.load_materialized(name)
+        mode = definition.declared_refresh_mode or definition.refresh_mode
+        return f"set the refresh mode of {name}", lambda: set_refresh_mode(rt, name, mode)
+
+
+class SetScheduler(Handler[AlterScheduler, None]):
+    """``SET ('scheduler' = …)``: no undo (the table moved between schedulers)."""
+
+    def apply(self, rt: Runtime, stmt: AlterScheduler, cascade: bool, plan: None = None) -> StatementResult:
+        return set_scheduler(rt, rt.workspace.qualify(stmt.name), stmt.scheduler)
+
+    def check_current(self, rt: Runtime, stmt: AlterScheduler, cascade: bool) -> None:
+        check_scheduler_move(rt, rt.workspace.qualify(stmt.name), stmt.scheduler)
+
+
+def check_scheduler_move(rt: Runtime, name: str, scheduler: str) -> None:
+    """A move to ``scheduler`` can happen now: Airflow configured and reachable (:meth:`Workflows.check_move`)."""
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    rt.workflows.check_move(name, definition.options, {SCHEDULER.key: scheduler})
+
+
+def alter_query(
+    rt: Runtime, name: str, query: str, query_position: Position | None = None, known: Scheduled | None = None
+) -> StatementResult:
+    with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
+        altered = commit.altered_query(rt.workspace, name, query, query_position=query_position)
+        definition = commit.alter_query(rt.workspace, altered)
+    rt.retrack(name)
+    return StatementResult(
+        StatementAction.ALTERED,
+        (name,),
+        f"{name}: new query (definition version {definition.definition_version}); the next refresh uses it.",
     )
+
+
+def set_freshness(rt: Runtime, name: str, freshness: Freshness, known: Scheduled | None = None) -> StatementResult:
+    """``ALTER … SET FRESHNESS`` and the card's freshness control: persist, then reschedule (``known``: the
+    scheduler as the check read it)."""
+    with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
+        definition = commit.change_freshness(rt.workspace, name, freshness)
+    rt.retrack(name)
+    kept = commit.mode_kept(rt.workspace, definition, freshness)
+    message = f"{name}: freshness is now {freshness}" + (f"; {kept}." if kept else ".")
+    return StatementResult(StatementAction.ALTERED, (name,), message)
+
+
+def set_refresh_mode(rt: Runtime, name: str, mode: RefreshMode, known: Scheduled | None = None) -> StatementResult:
+    """``ALTER … SET REFRESH_MODE``: the new schedule takes over from the last committed refresh state."""
+    with rt.workflows.changing(rt.workspace, name, scheduler_of(rt, name, known)):
+        definition = commit.change_refresh_mode(rt.workspace, name, mode)
+    rt.retrack(name)
+    schedule = f"cron {definition.cron}" if definition.cron else f"every {definition.freshness}"
+    return StatementResult(StatementAction.ALTERED, (name,), f"{name}: refresh mode is now {mode.value} ({schedule}).")
+
+
+def set_scheduler(rt: Runtime, name: str, scheduler: str) -> StatementResult:
+    """``ALTER … SET ('scheduler' = …)``: move the table between this kernel's manager and Airflow, never
+    with two schedulers at once (:meth:`Workflows.moving`); naming its own scheduler changes nothing."""
+    _, definition = rt.workspace.catalog.load_materialized(name)
+    given = {SCHEDULER.key: scheduler}
+    with rt.workflows.moving(rt.kernel, name, definition.options, given) as moved:
+        if moved is not None:
+            commit.update_definition(rt.workspace, name, options=moved)
+    if moved is None:
+        return StatementResult(StatementAction.ALTERED, (name,), f"{name} is already refreshed by {scheduler}.")
+    rt.retrack(name)
+    return StatementResult(StatementAction.ALTERED, (name,), f"{name} is now refreshed by {scheduler}.")
+
+
+# --- SUSPEND, RESUME, REFRESH: told to the table's scheduler ---------------------------------------------------
+
+
+class Control(ScheduledHandler[C]):
+    """What SUSPEND, RESUME and REFRESH share: they act on the table's scheduler, so on Airflow its DAG must be
+    parsed already (:attr:`needs_dag`); their plan is that scheduler."""
+
+    needs_dag = True
+
+
+class Suspend(Control[AlterSuspend]):
+    def apply(self, rt: Runtime, stmt: AlterSuspend, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return suspend(rt, rt.workspace.qualify(stmt.name), plan)
+
+    def undo(self, rt: Runtime, stmt: AlterSuspend) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        return f"suspended {name}", lambda: resume(rt, name, ())
+
+
+class Resume(Control[AlterResume]):
+    def apply(self, rt: Runtime, stmt: AlterResume, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        return resume(rt, rt.workspace.qualify(stmt.name), stmt.options, plan)
+
+    def undo(self, rt: Runtime, stmt: AlterResume) -> tuple[str, Undo | None]:
+        name = rt.workspace.qualify(stmt.name)
+        return f"resumed {name}", lambda: suspend(rt, name)
+
+
+class Refresh(Control[AlterRefresh]):
+    """No undo needed: a refresh changes no definition, and a refresh is never wrong."""
+
+    def apply(self, rt: Runtime, stmt: AlterRefresh, cascade: bool, plan: Scheduled | None = None) -> StatementResult:
+        if stmt.publish_held:
+            return publish(rt, rt.workspace.qualify(stmt.name))
+        return refresh(rt, rt.workspace.qualify(stmt.name), stmt.partition, cascade, known=plan)
+
+    def check_current(self, rt: Runtime, stmt: AlterRefresh, cascade: bool) -> Scheduled:
+        """Also: a backfill's partition keys are partition columns of the table."""
+        name = rt.workspace.qualify(stmt.name)
+        scheduler = checked_scheduler(rt, name)
+        commit.check_partition(rt.workspace, name, stmt.partition)
+        return scheduler
+
+    def undo(self, rt: Runtime, stmt: AlterRefresh) -> tuple[str, Undo | None]:
+        return f"refreshed {rt.workspace.qualify(stmt.name)}", nothing_to_undo
+
+
+def publish(rt: Runtime, name: str) -> StatementResult:
+    """Publish the refresh held on the audit branch on purpose (its failed expectations accepted)."""
+    from mt_magic.runtime.refresh.audit import publish_held
+
+    snapshot = publish_held(rt.workspace.spark, rt.workspace.catalog, name)
+    return StatementResult(
+        StatementAction.ALTERED, (name,), f"{name}: the held refresh (snapshot {snapshot}) is published to main."
+    )
+
+
+def suspend(rt: Runtime, name: str, known: Scheduled | None = None) -> StatementResult:
+    elsewhere = scheduler_of(rt, name, known)
+    commit.update_definition(rt.workspace, name, suspended=True)
+    rt.kernel.suspend(name)  # every table: on Airflow the card shows it suspended too
+    if elsewhere is not None:
+        elsewhere.suspend(name)
+    return StatementResult(StatementAction.SUSPENDED, (name,), f"{name} is suspended: no refreshes until RESUME.")
+
+
+def resume(rt: Runtime, name: str, options: Partition = (), known: Scheduled | None = None) -> StatementResult:
+    elsewhere = scheduler_of(rt, name, known)
+    commit.resume(rt.workspace, name, dict(options))
+    rt.kernel.resume(name, options)
+    if elsewhere is not None:
+        elsewhere.resume(name, options)
+    extra = f" with {dict(options)} for this resumption" if options else ""
+    return StatementResult(StatementAction.RESUMED, (name,), f"{name} is resumed{extra}.")
+
+
+def refresh(
+    rt: Runtime,
+    name: str,
+    partition: Partition = (),
+    cascade: bool = False,
+    trigger: RefreshTrigger = RefreshTrigger.MANUAL,
+    known: Scheduled | None = None,
+) -> StatementResult:
+    """Refresh now (a backfill with ``partition``); with ``cascade`` the future completes with the cascade.
+    A table on Airflow: a DAG run is triggered (its downstream tables on Airflow follow its Asset). ``known``: the
+    scheduler as the check read it (:func:`checked_scheduler`; ``None``: read here)."""
+    elsewhere = scheduler_of(rt, name, known)
+    where = f" partition {dict(partition)}" if partition else ""
+    if elsewhere is not None:
+        run = elsewhere.refresh(name, partition)
+        return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}: {run.description}.")
+    rt.track(name, with_downstream=cascade)
+    future = rt.kernel.refresh(name, partition, cascade, trigger).future
+    also = " and its downstream tables" if cascade else ""
+    return StatementResult(StatementAction.REFRESHING, (name,), f"Refreshing {name}{where}{also}.", future)

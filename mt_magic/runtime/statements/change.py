@@ -1,6 +1,6 @@
 """A change decided, not written: the definition ``ALTER … AS``, ``CREATE OR ALTER`` of an existing materialized
 table, ``SET FRESHNESS``, ``SET REFRESH_MODE`` or ``RESUME`` would write, from the very functions each statement
-writes it with (:mod:`.alter`), checked as the statement checks it. ``%mt explain`` previews it
+writes it with (:mod:`.alter_commit`), checked as the statement checks it. ``%mt explain`` previews it
 (``inspect.change_preview``).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
-from mt_magic.runtime.statements.alter import AlteredQuery, altered_query, freshened, remoded, resumed
+from mt_magic.runtime.statements.alter_commit import AlteredQuery, altered_query, freshened, remoded, resumed
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.errors import MaterializedTableExistsError
 from mt_magic.runtime.results import StatementResult
-from mt_magic.runtime.statements import alter, convert, iceberg_view
+from mt_magic.runtime.statements import alter_commit, convert, iceberg_view
 from mt_magic.runtime.statements import schema as schema_rules
 from mt_magic.runtime.statements.base import CellNames, Handler, Runtime, Undo
 from mt_magic.runtime.statements.definition import BuiltDefinition, Sources, build_definition, create_sources
@@ -142,7 +142,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable, plan: CreatePlan | 
             rt.workflows.changing(ws, name, rt.workflows.scheduler(ws, name)),
             rt.workflows.moving(rt.kernel, name, existing.definition.options, stmt.options_dict) as moved,
         ):
-            altered = alter.altered_query(
+            altered = alter_commit.altered_query(
                 ws,
                 name,
                 stmt.query,
@@ -153,7 +153,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable, plan: CreatePlan | 
                 options=moved,
                 expectations=stmt.expectations,
             )
-            alter.alter_query(ws, altered)
+            alter_commit.alter_query(ws, altered)
         rt.retrack(name)
         return StatementResult(
             StatementAction.ALTERED, (name,), f"{name} exists: its query was replaced (CREATE OR ALTER)."

@@ -1,15 +1,7 @@
-"""One handler per statement type: its checks before anything changes, its apply, its undo, its verb.
+"""The one mapping of statement type to handler: each statement's check, apply and undo are found here.
 
-* ``base`` — :class:`~.base.Handler` (the defaults), :class:`~.base.Runtime` (the service's parts a handler uses),
-  :class:`~.base.CellNames` (the names as a cell's earlier statements leave them).
-* ``create`` — CREATE [OR ALTER] (a new table, a new query, a plain table converted).
-* ``alter`` — ALTER … AS, SET FRESHNESS, SET REFRESH_MODE, SET ('scheduler' = …).
-* ``control`` — ALTER … SUSPEND, RESUME, REFRESH.
-* ``scheduled`` — the plan of those and of ALTER … AS, SET FRESHNESS, SET REFRESH_MODE: the table's scheduler.
-* ``rename`` — ALTER … RENAME TO.  ``drop`` — DROP.  ``looks`` — SHOW, SHOW CREATE, DESCRIBE.
-
-The service applies a statement through :func:`handler_for`; a cell (``runtime.cell``) checks and undoes through it.
-Every statement type of the grammar (:data:`~mt_magic.sql.ddl.statements.STATEMENT_TYPES`) has one.
+The service applies a statement through :func:`handler_for`; a cell (``runtime.cell``) checks and undoes through
+it. Every statement type of the grammar (:data:`~mt_magic.sql.ddl.statements.STATEMENT_TYPES`) has one.
 """
 
 from __future__ import annotations
@@ -18,8 +10,16 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from mt_magic.runtime.handlers.alter import AlterAs, ChangeConstraint, SetFreshness, SetRefreshMode, SetScheduler
-from mt_magic.runtime.handlers.control import Refresh, Resume, Suspend
+from mt_magic.runtime.statements.alter import (
+    AlterAs,
+    ChangeConstraint,
+    Refresh,
+    Resume,
+    SetFreshness,
+    SetRefreshMode,
+    SetScheduler,
+    Suspend,
+)
 from mt_magic.runtime.statements.base import Handler
 from mt_magic.runtime.statements.create import Create
 from mt_magic.runtime.statements.drop import Drop
