@@ -16,6 +16,8 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from mt_magic.errors import MtMagicError
+from mt_magic.sql.ddl.parser import parse_interval, parse_table_name
+from mt_magic.sql.errors import SqlError
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -86,9 +88,9 @@ def _api() -> list[tuple[str, Callable[[], object], list[str]]]:
     query = "SELECT 1 AS one"
     return [
         ("table missing", lambda: mt_magic.table(MISSING), [MISSING]),
-        ("table not a name", lambda: mt_magic.table("a b"), ["unexpected 'b' after the table name"]),
+        ("table not a name", lambda: mt_magic.table("a b"), ["column 3: unexpected 'b' after the table name"]),
         ("freshness", lambda: mt_magic.materialize("e51", query, freshness="often"), ["freshness='often'"]),
-        ("freshness unit", lambda: mt_magic.materialize("e51", query, freshness="INTERVAL '1' MONTH"), ["MONTH"]),
+        ("freshness unit", lambda: mt_magic.materialize("e51", query, freshness="INTERVAL '1' MONTH"), ["column 14"]),
         ("refresh mode", lambda: mt_magic.materialize("e51", query, refresh_mode="sometimes"), ["sometimes"]),
         ("option value", lambda: mt_magic.materialize("e51", query, options={"incremental": "often"}), ["often"]),
         ("option key", lambda: mt_magic.materialize("e51", query, options={"incremental.engin": "spark"}), ["engin"]),
@@ -111,6 +113,18 @@ def test_each_python_api_refusal_teaches(shell, case: str) -> None:
     teaches(str(refused.value), *what)
     with pytest.raises(MtMagicError):  # and nothing was created
         mt_magic.table("e51")
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "where"),
+    [(parse_table_name, "ns.`x` y", "TABLE, line 1, column 8"), (parse_interval, "INTERVAL '1' MONTH", "column 14")],
+)
+def test_an_argument_s_error_is_placed_in_the_argument_as_written(parse, text: str, where: str) -> None:
+    """A name or interval given alone (``%mt`` lines, the API's arguments) is read behind a keyword the caller never
+    typed; the column counted that keyword (``column 14`` for ``y`` in ``ns.`x` y``)."""
+    with pytest.raises(SqlError) as refused:
+        parse(text)
+    teaches(str(refused.value), where)
 
 
 CLI_CASES = [

@@ -98,7 +98,7 @@ def parse_interval(text: str) -> Freshness:
     Raises:
         SqlError: not exactly one interval; the message says what is wrong with it.
     """
-    cur = _clause("FRESHNESS", f"= {text}")
+    cur = _clause("FRESHNESS", text, "= {}")
     freshness = freshness_interval(cur)
     _end_of_clause(cur, "the interval", "write one interval such as INTERVAL '5' MINUTE")
     return freshness
@@ -111,7 +111,7 @@ def parse_start_mode(text: str) -> StartMode:
     Raises:
         SqlError: not exactly one start mode; the message says what is wrong with it.
     """
-    cur = _clause("START_MODE", f"= {text}")
+    cur = _clause("START_MODE", text, "= {}")
     mode = start_mode_value(cur)
     _end_of_clause(cur, "the start mode", START_MODE_FIX)
     return mode
@@ -125,7 +125,7 @@ def parse_partition(text: str) -> tuple[tuple[str, str], ...]:
     """
     fix = "write it as ds = '20250101'"
     try:
-        cur = _clause("PARTITION", f"({text})")
+        cur = _clause("PARTITION", text, "({})")
         spec = partition_spec(cur)
         _end_of_clause(cur, "the partition spec", fix)
     except SqlError as exc:
@@ -146,10 +146,23 @@ def parse_table_name(text: str) -> TableName:
     return name
 
 
-def _clause(keyword: str, text: str) -> Cursor:
-    """A cursor just past ``keyword`` over ``keyword text``: one clause, read outside a statement."""
-    body = f"{keyword} {text}"
-    source = Source(body)
+class _ClauseSource(Source):
+    """A clause's text behind a keyword the caller never typed: positions are counted in the caller's text."""
+
+    def __init__(self, text: str, start: int) -> None:
+        super().__init__(text)
+        self._start = start
+
+    def position(self, offset: int) -> Position:
+        return Source(self.text[self._start :]).position(max(offset - self._start, 0))
+
+
+def _clause(keyword: str, text: str, around: str = "{}") -> Cursor:
+    """A cursor just past ``keyword`` over ``keyword around(text)``: one clause, read outside a statement; an error's
+    line and column are in ``text`` as the caller wrote it (``%mt refresh t --partition …``, the API's arguments)."""
+    prefix = f"{keyword} {around[: around.index('{}')]}"
+    body = prefix + text + around[around.index("{}") + 2 :]
+    source = _ClauseSource(body, len(prefix))
     toks = tokenize(body)
     check_terminated(toks, source)
     raws = split_statements(toks, source)
