@@ -12,6 +12,7 @@ port=17077; ui_port=18080
 
 export SPARK_LOCAL_IP=127.0.0.1 SPARK_CONF_DIR="$work/conf"
 mkdir -p "$SPARK_CONF_DIR" "$work/events"
+umask 077  # the drivers' settings get the cluster's secret below: owner only
 cat > "$SPARK_CONF_DIR/spark-defaults.conf" <<CONF
 spark.eventLog.enabled true
 spark.eventLog.dir file://$work/events
@@ -21,6 +22,10 @@ CONF
 
 "$py" -m mt_magic.runtime.spark.cluster start --workers 2 --port $port --ui-port $ui_port --state "$work/cluster"
 trap '"$py" -m mt_magic.runtime.spark.cluster stop --state "$work/cluster"' EXIT
+# The cluster authenticates its clients. The kernels run with pytest's own MT_MAGIC_HOME, where they do not find its
+# state, so they get its secret as any driver elsewhere does: from their spark-defaults.conf (0600).
+"$py" -c 'import json, sys; print("spark.authenticate true\nspark.authenticate.secret", json.load(open(sys.argv[1]))["secret"])' \
+  "$work/cluster/cluster.json" >> "$SPARK_CONF_DIR/spark-defaults.conf"
 
 start=$(date +%s)
 MT_MAGIC_SPARK_MASTER="spark://127.0.0.1:$port" "$py" -m pytest -q -p no:cacheprovider "$notebook"

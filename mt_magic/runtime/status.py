@@ -63,6 +63,13 @@ class SourceDelta:
     rows_removed: int
     files_added: int
     files_removed: int
+    rows_read: int = 0
+    """Rows reading the change costs (the files it touched, whole: ``refresh.change_size``); 0 in records
+    written before it was recorded, read as :attr:`rows_added` + :attr:`rows_removed`."""
+
+    @property
+    def read(self) -> int:
+        return max(self.rows_read, self.rows_added + self.rows_removed)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,12 @@ class Change:
     def rows(self) -> int:
         """Rows added plus rows removed over all sources: the size of the delta."""
         return sum(s.rows_added + s.rows_removed for s in self.sources)
+
+    @property
+    def rows_read(self) -> int:
+        """Rows reading the change costs over all sources (at least :attr:`rows`): what ADAPTIVE's incremental line
+        is read and learned at."""
+        return sum(s.read for s in self.sources)
 
     @property
     def ratio(self) -> float | None:

@@ -9,6 +9,7 @@ the web UI's address — and a start that did not is stopped and tried again on 
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import urllib.request
@@ -55,6 +56,25 @@ def spark_master_problem(cluster: StandaloneCluster) -> str | None:
     return None
 
 
+class NotSpark(http.server.BaseHTTPRequestHandler):
+    """Another server of the suite: an HTML page on every path (JupyterLab's, a catalog's)."""
+
+    asked: list[str] = []
+    port = 0
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        type(self).asked.append(self.path)
+        body = b"<html><body>not Spark</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 @dataclass
 class ClusterStart:
     """A started cluster and the attempts that were refused on the way (port, ui_port, why)."""
@@ -73,7 +93,8 @@ def start_cluster(
     ports: Iterator[tuple[int, int]] | None = None,
     settings: Callable[[int, int, Path], ClusterSettings] | None = None,
 ) -> ClusterStart:
-    """A one-worker cluster whose master answers on the ports it was given; retried on new ports otherwise.
+    """A one-worker cluster whose master answers on the ports it was given; retried on new ports otherwise. Its
+    state is ``state_dir`` (``$MT_MAGIC_HOME/spark-cluster`` for the drivers that are to find its secret).
 
     Raises:
         RuntimeSetupError: :data:`ATTEMPTS` starts in a row did not give a Spark master on the ports asked for.
@@ -87,7 +108,7 @@ def start_cluster(
     refused: list[tuple[int, int, str]] = []
     for attempt in range(ATTEMPTS):
         port, ui_port = next(ports)
-        cluster = StandaloneCluster(make(port, ui_port, state_dir / f"attempt-{attempt}"))
+        cluster = StandaloneCluster(make(port, ui_port, state_dir))
         try:
             cluster.start()
             problem = spark_master_problem(cluster)
@@ -96,5 +117,8 @@ def start_cluster(
         if problem is None:
             return ClusterStart(cluster, refused)
         cluster.stop()
+        # The next try starts in the same folder (drivers of its home find the cluster there); this one's logs
+        # move aside, so the next master's log is read alone.
+        state_dir.rename(state_dir.with_name(f"{state_dir.name}.refused-{attempt}"))
         refused.append((port, ui_port, problem))
     raise RuntimeSetupError(f"no Spark master on the ports asked for in {ATTEMPTS} starts: {refused}")

@@ -1,75 +1,58 @@
 """A real Spark standalone cluster (master + one worker on 127.0.0.1, from the installed PySpark): tables made
 through mt_magic's own ``connect()`` with nothing changed but the master URL refresh on the worker's executor.
 
-The driver runs in its own process (one SparkContext per process; the suite's shared session is local). The
-cluster starts through :func:`cluster_ports.start_cluster`, which checks that its ports answer with Spark's master;
-its first try is made on a web UI port another HTTP server holds, as happened in ``make test`` (issue 51), and must
-be refused."""
+The driver runs in its own process (one SparkContext per process; the suite's shared session is local), with the
+cluster's ``MT_MAGIC_HOME``: it finds the cluster's secret there, as a kernel does (the cluster authenticates its
+clients, ``test_cluster_authentication``). The cluster (``conftest.py``) starts through
+:func:`cluster_ports.start_cluster`, which checks that its ports answer with Spark's master; its first try is made
+on a web UI port another HTTP server holds, as happened in ``make test`` (issue 51), and must be refused."""
 
 from __future__ import annotations
 
-import http.server
-import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from cluster_ports import ClusterStart, free_ports, master_state, start_cluster
+from cluster_ports import ClusterStart, NotSpark, master_state
+from security_probes import command_lines_holding
 
-from mt_magic.loopback import HOST, free_port
 from mt_magic.runtime.spark.cluster import StandaloneCluster
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 REPO = Path(__file__).resolve().parents[2]
+EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
-class _NotSpark(http.server.BaseHTTPRequestHandler):
-    """Another server of the suite: an HTML page on every path (JupyterLab's, a catalog's)."""
+class CommandLineWatch:
+    """Reads every process's command line every 0.2 s while a block runs: which held ``secret``, and the executor
+    command lines seen (so that a watch that saw none is known to have proved nothing)."""
 
-    asked: list[str] = []
-    port = 0
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+        self.holding: dict[int, str] = {}
+        self.executors: dict[int, str] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="cmdline-watch", daemon=True)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        type(self).asked.append(self.path)
-        body = b"<html><body>not Spark</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def _watch(self) -> None:
+        while not self._done.wait(0.2):
+            self.holding.update(command_lines_holding(self.secret))
+            self.executors.update(command_lines_holding(EXECUTOR))
 
-    def log_message(self, *args: object) -> None:
-        pass
+    def __enter__(self) -> CommandLineWatch:
+        self._thread.start()
+        return self
 
-
-@pytest.fixture(scope="module")
-def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterStart]:
-    decoy = http.server.ThreadingHTTPServer((HOST, 0), _NotSpark)
-    serving = threading.Thread(target=decoy.serve_forever, name="not-spark", daemon=True)
-    serving.start()
-    try:
-        _NotSpark.port = decoy.server_address[1]
-        taken = (free_port(), _NotSpark.port)  # the race: the UI port is another server's by now
-        start = start_cluster(tmp_path_factory.mktemp("cluster"), itertools.chain([taken], free_ports()))
-    finally:
-        decoy.shutdown()
-        decoy.server_close()
-    yield start
-    start.cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def cluster(started: ClusterStart) -> StandaloneCluster:
-    return started.cluster
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=30)
 
 
 def test_a_ui_port_another_server_took_is_refused_and_the_master_answers(started: ClusterStart) -> None:
-    assert [ui for _, ui, _ in started.refused] == [_NotSpark.port] and "/json/" in _NotSpark.asked
+    assert [ui for _, ui, _ in started.refused] == [NotSpark.port] and "/json/" in NotSpark.asked
     state = master_state(started.cluster.settings.ui_port)
     assert state["url"] == started.cluster.master_url and state["status"] == "ALIVE"
 
@@ -79,16 +62,20 @@ def test_cluster_registers_its_worker(cluster: StandaloneCluster) -> None:
     assert len(cluster.pids()) == 2
 
 
-def test_refresh_runs_on_the_workers_executor(cluster: StandaloneCluster, tmp_path: Path) -> None:
+def test_refresh_runs_on_the_workers_executor_and_no_command_line_shows_the_secret(
+    cluster: StandaloneCluster, cluster_home: Path
+) -> None:
     env = {
         **os.environ,
-        "MT_MAGIC_HOME": str(tmp_path / "home"),
+        "MT_MAGIC_HOME": str(cluster_home),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
-    proc = subprocess.run(
-        [sys.executable, str(DRIVER), cluster.master_url], capture_output=True, text=True, env=env, timeout=900
-    )
+    secret = json.loads(cluster.state_file.read_text())["secret"]
+    with CommandLineWatch(secret) as watch:
+        proc = subprocess.run(
+            [sys.executable, str(DRIVER), cluster.master_url], capture_output=True, text=True, env=env, timeout=900
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -98,3 +85,6 @@ def test_refresh_runs_on_the_workers_executor(cluster: StandaloneCluster, tmp_pa
     assert worker_executors, report
     ran_on = set(report["refresh_tasks_by_executor"])
     assert ran_on and ran_on <= worker_executors, report
+    # The driver, the master, the worker and the executor ran with the secret: none had it on its command line.
+    assert watch.executors and all("-Dspark.authenticate=true" in line for line in watch.executors.values())
+    assert watch.holding == {}

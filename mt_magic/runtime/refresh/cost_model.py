@@ -113,12 +113,16 @@ def recorded_costs(info: TableInfo, definition_version: int | None = None) -> li
             continue  # engine None: only a failed attempt's record, which a commit never is
         if definition_version is not None and record.definition_version != definition_version:
             continue
-        if decision.chosen is RefreshKind.INCREMENTAL and decision.change.rows > 0:
+        if decision.chosen is RefreshKind.INCREMENTAL and decision.change.rows_read > 0:
             strategy = Strategy.of_line(record.strategy)
             replaces = strategy is not None and strategy.replaces_rows and record.engine is RefreshEngine.SPARK
             records.append(
                 CostRecord(
-                    RefreshKind.INCREMENTAL, record.engine, decision.change.rows, decision.measured.wall_s, replaces
+                    RefreshKind.INCREMENTAL,
+                    record.engine,
+                    decision.change.rows_read,
+                    decision.measured.wall_s,
+                    replaces,
                 )
             )
         elif decision.chosen is RefreshKind.FULL and decision.change.source_rows is not None:

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
+from mt_magic.runtime.refresh.change_size import rows_read
 from mt_magic.runtime.status import Change, Decision, Estimates, Measured, RefreshOutcome, SourceDelta
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
 
@@ -34,7 +35,8 @@ def decision_summary(decision: Decision) -> dict[str, str]:
 
 def decision_json(decision: Decision) -> str:
     """Compact JSON: ``{"chosen", "reason", "change": {"rows", "ratio", "changed-source-rows", "source-rows",
-    "sources": [{"name", "rows-added", "rows-removed", "files-added", "files-removed"}]}, "estimates":
+    "sources": [{"name", "rows-added", "rows-removed", "files-added", "files-removed", "rows-read"}]},
+    "estimates":
     {"incremental-s", "full-s", "basis"}}``; ``chosen`` is a :class:`RefreshKind` value."""
     record: dict[str, object] = {"chosen": decision.chosen.value, "reason": decision.reason}
     change = decision.change
@@ -51,6 +53,7 @@ def decision_json(decision: Decision) -> str:
                     "rows-removed": s.rows_removed,
                     "files-added": s.files_added,
                     "files-removed": s.files_removed,
+                    "rows-read": s.rows_read,
                 }
                 for s in change.sources
             ],
@@ -101,7 +104,14 @@ def _decoded(record: Mapping[str, object]) -> Decision:
     if isinstance(raw_change, dict):
         change = Change(
             tuple(
-                SourceDelta(s["name"], s["rows-added"], s["rows-removed"], s["files-added"], s["files-removed"])
+                SourceDelta(
+                    s["name"],
+                    s["rows-added"],
+                    s["rows-removed"],
+                    s["files-added"],
+                    s["files-removed"],
+                    s.get("rows-read", 0),
+                )
                 for s in raw_change["sources"]
             ),
             raw_change.get("changed-source-rows"),
@@ -145,6 +155,7 @@ def source_delta(source: TableInfo, consumed: int | None) -> SourceDelta | None:
         sum(_summary_count(s, "deleted-records", "added-position-deletes", "added-equality-deletes") for s in logical),
         sum(_summary_count(s, "added-data-files") for s in logical),
         sum(_summary_count(s, "deleted-data-files") for s in logical),
+        rows_read(logical, after[-1] if after else None),
     )
 
 

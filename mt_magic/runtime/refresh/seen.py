@@ -40,7 +40,7 @@ class Seen:
         if change is None:
             return None
         model = self.model(engine, replaces_rows)
-        return model.estimates(change.rows, change.changed_source_rows, change.source_rows, incremental)
+        return model.estimates(change.rows_read, change.changed_source_rows, change.source_rows, incremental)
 
     def decided(
         self, chosen: RefreshKind, reason: str, estimates: Estimates | None = None, measured: Measured | None = None

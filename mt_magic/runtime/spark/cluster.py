@@ -3,9 +3,20 @@
 For trying mt_magic on a real cluster on one machine: the notebook (or ``connect()``) needs nothing but the
 master URL (``MT_MAGIC_SPARK_MASTER=spark://127.0.0.1:7077`` or ``%config MaterializedMagics.spark_master``).
 The JVMs run from PySpark's own ``bin/spark-class`` (the wheel has no ``start-master.sh``), detached from the
-caller; their pids and logs live in a state directory so that ``stop`` ends exactly those processes.
+caller; their pids and logs live in a state directory (0700) so that ``stop`` ends exactly those processes.
 
-    python -m mt_magic.runtime.spark.cluster start [--workers 2] [--port 7077] [--state DIR]
+Every client must authenticate (``spark.authenticate``): each start makes a fresh secret, which the master and the
+workers read from ``spark-defaults.conf`` in the state directory (0600, given as ``--properties-file``; never on a
+command line, where every local user reads it). Without it nobody registers an application or submits a driver:
+whoever could would run code on the workers as the cluster's owner. A driver of this machine finds the secret in
+``cluster.json`` (0600) when the master URL is this user's cluster on the same port and the state directory is
+``$MT_MAGIC_HOME/spark-cluster`` (:func:`driver_conf`; kernels, the headless runner and Airflow's tasks find the
+catalog's token the same way), and gets it through a properties file too; the workers hand it to executors in their
+environment (Spark's own way), which only the owner reads. Elsewhere, put ``spark.authenticate true`` and
+``spark.authenticate.secret`` in a ``spark-defaults.conf`` of your own (mode 0600). A cluster without authentication
+must be asked for by name (``--insecure-no-auth``) and says so at start and in ``status``.
+
+    python -m mt_magic.runtime.spark.cluster start [--workers 2] [--port 7077] [--state DIR] [--insecure-no-auth]
     python -m mt_magic.runtime.spark.cluster stop [--state DIR]
 """
 
@@ -14,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -25,11 +37,21 @@ from pathlib import Path
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only, runs
+from mt_magic.loopback import OWNER_ONLY_UMASK, is_loopback, owner_only, private_dir, runs
+from mt_magic.runtime.spark.properties import user_defaults, write_private
 
 HOST = "127.0.0.1"
-DAEMON = "org.apache.spark.deploy."
-"""In the command line of every process the cluster starts (its master's and workers' classes)."""
+CONF_NAME = "spark-defaults.conf"
+"""The daemons' settings, the secret among them (0600, in the state directory): named by every command line the
+cluster starts (``--properties-file``), which is how :meth:`StandaloneCluster.pids` knows its own processes."""
+STATE_NAME = "cluster.json"
+AUTH_CONF = "spark.authenticate"
+SECRET_CONF = "spark.authenticate.secret"
+INSECURE_WARNING = (
+    "WARNING: no authentication (--insecure-no-auth): every local user and every program that reaches {url} can "
+    "register applications and submit drivers there, which run their code on the workers as you (reading your "
+    "files, your catalog's token among them). Start it without --insecure-no-auth unless this machine is yours alone."
+)
 
 
 def default_state_dir() -> Path:
@@ -46,7 +68,9 @@ class ClusterSettings:
         worker_memory: memory each worker offers to executors (Spark's size syntax).
         port: the master's RPC port (the master URL is ``spark://127.0.0.1:<port>``).
         ui_port: the master's web UI port; its ``/json/`` tells which workers are alive.
-        state_dir: pids, logs and the workers' work directories.
+        state_dir: pids, logs, the workers' work directories, the settings file and ``cluster.json``.
+        authenticate: require ``spark.authenticate`` with a fresh secret (``False``: ``--insecure-no-auth``).
+        secret: what every client must know; a fresh one at each start by default.
     """
 
     workers: int = 2
@@ -55,10 +79,21 @@ class ClusterSettings:
     port: int = 7077
     ui_port: int = 8080
     state_dir: Path = field(default_factory=default_state_dir)
+    authenticate: bool = True
+    secret: str = field(default_factory=lambda: secrets.token_hex(32), repr=False)
 
     @property
     def master_url(self) -> str:
         return f"spark://{HOST}:{self.port}"
+
+
+def daemon_conf(settings: ClusterSettings) -> dict[str, str]:
+    """The master's and workers' settings: authentication with the secret; no REST submission server (it takes no
+    secret) and no kill links on their web pages (a web page's form could post to them)."""
+    conf = {"spark.master.rest.enabled": "false", "spark.ui.killEnabled": "false"}
+    if settings.authenticate:
+        conf.update({AUTH_CONF: "true", SECRET_CONF: settings.secret})
+    return conf
 
 
 def _spark_class() -> tuple[Path, dict[str, str]]:
@@ -80,6 +115,8 @@ class StandaloneCluster:
         self.settings = settings or ClusterSettings()
         self.state_dir = self.settings.state_dir
         self.pid_file = self.state_dir / "pids"
+        self.conf_file = self.state_dir / CONF_NAME
+        self.state_file = self.state_dir / STATE_NAME
 
     @property
     def master_url(self) -> str:
@@ -89,7 +126,7 @@ class StandaloneCluster:
         script, env = _spark_class()
         with owner_only(), (self.state_dir / f"{name}.log").open("ab") as log:
             proc = subprocess.Popen(
-                [str(script), *args],
+                [str(script), *args, "--properties-file", str(self.conf_file)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -111,8 +148,22 @@ class StandaloneCluster:
         s = self.settings
         if self.pids():
             raise RuntimeSetupError(f"A cluster from {self.state_dir} is running; stop it first (`... cluster stop`).")
+        private_dir(self.state_dir)
+        # After the user's own spark-defaults.conf, which the daemons would have read without a properties file.
+        write_private(self.conf_file, daemon_conf(s), head=user_defaults())
+        state: dict[str, object] = {
+            "master": self.master_url,
+            "port": s.port,
+            "ui_port": s.ui_port,
+            "authenticate": s.authenticate,
+        }
+        if s.authenticate:
+            state["secret"] = s.secret
         with owner_only():
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self.state_file.unlink(missing_ok=True)  # a new file is made 0600, whatever an old one's mode was
+            fd = os.open(self.state_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(state, out)
         self._launch(
             "master",
             [
@@ -176,11 +227,20 @@ class StandaloneCluster:
         return False
 
     def pids(self) -> list[int]:
-        """Pids of this cluster's processes that are still running (this user's Spark daemons: a number another
-        process got since is never signalled)."""
+        """Pids of this cluster's processes that are still running (this user's processes whose command line names
+        this cluster's settings file: a number another process got since is never signalled)."""
         if not self.pid_file.is_file():
             return []
-        return [int(line) for line in self.pid_file.read_text().split() if line.isdigit() and runs(int(line), DAEMON)]
+        lines = self.pid_file.read_text().split()
+        return [int(line) for line in lines if line.isdigit() and runs(int(line), self.conf_file)]
+
+    @property
+    def authenticates(self) -> bool:
+        """Whether the running cluster asks its clients for the secret (what its ``cluster.json`` says)."""
+        try:
+            return bool(json.loads(self.state_file.read_text()).get("authenticate", True))
+        except (OSError, ValueError, AttributeError):
+            return self.settings.authenticate
 
     def stop(self) -> None:
         """End the workers, then the master (SIGTERM: they deregister and clean up)."""
@@ -190,6 +250,43 @@ class StandaloneCluster:
             except OSError:
                 pass
         self.pid_file.unlink(missing_ok=True)
+        self.state_file.unlink(missing_ok=True)
+
+
+def describe_authentication(cluster: StandaloneCluster) -> str:
+    """What ``status`` says about the running cluster's authentication."""
+    if cluster.authenticates:
+        return f"spark.authenticate (the secret is in {cluster.state_file}, 0600)"
+    return "NONE (--insecure-no-auth): anyone who reaches the master runs code on the workers as you"
+
+
+def driver_conf(master: str, state_dir: Path | None = None) -> dict[str, str]:
+    """What a driver needs to join ``master`` when it is the cluster this user runs on that loopback port from
+    ``state_dir`` (default ``$MT_MAGIC_HOME/spark-cluster``): ``spark.authenticate`` and its secret. Empty for any
+    other master, a cluster without authentication, or one that no longer runs.
+
+    The secret must reach the driver's ``SparkConf`` when it starts (Spark asks for it then, for a ``spark://``
+    master), and not on its command line: :func:`mt_magic.runtime.spark.properties.driver_launch_properties`.
+    """
+    if not master.startswith("spark://"):
+        return {}
+    host, _, port = master[len("spark://") :].partition(":")
+    if not is_loopback(host) or not port.isdigit():
+        return {}
+    folder = state_dir or default_state_dir()
+    try:
+        state = json.loads((folder / STATE_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(state, dict) or state.get("port") != int(port) or not state.get("authenticate"):
+        return {}
+    secret = state.get("secret")
+    if not isinstance(secret, str) or not secret:
+        return {}
+    cluster = StandaloneCluster(ClusterSettings(port=int(port), state_dir=folder))
+    if not cluster.pids():
+        return {}
+    return {AUTH_CONF: "true", SECRET_CONF: secret}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,19 +299,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=7077)
     parser.add_argument("--ui-port", type=int, default=8080)
     parser.add_argument("--state", type=Path, default=None, help="pids and logs (default $MT_MAGIC_HOME/spark-cluster)")
+    parser.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="start without spark.authenticate: anyone who reaches the master runs code on the workers as you",
+    )
     args = parser.parse_args(argv)
+    state_dir = args.state or default_state_dir()
+    port, ui_port = args.port, args.ui_port
+    if args.action != "start":  # the running cluster's own ports, whatever the defaults
+        try:
+            recorded = json.loads((state_dir / STATE_NAME).read_text())
+            port, ui_port = int(recorded["port"]), int(recorded["ui_port"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     settings = ClusterSettings(
-        workers=args.workers, port=args.port, ui_port=args.ui_port, state_dir=args.state or default_state_dir()
+        workers=args.workers,
+        port=port,
+        ui_port=ui_port,
+        state_dir=state_dir,
+        authenticate=not args.insecure_no_auth,
     )
     cluster = StandaloneCluster(settings)
     try:
         if args.action == "start":
             print(f"{cluster.start()}  (workers: {', '.join(cluster.alive_workers())}; logs in {cluster.state_dir})")
+            if settings.authenticate:
+                print(
+                    f"clients must authenticate (spark.authenticate): drivers of this MT_MAGIC_HOME find the secret in "
+                    f"{cluster.state_file}" + ("" if args.state is None else "; drivers of another home do not")
+                )
+            else:
+                print(INSECURE_WARNING.format(url=cluster.master_url), file=sys.stderr)
         elif args.action == "stop":
             cluster.stop()
             print("stopped")
         else:
             print(f"{cluster.master_url}: pids {cluster.pids()}, alive workers {cluster.alive_workers()}")
+            if cluster.pids():
+                print(f"authentication: {describe_authentication(cluster)}")
     except RuntimeSetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -41,6 +41,7 @@ from urllib.parse import urlparse
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.loopback import OWNER_ONLY_UMASK, is_loopback, owner_only, runs
+from mt_magic.runtime.spark.properties import write_private
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 15002
@@ -101,6 +102,7 @@ def server_jar() -> Path:
 
 def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
     """Every ``--conf`` of the server: an mt_magic session's settings, the gRPC binding and the catalog."""
+    from mt_magic.runtime.spark.cluster import driver_conf as cluster_driver_conf
     from mt_magic.runtime.spark.session import SparkSettings, base_conf
 
     conf = base_conf(SparkSettings(master=settings.master, driver_memory=settings.driver_memory))
@@ -113,14 +115,10 @@ def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
             TOKEN_CONF: settings.token,
         }
     )
+    conf.update(cluster_driver_conf(settings.master))  # a master that is this user's standalone cluster: its secret
     conf.update(settings.catalog_conf)
     conf.update(settings.extra)
     return conf
-
-
-def _escaped(value: str) -> str:
-    """A value as a Java properties file reads it back (Spark reads the file as UTF-8)."""
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _port_open(port: int) -> bool:
@@ -164,12 +162,7 @@ class ConnectServer:
 
     def write_conf(self) -> None:
         """Every setting of the server into :attr:`conf_file`, readable by its owner only (it holds tokens)."""
-        lines = [f"{key}={_escaped(value)}\n" for key, value in server_conf(self.settings).items()]
-        with owner_only():
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.conf_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.writelines(lines)
+        write_private(self.conf_file, server_conf(self.settings))
 
     def start(self, timeout: float = 180.0) -> str:
         """Start the server; return its URL once it accepts connections.

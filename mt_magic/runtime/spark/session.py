@@ -29,6 +29,7 @@ from mt_magic.errors import RuntimeSetupError
 from mt_magic.runtime.spark import connect, iceberg_jars, iceberg_maven
 from mt_magic.runtime.spark.iceberg_maven import ICEBERG_EXTENSIONS
 from mt_magic.runtime.spark.jobs import SparkJobs
+from mt_magic.runtime.spark.properties import driver_launch_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -208,8 +209,13 @@ def get_or_create_session(
     at_start = {k: v for k, v in catalog_conf.items() if not k.startswith(CATALOG_CONF_PREFIX)}
     for key, value in {**base_conf(settings), **at_start}.items():
         builder = builder.config(key, value)
+    # A standalone cluster this user started asks for its secret when the driver starts: from a 0600 properties
+    # file, never on the command line (mt_magic.runtime.spark.cluster).
+    from mt_magic.runtime.spark.cluster import driver_conf as cluster_driver_conf
+
     try:
-        spark = builder.getOrCreate()
+        with driver_launch_properties(cluster_driver_conf(settings.master), mt_home()):
+            spark = builder.getOrCreate()
         for key, value in catalog_conf.items():
             if key not in at_start:
                 spark.conf.set(key, value)

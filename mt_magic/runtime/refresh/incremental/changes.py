@@ -15,6 +15,7 @@ from typing import Any
 
 from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
+from mt_magic.runtime.refresh.change_size import rows_read
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 
 DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
@@ -51,11 +52,19 @@ class SourceChange:
     """Snapshots with a logical change in the range."""
     rows: int = 0
     """Rows those snapshots added plus rows they removed, from the summaries: the size of the delta."""
+    read: int = 0
+    """Rows reading the change costs (:func:`.change_size.rows_read`: the files it touched, whole); at least
+    :attr:`rows`."""
     merge_on_read: bool = False
     """Delete files were added, or are present at either end: Iceberg's changelog scan refuses the range."""
     iceberg: Any = field(default=None, compare=False, hash=False, repr=False)
     """The source's pyiceberg ``Table`` it was classified from (``None``: none was loaded): the merge-on-read reader
     plans both ends' files and reads their delete files through it (:mod:`.delete_positions`)."""
+
+    @property
+    def reads(self) -> int:
+        """Rows reading the change costs: :attr:`read` where classified, else (a plan built by hand) :attr:`rows`."""
+        return max(self.read, self.rows)
 
     @property
     def changed(self) -> bool:
@@ -100,8 +109,9 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         return _ruled_out(name, consumed, pinned, reason)
     logical = [s for s in after if s.changes_data]
     rows = sum(_count(s, "added-records") + _count(s, "deleted-records") for s in logical)
+    read = max(rows, rows_read(logical, after[-1] if after else None))
     if consumed is None:
-        return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical), rows=rows)
+        return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical), rows=rows, read=read)
     before = next(s for s in info.snapshots if s.snapshot_id == consumed)
     if None not in (before.schema_id, after[-1].schema_id) and before.schema_id != after[-1].schema_id:
         return _ruled_out(name, consumed, pinned, FallbackReason.SCHEMA_CHANGED)
@@ -109,7 +119,7 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         return SourceChange(name, ChangeKind.NONE, consumed, pinned)
     merge_on_read = any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS)
     if not merge_on_read and all(s.operation == "append" for s in logical):
-        return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows)
+        return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows, read=read)
     merge_on_read |= _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0
     if merge_on_read:
         rows += sum(_count(s, key) for s in logical for key in DELETED_BY_DELETE_FILES)
@@ -120,6 +130,7 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         pinned,
         changes=len(logical),
         rows=rows,
+        read=read,
         merge_on_read=merge_on_read,
         iceberg=info.iceberg,
     )

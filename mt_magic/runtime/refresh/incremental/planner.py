@@ -206,19 +206,22 @@ def _adaptive(
     totals = [total_records(s) for _, s in changed]
     if not changed or any(t is None for t in totals):
         return "the changed sources' sizes are not recorded"
-    delta = sum(c.rows for c, _ in changed)
+    delta = sum(c.reads for c, _ in changed)
     total = sum(t for t in totals if t is not None)
     fraction = delta / total if total else 0.0
+    reads = "" if delta == sum(c.rows for c, _ in changed) else " (the files it touched, read whole)"
     if total < ADAPTIVE_MIN_ROWS:
         return f"the changed sources hold {total:,} rows, under {ADAPTIVE_MIN_ROWS:,}: either refresh is about one job"
     if learned and model is not None:
         estimated = _estimated_cheaper(model, delta, total, sources)
         return estimated if estimated is not None else "the table's own record estimates it cheaper"
     if fraction <= max_fraction:
-        return f"changed {fraction:.2%} of the sources' rows, within {max_fraction:.0%}"
+        verb = "reads" if reads else "changed"
+        return f"{verb} {fraction:.2%} of the sources' rows{reads}, within {max_fraction:.0%}"
     names = ", ".join(c.name for c, _ in changed)
+    verb = "the change reads" if reads else "changed"
     return Fallback(
-        (FallbackReason.CHEAPER_TO_RECOMPUTE,), f"changed {fraction:.0%} of {names}, past {max_fraction:.0%}"
+        (FallbackReason.CHEAPER_TO_RECOMPUTE,), f"{verb} {fraction:.0%} of {names}{reads}, past {max_fraction:.0%}"
     )
 
 
@@ -234,5 +237,5 @@ def _estimated_cheaper(
     return Fallback(
         (FallbackReason.CHEAPER_TO_RECOMPUTE,),
         f"estimated {estimates.full_s:.2f} s to recompute against {estimates.incremental_s:.2f} s incremental "
-        f"for {delta:,} changed rows ({estimates.basis})",
+        f"for a change that reads {delta:,} rows ({estimates.basis})",
     )

@@ -1,0 +1,50 @@
+"""How many rows reading a source's change costs, from snapshot summaries alone: what ADAPTIVE weighs and what
+its records learn from, the planner (:mod:`.incremental.changes`) and the decision record
+(:mod:`.decision_summary`) alike.
+
+A change is read from the files it touched, whole (:mod:`.incremental.merge_on_read`,
+:mod:`.incremental.in_process.change_rows`), not row by row:
+
+* appended files: their rows;
+* files a copy-on-write commit rewrote: the rows of the files it removed and of those it added (the summary's
+  ``deleted-records`` and ``added-records``);
+* position deletes and deletion vectors (merge-on-read, format v3): each names one data file, read whole at both
+  ends — the summary counts the delete files, and the source's mean rows per data file sizes them;
+* equality deletes: any data file may hold a deleted key, so the whole source.
+
+So an ``UPDATE`` of 0.1 % of the rows spread over every data file reads the source whole, as a recompute does:
+the two are priced alike, where counting changed rows alone made it look a thousand times cheaper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mt_magic.catalog.tables import SnapshotInfo
+
+TOUCHING_DELETE_FILES = ("added-position-delete-files", "added-dvs")
+"""Summary keys counting delete files that each name (at most) one data file, with file-scoped deletes."""
+
+
+def rows_read(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> int:
+    """Rows a reader of these snapshots' changes reads (``logical``: the snapshots that changed data, oldest
+    first; ``pinned``: the newest, whose totals size a data file)."""
+    total = _count(pinned, "total-records") if pinned is not None else 0
+    files = _count(pinned, "total-data-files") if pinned is not None else 0
+    per_file = total / files if files else 0.0
+    read = 0
+    for snapshot in logical:
+        read += _count(snapshot, "added-records") + _count(snapshot, "deleted-records")
+        if _count(snapshot, "added-equality-delete-files") or _count(snapshot, "added-equality-deletes"):
+            read += total
+            continue
+        touching = max(_count(snapshot, key) for key in TOUCHING_DELETE_FILES)
+        if touching == 0 and _count(snapshot, "added-position-deletes"):
+            touching = 1
+        read += min(total, round(touching * per_file))
+    return read
+
+
+def _count(snapshot: SnapshotInfo, key: str) -> int:
+    raw = snapshot.summary.get(key, "0")
+    return int(raw) if raw.isdigit() else 0
