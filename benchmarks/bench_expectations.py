@@ -92,6 +92,9 @@ def main() -> None:
             f"{label:20s} plain {figures['plain']:7.2f}  3 expectations {figures['expected']:7.2f}  ratio {ratio:.2f}x"
         )
     conn.close()
+    from mt_magic.catalog.embedded import stop_embedded_server
+
+    stop_embedded_server()  # the private MT_MAGIC_HOME's catalog server
 
 
 if __name__ == "__main__":

@@ -87,6 +87,9 @@ def main() -> None:
     for label, seconds in rows:
         print(f"{label:24s} {seconds:8.2f} s   {seconds / refresh_s:5.2f}x the full refresh")
     conn.close()
+    from mt_magic.catalog.embedded import stop_embedded_server
+
+    stop_embedded_server()  # the private MT_MAGIC_HOME's catalog server
 
 
 if __name__ == "__main__":
