@@ -112,9 +112,9 @@ def verify(ws: Workspace, name: str) -> Verification:
         with window_views(spark, ws.catalog, definition, state.source_states) as windows:
             expected = query_rows(spark, info, definition, state.source_states, windows, table)
             columns = [c for c in table.columns if not is_hidden_column(c)]
-            key = _key(definition.primary_key, columns) or _key(definition.partitioned_by, columns)
-            bucketed = tuple(definition.primary_key) if key == _key(definition.primary_key, columns) else ()
-            by = _bucket(list(bucketed) or columns)
+            primary_key = _key(definition.primary_key, columns)
+            key = primary_key or _key(definition.partitioned_by, columns)
+            by = _bucket(list(primary_key) or columns)
             expected, actual = expected.select(*columns).withColumn(_BUCKET, by), table.select(*columns)
             actual = actual.withColumn(_BUCKET, by)
             rows, differing = _differing_buckets(expected, actual, columns)
