@@ -47,7 +47,7 @@ _SPARK_KEYS = frozenset(
     }
 )
 _SPARK_PREFIXES = ("s3.", "client.", "gcs.", "adls.", "header.")
-_SECRET_WORDS = ("token", "secret", "password", "credential", "key", "sas")
+_SECRET_WORDS = ("token", "secret", "password", "credential", "key", "sas", "authorization")
 
 
 def _is_secret(key: str) -> bool:
@@ -144,6 +144,7 @@ def resolve_catalog(name: str = DEFAULT_NAME, home: Path | None = None) -> Catal
 def open_catalog(config: CatalogConfig) -> Catalog:
     """A pyiceberg catalog for ``config`` (``pyiceberg.catalog.load_catalog``); one on this machine's loopback
     interface is reached directly, never through ``HTTP_PROXY``/``HTTPS_PROXY`` (the token travels in every request).
+    With a local warehouse, the files its tables' writes create are their owner's only (:data:`OWNER_ONLY_IO`).
 
     Raises:
         CatalogError: the catalog cannot be reached or refuses the configuration.
@@ -160,7 +161,27 @@ def open_catalog(config: CatalogConfig) -> Catalog:
     except Exception as exc:  # requests/pyiceberg raise many kinds; the caller needs one
         raise CatalogError(f"Cannot open catalog {config.name!r} at {config.uri}: {exc}") from exc
     _retry_reads_on_dropped_connections(catalog)
+    _owner_only_local_files(catalog)
     return catalog
+
+
+OWNER_ONLY_IO = "mt_magic.catalog.owner_only_io.OwnerOnlyFileIO"
+"""pyiceberg's PyArrow FileIO creating local files 0600 and folders 0700 (the process's umask is 022 on most
+machines: the data files and manifests an in-process refresh writes would be 0644)."""
+
+
+def _owner_only_local_files(catalog: Catalog) -> None:
+    """Make :data:`OWNER_ONLY_IO` the FileIO of ``catalog``'s tables when its warehouse (the configuration's, or what
+    the server's ``/v1/config`` said) is local or not named, and no FileIO was chosen (a table's own ``py-io-impl``
+    from the server still wins). pyiceberg picks PyArrow's FileIO for local paths, S3 and GCS alike; only for the
+    schemes it would give fsspec first (Azure, Hugging Face) does this change which library reads them."""
+    from mt_magic.catalog.embedded import local_path
+
+    properties = catalog.properties
+    warehouse = properties.get("warehouse")
+    if "py-io-impl" in properties or (warehouse and local_path(str(warehouse)) is None):
+        return
+    properties["py-io-impl"] = OWNER_ONLY_IO
 
 
 def _direct_catalog(config: CatalogConfig) -> Catalog:
@@ -213,9 +234,9 @@ def spark_catalog_conf(config: CatalogConfig, spark_name: str | None = None) -> 
         spark_name: the catalog's name in Spark (default ``config.name``); Spark caches catalogs by name.
 
     Returns:
-        Settings for ``SparkSession.conf.set`` or the session builder: REST type, uri, warehouse,
-        token/credential and OAuth settings, FileIO settings (``s3.*``, ``client.*``, …), and
-        ``cache-enabled=false`` so every query sees the latest commit.
+        Settings for ``SparkSession.conf.set`` or the session builder: REST type, uri, warehouse, the token (a
+        static ``Authorization`` header when it is the only credential) or the OAuth2 settings, FileIO settings
+        (``s3.*``, ``client.*``, …), and ``cache-enabled=false`` so every query sees the latest commit.
     """
     prefix = f"spark.sql.catalog.{spark_name or config.name}"
     conf = {prefix: SPARK_CATALOG_CLASS, f"{prefix}.type": "rest", f"{prefix}.cache-enabled": "false"}
@@ -225,8 +246,17 @@ def spark_catalog_conf(config: CatalogConfig, spark_name: str | None = None) -> 
         java_key = _JAVA_NAMES.get(key, key)
         if key in _SPARK_KEYS or key in _JAVA_NAMES or key.startswith(_SPARK_PREFIXES):
             conf.setdefault(f"{prefix}.{java_key}", str(value))
-    if "token" in config.properties or "credential" in config.properties:
-        # Say explicitly what Iceberg 1.10 would otherwise infer, with a warning on every catalog load.
+    props = config.properties
+    if props.get("token") and not any(k in props for k in ("credential", "rest.auth.type", "oauth2-server-uri")):
+        # A token alone (the embedded server's, a principal's) is a static bearer token, as pyiceberg sends it: no
+        # OAuth2 token endpoint is ever asked. Iceberg's OAuth2 client would refresh an expiring (JWT) token at
+        # oauth2-server-uri, defaulting to the catalog's /v1/oauth/tokens, which the REST spec deprecates (and
+        # mt_magic's server does not serve), and warns on every catalog load when that is not set.
+        del conf[f"{prefix}.token"]
+        conf.setdefault(f"{prefix}.rest.auth.type", "none")
+        conf.setdefault(f"{prefix}.header.Authorization", f"Bearer {props['token']}")
+    elif "token" in props or "credential" in props:
+        # OAuth2 as configured: a credential's tokens come from its identity provider's oauth2-server-uri. Without
+        # one, Iceberg (and pyiceberg) fall back to the catalog's deprecated /v1/oauth/tokens, and say so.
         conf.setdefault(f"{prefix}.rest.auth.type", "oauth2")
-        conf.setdefault(f"{prefix}.oauth2-server-uri", f"{str(config.uri).rstrip('/')}/v1/oauth/tokens")
     return conf

@@ -115,7 +115,6 @@ def test_spark_conf_carries_connection_auth_and_io_settings() -> None:
         f"{p}.credential": "id:secret",
         f"{p}.scope": "PRINCIPAL_ROLE:ALL",
         f"{p}.rest.auth.type": "oauth2",
-        f"{p}.oauth2-server-uri": "https://rest.example.com/v1/oauth/tokens",
         f"{p}.s3.endpoint": "http://minio:9000",
         f"{p}.client.region": "eu-west-1",
         f"{p}.s3.access-key-id": "AK",

@@ -4,11 +4,20 @@ The embedded catalog is started the README's way in a home inside a 0755 folder,
 a table is written with pyiceberg. Before: the home was 0755 and every file in it 0644 (``catalog.db``,
 ``server.log``, the warehouse's metadata and data): any local user read them. Now the home and every folder in it are
 0700, every file mt_magic or its server writes 0600, and a second local user reads none of them.
+
+The clients' own writes too: a table's data files, manifests and manifest lists written by Spark (through Hadoop's
+local file system, which sets each file's mode from its ``fs.permissions.umask-mode``) and by pyiceberg (an
+in-process refresh; the process's umask). Before: after a Spark refresh and an in-process one, 21 files (parquet,
+avro, their ``.crc``) were 0644 and 3 folders 0755. Now none.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import stat
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +28,9 @@ from security_probes import catalog_cli, other_user, readable_by
 
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.catalog.embedded import EmbeddedServer, ensure_embedded_server, mt_home, stop_embedded_server
+
+DRIVER = Path(__file__).with_name("owner_only_driver.py")
+REPO = Path(__file__).resolve().parents[2]
 
 
 def mode(path: Path) -> int:
@@ -51,12 +63,11 @@ def test_every_folder_is_0700_and_every_file_the_server_writes_0600(
     names = {p.name for p in files}
     assert {"catalog.db", "catalog.db-wal", "catalog.db-shm", "server.json", "server.log", "server.lock"} <= names
     assert any(p.name.endswith(".metadata.json") for p in files) and any(p.suffix == ".parquet" for p in files)
-    # The client's own writes (pyiceberg's data folder, data files and manifests, made by this process) follow its
-    # umask, inside the 0700 home; every folder and file the server and mt_magic make is the owner's only.
-    by_client = {p for p in [*folders, *files] if p.name == "data" or p.suffix in (".parquet", ".avro")}
+    # The client's own writes too (pyiceberg's data folder, data files and manifests, made by this process).
+    assert {p.name for p in folders} >= {"data"} and {p.suffix for p in files} >= {".parquet", ".avro"}
     assert mode(home) == 0o700
-    assert {str(p): oct(mode(p)) for p in folders if p not in by_client and mode(p) != 0o700} == {}
-    assert {str(p): oct(mode(p)) for p in files if p not in by_client and mode(p) != 0o600} == {}
+    assert {str(p): oct(mode(p)) for p in folders if mode(p) != 0o700} == {}
+    assert {str(p): oct(mode(p)) for p in files if mode(p) != 0o600} == {}
 
 
 def test_a_second_user_reads_no_file_under_the_home(home_with_a_table: tuple[Path, EmbeddedServer]) -> None:
@@ -101,3 +112,29 @@ def test_status_of_a_server_without_authentication_says_so(open_parent: Path) ->
     assert status.returncode == 0, status.stderr
     assert "token: NONE: no authentication (--insecure-no-auth)" in status.stdout
     assert "no authentication" in (home / "server.log").read_text()
+
+
+@pytest.mark.spark
+@pytest.mark.kernel  # a process of its own with its own Spark, as a runner is: the waiting tier runs it
+def test_no_file_a_spark_refresh_and_an_in_process_refresh_write_is_open_to_others(open_parent: Path) -> None:
+    home = open_parent / "notebook_home"
+    env = {
+        **os.environ,
+        "MT_MAGIC_HOME": str(home),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    for name in [k for k in env if k.startswith(("PYICEBERG_", "MT_MAGIC_SPARK_"))]:
+        del env[name]  # the embedded catalog of this home, a local Spark
+    run = subprocess.run(
+        [sys.executable, str(DRIVER)], capture_output=True, text=True, env=env, timeout=900, umask=0o022
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    strategies = json.loads(run.stdout.strip().splitlines()[-1])
+    assert strategies["first"] == "full recompute" and strategies["second"].endswith(
+        "in process (DuckDB), no Spark job"
+    )
+    entries = [home, *home.rglob("*")]
+    written = {p.suffix for p in entries if p.is_file()}
+    assert {".parquet", ".avro", ".crc", ".json", ".db"} <= written, written  # Spark's, pyiceberg's and the server's
+    open_to_others = {str(p.relative_to(home)): oct(mode(p)) for p in entries if mode(p) & 0o077 and not p.is_symlink()}
+    assert open_to_others == {}

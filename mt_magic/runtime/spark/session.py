@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
+from mt_magic.loopback import owner_only
 from mt_magic.runtime.spark import connect, iceberg_jars, iceberg_maven
 from mt_magic.runtime.spark.iceberg_maven import ICEBERG_EXTENSIONS
 from mt_magic.runtime.spark.jobs import SparkJobs
@@ -37,6 +38,11 @@ if TYPE_CHECKING:
 ICEBERG_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 ICEBERG_SOURCES = ("maven", "packages", "offline")
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+REDACTION_REGEX = "(?i)secret|password|token|access[.]key|authorization"
+"""Spark's default ``spark.redaction.regex`` and ``authorization`` (``spark.sql.catalog.<name>.header.Authorization``
+holds a catalog's bearer token: :func:`mt_magic.catalog.client.spark_catalog_conf`)."""
+HADOOP_UMASK = "077"
+"""``fs.permissions.umask-mode`` of the sessions mt_magic starts (:func:`base_conf`)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,11 @@ def base_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
         # Spark's built-in catalog is not ours; keep its warehouse out of the user's notebook folder.
         "spark.sql.warehouse.dir": str(mt_home() / "spark-warehouse"),
+        # Hadoop's local file system (Iceberg's data files, manifests and their .crc files, on the driver and the
+        # executors) sets each new file's mode to 0666 less this umask, whatever the process's: owner only.
+        "spark.hadoop.fs.permissions.umask-mode": HADOOP_UMASK,
+        # Spark's own redaction (its UI, event logs, a query's changed settings) plus the catalogs' bearer header.
+        "spark.redaction.regex": REDACTION_REGEX,
     }
     conf.update(settings.extra)
     return conf
@@ -214,7 +225,9 @@ def get_or_create_session(
     from mt_magic.runtime.spark.cluster import driver_conf as cluster_driver_conf
 
     try:
-        with driver_launch_properties(cluster_driver_conf(settings.master), mt_home()):
+        # The driver JVM (and, in local mode, its executors and Python workers) inherits the umask it starts under:
+        # what it creates is owner only from creation, before Hadoop sets the mode above.
+        with driver_launch_properties(cluster_driver_conf(settings.master), mt_home()), owner_only():
             spark = builder.getOrCreate()
         for key, value in catalog_conf.items():
             if key not in at_start:
