@@ -18,6 +18,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from requests import Session
 
 HOST = "127.0.0.1"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -39,6 +44,19 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def direct_session(url: str, session: Session | None = None) -> Session:
+    """A ``requests`` session (``session``, or a new one) that reaches ``url`` directly when it names loopback: the
+    environment's ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` and ``.netrc`` are ignored, so a token or password sent
+    to a server of this machine never goes to a proxy. Other URLs keep the environment's settings."""
+    if session is None:
+        import requests
+
+        session = requests.Session()
+    if is_loopback(urlparse(url).hostname):
+        session.trust_env = False
+    return session
 
 
 def free_port() -> int:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 from mt_magic.catalog.errors import CatalogConfigError
-from mt_magic.loopback import is_loopback
+from mt_magic.loopback import direct_session, is_loopback
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -193,9 +193,7 @@ def _direct_catalog(config: CatalogConfig) -> Catalog:
 
     class DirectRestCatalog(RestCatalog):
         def _create_session(self) -> Session:
-            session = super()._create_session()
-            session.trust_env = False  # no HTTP(S)_PROXY, ALL_PROXY, .netrc: loopback is reached directly
-            return session
+            return direct_session(config.uri, super()._create_session())
 
     properties = merge_config(Config().get_catalog_config(config.name) or {}, dict(config.properties))
     return DirectRestCatalog(config.name, **cast("dict[str, str]", properties))

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mt_magic.errors import WorkflowSchedulerError
+from mt_magic.loopback import direct_session
 
 ENV_PREFIX = "MT_MAGIC_AIRFLOW_"
 DEFAULT_TIMEOUT = 10.0
@@ -140,7 +141,7 @@ class AirflowClient:
         import requests
 
         self.settings = settings
-        self._http = requests.Session()
+        self._http = direct_session(settings.url, requests.Session())  # its token and password: never via a proxy
         self._token = settings.token
 
     def close(self) -> None:

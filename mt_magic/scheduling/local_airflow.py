@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from mt_magic.errors import MtMagicError
-from mt_magic.loopback import HOST, OWNER_ONLY_UMASK, free_port, owner_only
+from mt_magic.loopback import HOST, OWNER_ONLY_UMASK, direct_session, free_port, owner_only
 from mt_magic.scheduling.stop_signals import StopRequested, StopSignals
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,8 +101,6 @@ class LocalAirflow:
             raise
 
     def _start(self, timeout: float, signals: StopSignals | None) -> None:
-        import requests
-
         port_is_free(self.url)
         migrate = self._spawn("db-migrate", signals, "db", "migrate")
         if migrate.wait() != 0:
@@ -114,11 +112,8 @@ class LocalAirflow:
             for command, process in self.processes.items():
                 if process.poll() is not None:
                     raise self.failed(command, f"its {command} exited during start-up (exit code {process.returncode})")
-            try:
-                if requests.get(self.url + "/api/v2/monitor/health", timeout=5).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
+            if api_server_healthy(self.url):
+                return
             if time.monotonic() > deadline:
                 raise self.failed(
                     "api-server", f"its API server did not answer at {self.url} within {timeout:.0f} s", timed_out=True
@@ -231,6 +226,18 @@ def start_fix(log: str, port: int, home: Path) -> str | None:
             f"(Airflow's home is $MT_MAGIC_HOME/airflow)"
         )
     return None
+
+
+def api_server_healthy(url: str) -> bool:
+    """Whether the Airflow API server at ``url`` answers its health check (directly, never through a proxy, when
+    it is on loopback: a proxy would answer for it, or not at all)."""
+    import requests
+
+    try:
+        with direct_session(url) as http:
+            return http.get(url + "/api/v2/monitor/health", timeout=5).status_code == 200
+    except requests.RequestException:
+        return False
 
 
 def port_is_free(url: str) -> None:

@@ -4,11 +4,13 @@ Any local user reads every process's command line (``ps``, ``/proc/*/cmdline``).
 only way to give a hand-started server its token besides the environment, silently; the Spark Connect server got the
 catalog's token as ``--conf spark.sql.catalog.mt.token=…`` (and so did a kernel's own Spark JVM, PySpark handing a new
 session's settings to spark-submit); a request to 127.0.0.1 went through ``HTTP_PROXY`` with its token. Now the
-tokens travel in the environment or 0600 files, and loopback requests go direct.
+tokens travel in the environment or 0600 files, and loopback requests go direct (the catalog's, and Airflow's health
+check and API client, which send its password and token).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,8 @@ from security_probes import command_lines_holding, url_of
 
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
+from mt_magic.scheduling.airflow_api import AirflowClient, AirflowSettings
+from mt_magic.scheduling.local_airflow import api_server_healthy
 
 
 class RecordingProxy:
@@ -150,3 +155,43 @@ def test_a_new_local_sessions_jvm_has_no_catalog_token_on_its_command_line(tmp_p
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=120)
+
+
+class FakeAirflow(BaseHTTPRequestHandler):
+    """Airflow 3's API server as far as the health check, a login and /api/v2/version go."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self._answer(
+            {"/api/v2/monitor/health": {"metadatabase": {"status": "healthy"}}, "/api/v2/version": {"version": "3"}}
+        )
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer({"/auth/token": {"access_token": "airflow-jwt"}})
+
+    def _answer(self, bodies: dict[str, object]) -> None:
+        body = json.dumps(bodies.get(self.path, {})).encode()
+        self.send_response(200 if self.path in bodies else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_loopback_airflow_is_checked_and_logged_into_directly_whatever_the_proxy(proxy: RecordingProxy) -> None:
+    """Before: the start's health check and the client (its user's password, then its token) went to HTTP_PROXY."""
+    airflow = ThreadingHTTPServer(("127.0.0.1", 0), FakeAirflow)
+    threading.Thread(target=airflow.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{airflow.server_address[1]}"
+    try:
+        assert api_server_healthy(url)
+        client = AirflowClient(AirflowSettings(url=url, username="admin", password="pw"))
+        assert client.version() == "3"
+        client.close()
+    finally:
+        airflow.shutdown()
+        airflow.server_close()
+    assert proxy.requests == []
