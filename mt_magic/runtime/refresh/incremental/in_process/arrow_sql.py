@@ -179,3 +179,25 @@ def sum_mass_after(
     if past:
         raise DataNotExact(f"the sum {past[0]}'s inputs reach its type's bound: Spark recomputes its groups")
     return mass
+
+
+def unchanged_sources(
+    ctx: RefreshContext, query: str, plan: RefreshPlan, sources: Sequence[TableInfo], changed: str
+) -> dict[str, tuple[str, pa.Table]]:
+    """A join's other tables, read whole at their pinned snapshots (which hold the rows of the consumed ones:
+    :func:`.eligibility.in_process_plan` admits only unchanged ones beside the ``changed`` source), by source name:
+    (view, rows)."""
+    from mt_magic.catalog.rows import appended_rows
+
+    found: dict[str, tuple[str, pa.Table]] = {}
+    for change in plan.changes:
+        if change.name == changed:
+            continue
+        info = next(s for s in sources if s.name == change.name)
+        if change.pinned is None:
+            raise DataNotExact(f"the source {change.name} has no snapshot")
+        table = ctx.catalog.iceberg_table_of(info)
+        rows = appended_rows(table, None, change.pinned, referenced_columns(query, info))
+        check_readable(rows, f"the source {change.name}")
+        found[change.name] = (f"__mt_src_{uuid.uuid4().hex[:12]}", rows)
+    return found

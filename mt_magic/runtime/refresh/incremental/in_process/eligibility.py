@@ -154,8 +154,11 @@ def spark_reason(
         return f"strategy {strategy.value if strategy else 'full'}"
     if query.branches or query.rollup_keys or query.joins > 2:
         return "a UNION, grouping sets or more than two sources"
-    if len(sources) > 1 and strategy is not Strategy.APPEND_DELTA:
-        return f"a join maintained by {strategy.value} (only a join's appended rows run in process)"
+    if len(sources) > 1 and strategy not in (Strategy.APPEND_DELTA, Strategy.APPLY_CHANGES):
+        return (
+            f"a join maintained by {strategy.value} "
+            "(a join's appended or changed rows, with its other side as it was, run in process)"
+        )
     if partitioning is not None:
         return partitioning
     for source in sources:
@@ -187,20 +190,24 @@ def in_process_plan(
 ) -> str | None:
     """Why this refresh runs on Spark (``None``: it may run in process): it must append to one source while any
     other source (a join's) stays as it was, or update and delete in the one source of a GROUP BY (a retraction) or
-    a projection, and read at most :data:`IN_PROCESS_MAX_ROWS` rows."""
+    a projection, and read at most :data:`IN_PROCESS_MAX_ROWS` rows (a change is read from the files it touched,
+    whole: :attr:`.SourceChange.reads`), so that ADAPTIVE prices the engine that will run it."""
     changed = [c for c in plan.changes if c.kind is ChangeKind.APPENDS]
-    row_level = (Strategy.AGGREGATE_RETRACT, Strategy.APPLY_CHANGES)
-    if plan.strategy in row_level and len(plan.changes) == 1 and plan.changes[0].kind is ChangeKind.ROW_LEVEL:
-        changed = list(plan.changes)
+    row_level = [c for c in plan.changes if c.kind is ChangeKind.ROW_LEVEL]
+    others_unchanged = all(c.kind in (ChangeKind.ROW_LEVEL, ChangeKind.NONE) for c in plan.changes)
+    if plan.strategy is Strategy.AGGREGATE_RETRACT and len(plan.changes) == 1 and row_level:
+        changed = row_level
+    elif plan.strategy is Strategy.APPLY_CHANGES and len(row_level) == 1 and others_unchanged:
+        changed = row_level  # a projection, or an inner join whose other side did not change
     elif len(changed) != 1 or any(c.kind not in (ChangeKind.APPENDS, ChangeKind.NONE) for c in plan.changes):
-        return "not appends to one source"
+        return "not appends to one source, nor updates and deletes in one source with the others unchanged"
     table_rows = info.snapshots[-1].summary.get("total-records", "") if info.snapshots else "0"
     if plan.strategy is Strategy.APPEND_DELTA or plan.partition_columns:
         table_rows = "0"  # appending reads only the delta; a scoped merge counts its partitions' rows when read
     others = [total_records(s) for s in sources if s.name != changed[0].name]  # a join reads its other table whole
     if not table_rows.isdigit() or None in others:
         return "a table or source whose row count is not recorded"
-    if int(table_rows) + sum(n or 0 for n in others) + changed[0].rows > IN_PROCESS_MAX_ROWS:
+    if int(table_rows) + sum(n or 0 for n in others) + changed[0].reads > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
     options = {**info.properties, **definition.options, FORMAT_VERSION: str(info.format_version)}
@@ -237,8 +244,13 @@ def engine_line(
         return f"Spark ({why})"
     read = "delta plus the other table" if len(known) > 1 else "delta plus table"
     to = f" to {', '.join(name.rsplit('.', 1)[-1] for name in linear)}" if linear else ""
-    row_level = len(known) == 1 and query.strategy_for(ChangeKind.ROW_LEVEL) in IN_PROCESS_STRATEGIES
-    what = f"appends{to}, updates and deletes" if row_level else f"appends{to}"
+    row_level = query.strategy_for(ChangeKind.ROW_LEVEL)
+    if len(known) == 1 and row_level in IN_PROCESS_STRATEGIES:
+        what = f"appends{to}, updates and deletes"
+    elif row_level is Strategy.APPLY_CHANGES:
+        what = f"appends{to}, updates and deletes of one side at a time"
+    else:
+        what = f"appends{to}"
     return (
         f"{what} in process (DuckDB, no Spark job) while {read} ≤ {IN_PROCESS_MAX_ROWS:,} rows and the "
         "data fits the table's types exactly (a sum that may pass its type, text that is not UTF-8: Spark); else Spark"

@@ -24,7 +24,7 @@ from mt_magic.catalog.rows import rows_at, write_files
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import RowsWrite
 from mt_magic.runtime.refresh.context import RefreshContext
-from mt_magic.runtime.refresh.incremental.changes import SourceChange
+from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
 from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     conformed,
@@ -33,6 +33,7 @@ from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     sum_mass_after,
     table_types,
     touched_partitions,
+    unchanged_sources,
     whole_source,
 )
 from mt_magic.runtime.refresh.incremental.in_process.change_rows import ChangedRows, changed_rows, net
@@ -51,21 +52,26 @@ if TYPE_CHECKING:
 
 
 def row_level_write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
-    """The data files of a refresh of one source's row-level change, written but not committed.
+    """The data files of a refresh of one source's row-level change, written but not committed (a join's other
+    sources, unchanged, are read whole at their pinned snapshots).
 
     Raises:
         DataNotExact: the change or the table cannot be read here, or a value does not fit (Spark runs it).
     """
     ctx, info, definition, sources = refresh.ctx, refresh.info, refresh.definition, refresh.sources
-    (change,) = plan.changes  # one source (eligibility.in_process_plan)
+    (change,) = [c for c in plan.changes if c.kind is ChangeKind.ROW_LEVEL]  # one (eligibility.in_process_plan)
     source = next(s for s in sources if s.name == change.name)
     if change.iceberg is None:
         change = dataclasses.replace(change, iceberg=ctx.catalog.iceberg_table_of(source))
     table = ctx.catalog.iceberg_table_of(info)
     if any(kind.kind not in READABLE for kind in table_types(table).values()):
         raise DataNotExact("a column's type is not exact in process")
-    read = _Read(ctx, info, definition, plan, source, change, table)
+    with phase("deltas"):
+        others = unchanged_sources(ctx, definition.expanded_query, plan, sources, change.name)
+    read = _Read(ctx, info, definition, plan, source, change, table, others)
     with connect(ctx, definition) as con:
+        for view, other in others.values():
+            con.register(view, other)
         with phase("deltas"):
             rows = net(con, changed_rows(change, read.columns, eligibility.IN_PROCESS_MAX_ROWS))
         with phase("strategy"):
@@ -88,6 +94,8 @@ class _Read:
     source: TableInfo
     change: SourceChange
     table: Any
+    others: dict[str, tuple[str, pa.Table]]
+    """A join's unchanged sources by name: (their view on the connection, their rows)."""
 
     @property
     def query(self) -> str:
@@ -102,10 +110,13 @@ class _Read:
         return self.table.schema().as_arrow()
 
     def through_query(self, con: Any, rows: pa.Table) -> tuple[str, pa.Table]:
-        """The query over ``rows`` as its one source: (the view holding ``rows``, the result as the table's columns)."""
+        """The query over ``rows`` in place of the changed source, beside the unchanged others: (the view holding
+        ``rows``, the result as the table's columns). Exact for a projection and for an inner join whose other
+        side did not change: each changed row meets the same other rows before and after."""
         view = f"__mt_rows_{uuid.uuid4().hex[:12]}"
         con.register(view, rows)
-        term = duckdb_sql(pin_sources(self.query, {}, {self.change.name: view}))
+        views = {self.change.name: view, **{name: other for name, (other, _) in self.others.items()}}
+        term = duckdb_sql(pin_sources(self.query, {}, views))
         return view, conformed(con.sql(term).to_arrow_table(), self.schema)
 
     def current(self, changed: pa.Table, read: int) -> tuple[pa.Table, tuple[Any, ...], str]:

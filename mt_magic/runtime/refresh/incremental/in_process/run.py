@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.commit import RowsWrite
-from mt_magic.runtime.refresh.context import RefreshContext
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.in_process import eligibility
 from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
@@ -22,9 +19,10 @@ from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     sum_mass_after,
     table_types,
     touched_partitions,
+    unchanged_sources,
     whole_source,
 )
-from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
+from mt_magic.runtime.refresh.incremental.in_process.guards import check_readable
 from mt_magic.runtime.refresh.incremental.in_process.row_level import row_level_write
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
@@ -34,8 +32,6 @@ from mt_magic.sql.query.in_process_gate import duckdb_sql
 from mt_magic.sql.query.rewrite import pin_sources
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from mt_magic.runtime.refresh.inputs import Refresh  # (imported at run time, it would be a cycle)
 
 log = logging.getLogger(__name__)
@@ -68,7 +64,7 @@ def _write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
         columns = referenced_columns(definition.expanded_query, source)
         delta = appended_rows(source_table, change.consumed, change.pinned, columns)
         check_readable(delta, f"the delta of {change.name}")
-        others = _unchanged_sources(ctx, definition.expanded_query, plan, sources, change.name)
+        others = unchanged_sources(ctx, definition.expanded_query, plan, sources, change.name)
     with phase("strategy"):
         table = ctx.catalog.iceberg_table_of(info)
         schema = table.schema().as_arrow()
@@ -101,24 +97,3 @@ def _write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
                 rows, replaced = conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema), tuple(files)
     with phase("write"):
         return RowsWrite(table, tuple(write_files(table, rows)), rows.num_rows, replaced, scope, mass)
-
-
-def _unchanged_sources(
-    ctx: RefreshContext, query: str, plan: RefreshPlan, sources: Sequence[TableInfo], appended: str
-) -> dict[str, tuple[str, pa.Table]]:
-    """A join's other table, read whole at its pinned snapshot (which holds the rows of the consumed one:
-    :func:`.eligibility.in_process_plan` admits only an unchanged source), by source name: (view, rows)."""
-    from mt_magic.catalog.rows import appended_rows
-
-    found: dict[str, tuple[str, pa.Table]] = {}
-    for change in plan.changes:
-        if change.name == appended:
-            continue
-        info = next(s for s in sources if s.name == change.name)
-        if change.pinned is None:
-            raise DataNotExact(f"the source {change.name} has no snapshot")
-        table = ctx.catalog.iceberg_table_of(info)
-        rows = appended_rows(table, None, change.pinned, referenced_columns(query, info))
-        check_readable(rows, f"the source {change.name}")
-        found[change.name] = (f"__mt_src_{uuid.uuid4().hex[:12]}", rows)
-    return found
