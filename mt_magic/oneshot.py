@@ -21,7 +21,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import MtMagicError, first_line
-from mt_magic.runtime.manager.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper, LeaseWishes, holder_id
+from mt_magic.runtime.manager.lease_keeper import (
+    DEFAULT_LEASE_TTL,
+    LeaseKeeper,
+    LeaseWishes,
+    catalog_principal,
+    holder_id,
+)
 from mt_magic.runtime.manager.lease_pass import lease_every
 from mt_magic.runtime.spark.jobs import job_group_prefix
 from mt_magic.runtime.workspace import utc_now
@@ -143,7 +149,8 @@ def refresh_once(
         conn.service.workspace.catalog.load_materialized(name)  # a clear error for an unknown table, first
         conn.service.workflows.run_here = True  # this process is the scheduler's worker: refresh here
         leases = CatalogLeases(conn.service.workspace.catalog.catalog, catalog)
-        keeper = LeaseKeeper(leases, holder_id("airflow"), DEFAULT_LEASE_TTL)
+        principal = catalog_principal(conn.service.workspace.catalog.catalog)
+        keeper = LeaseKeeper(leases, holder_id("airflow", principal), DEFAULT_LEASE_TTL)
         with holding_lease(keeper, name, lease_wait):
             print(f"mt_magic: refreshing {name} (lease held as {keeper.holder})", flush=True)
             future = conn.service.refresh(name, spec, trigger=trigger).refresh

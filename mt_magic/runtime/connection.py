@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.leases import CatalogLeases
 from mt_magic.catalog.tables import MaterializedCatalog
-from mt_magic.runtime.manager.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper, holder_id
+from mt_magic.runtime.manager.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper, catalog_principal, holder_id
 from mt_magic.runtime.manager.refresh_manager import RefreshManager
 from mt_magic.runtime.manager.schedule import RetryPolicy
 from mt_magic.runtime.manager.watchdog import StallPolicy
@@ -136,7 +136,9 @@ def connect(
             service.subscribe(callback)
         return Connection(catalog_config, spark, service, None)
     leases = LeaseKeeper(
-        CatalogLeases(pyiceberg_catalog, catalog_config.name), holder_id(settings.refresher), settings.lease_ttl
+        CatalogLeases(pyiceberg_catalog, catalog_config.name),
+        holder_id(settings.refresher, catalog_principal(pyiceberg_catalog)),
+        settings.lease_ttl,
     )
     manager = RefreshManager(
         engine,

@@ -53,7 +53,7 @@ def catalog_principal(catalog: Catalog) -> str | None:
 
     try:
         principal = AccessClient(catalog).whoami().get("principal")
-    except CatalogError:
+    except (CatalogError, OSError, ValueError):  # another catalog (Iceberg's reference server), or none answers
         return None
     return str(principal) if principal else None
 
