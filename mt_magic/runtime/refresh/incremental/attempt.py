@@ -120,11 +120,16 @@ def run_incremental(refresh: Refresh) -> RefreshOutcome | Fallback:
         if rows is not None:
             text = f"{describe(chosen.plan.strategy, chosen.plan, rows.scope)} · {IN_PROCESS}"
             return _committed(refresh, chosen, rows, text)
+        with phase("plan"):  # priced again for the engine that will run it: Spark's costs are not DuckDB's
+            chosen = choose(refresh, on_spark=True)
+        if isinstance(chosen, Fallback):
+            return chosen
     return _on_spark(refresh, chosen)
 
 
-def choose(refresh: Refresh) -> Chosen | Fallback:
-    """The plan, its engine and ADAPTIVE's choice, from metadata alone, or why the refresh recomputes."""
+def choose(refresh: Refresh, on_spark: bool = False) -> Chosen | Fallback:
+    """The plan, its engine and ADAPTIVE's choice, from metadata alone, or why the refresh recomputes
+    (``on_spark``: the in-process path could not run it)."""
     definition, sources = refresh.definition, refresh.sources
     plan = plan_refresh(refresh.info, definition, sources)
     if isinstance(plan, Fallback):
@@ -132,7 +137,7 @@ def choose(refresh: Refresh) -> Chosen | Fallback:
     windowed = window_fallback(definition, plan)
     if windowed is not None:
         return windowed
-    in_process = in_process_plan(plan, refresh.info, sources, definition) is None
+    in_process = not on_spark and in_process_plan(plan, refresh.info, sources, definition) is None
     engine = RefreshEngine.IN_PROCESS if in_process else RefreshEngine.SPARK
     replaces = plan.strategy.replaces_rows and not in_process  # in process: priced as a merge (cost_model)
     estimates = refresh.seen.estimates(incremental=True, engine=engine, replaces_rows=replaces)
