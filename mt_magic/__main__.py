@@ -3,21 +3,13 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import NoReturn
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's refusals in mt_magic's shape: where (the command), what, and a Fix (its subcommands use it too)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: {message}. Fix: {self.prog} --help lists its commands and options\n")
+from mt_magic.errors import CommandLineParser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m mt_magic", description=__doc__)
+    parser = CommandLineParser(prog="python -m mt_magic", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run examples/01_quickstart.ipynb headless on the embedded defaults")
     demo.add_argument(

@@ -14,7 +14,10 @@ At the magic boundary these become a plain ``UsageError(str(e))`` — one clean 
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 
 class MtMagicError(Exception):
@@ -172,3 +175,12 @@ def first_line(exc: BaseException) -> str:
         if line and line != "None" and not line.startswith(("An error occurred while calling", "Traceback")):
             return line[:500]
     return type(exc).__name__
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse's refusals in mt_magic's shape: where (the command), what, and a Fix. Every ``python -m`` command
+    line of mt_magic parses with it (its subcommands' parsers are of the same class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: {message}. Fix: {self.prog} --help lists its commands and options\n")

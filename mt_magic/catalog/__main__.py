@@ -25,11 +25,11 @@ import sys
 from pathlib import Path
 
 from mt_magic.catalog import access_cli, embedded
-from mt_magic.errors import MtMagicError
+from mt_magic.errors import CommandLineParser, MtMagicError
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mt_magic.catalog", description=__doc__.split("\n\n")[0])
+    parser = CommandLineParser(prog="python -m mt_magic.catalog", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run a REST catalog server in the foreground")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")

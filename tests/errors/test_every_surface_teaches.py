@@ -132,6 +132,8 @@ CLI_CASES = [
     (["mt_magic", "refresh"], ["python -m mt_magic refresh: the following arguments are required: table"]),
     (["mt_magic.catalog", "principals", "list"], ["no catalog server runs in"]),
     (["mt_magic.catalog", "audit"], ["no catalog server runs in"]),
+    (["mt_magic.catalog", "nosuch"], ["python -m mt_magic.catalog: argument command: invalid choice: 'nosuch'"]),
+    (["mt_magic.catalog", "serve", "--port", "x"], ["python -m mt_magic.catalog serve: argument --port: invalid int"]),
 ]
 
 

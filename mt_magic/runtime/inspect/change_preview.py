@@ -1,7 +1,7 @@
 """``%mt explain`` of a change before it is made: ``ALTER … AS``, ``CREATE OR ALTER`` of an existing materialized
 table, ``SET FRESHNESS``, ``SET REFRESH_MODE`` and ``RESUME [WITH (…)]``.
 
-Each statement's own decision (``runtime.statements.change.decided``: ``statements.alter.altered_query`` and its
+Each statement's own decision (``runtime.statements.change.decided``: ``statements.alter_commit.altered_query`` and its
 siblings, which the statement then writes) gives the definition it would write, checked as the statement
 checks it; nothing is written. From that definition:
 
