@@ -343,7 +343,8 @@ AnyStatement = (
 )
 
 STATEMENT_TYPES: tuple[type[Statement], ...] = get_args(AnyStatement)
-"""Every statement the grammar parses (the runtime has one handler for each: ``mt_magic.runtime.statements.registry``)."""
+"""Every statement the grammar parses (the runtime has one handler for each:
+``mt_magic.runtime.statements.registry``)."""
 
 STATEMENT_STARTS: tuple[str, ...] = tuple(dict.fromkeys(start for kind in STATEMENT_TYPES for start in kind.starts))
 """How each statement begins (``CREATE MATERIALIZED TABLE``, ``ALTER MATERIALIZED TABLE``, …), in grammar order."""
