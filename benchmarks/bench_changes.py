@@ -143,6 +143,7 @@ def main() -> None:
                 for policy in ("default", "always"):
                     print(f"      {policy}: {runs[(shape, policy)][-1].strategy[:150]}", flush=True)
     print("  engine: dk = in process (DuckDB), sp = incremental on Spark, re = recompute on Spark; j = Spark jobs")
+    bench.close()
 
 
 if __name__ == "__main__":

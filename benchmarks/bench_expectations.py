@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
+import sys
 import time
 from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_incremental import Bench  # noqa: E402
 
 QUERY = "SELECT id, item, amount FROM bench.b.src WHERE amount > 1"
 EXPECTATIONS = (
@@ -33,20 +37,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args()
-    os.environ["MT_MAGIC_HOME"] = tempfile.mkdtemp(prefix="mt_bench_")
-    from mt_magic.runtime.connection import ConnectionSettings, connect
     from mt_magic.runtime.refresh.run import run_refresh
-    from mt_magic.runtime.spark.session import SparkSettings
     from mt_magic.runtime.status import RefreshRequest
-    from mt_magic.sql import parse_cell
     from mt_magic.vocabulary import RefreshTrigger
 
-    conn = connect(
-        ConnectionSettings(
-            catalog_name="bench", namespace="b", start_manager=False, spark=SparkSettings(master=args.master)
-        )
-    )
-    spark, service = conn.spark, conn.service
+    bench = Bench(args.master)
+    spark, service = bench.spark, bench.service
     spark.sql("CREATE TABLE bench.b.src (id BIGINT, item INT, amount INT) USING iceberg")
     batch = [0]
 
@@ -64,10 +60,7 @@ def main() -> None:
             f"CREATE MATERIALIZED TABLE bench.b.{table} {constraints}WITH ('incremental.engine' = 'spark') "
             f"FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = CONTINUOUS AS {QUERY}"
         )
-        for statement in parse_cell(cell):
-            result = service.execute(statement)
-            if result.refresh is not None:
-                result.refresh.result(timeout=3600)
+        bench.create(cell)
 
     def timed(table: str, full: bool) -> float:
         trigger = RefreshTrigger.MANUAL if full else RefreshTrigger.SCHEDULED
@@ -91,10 +84,7 @@ def main() -> None:
         print(
             f"{label:20s} plain {figures['plain']:7.2f}  3 expectations {figures['expected']:7.2f}  ratio {ratio:.2f}x"
         )
-    conn.close()
-    from mt_magic.catalog.embedded import stop_embedded_server
-
-    stop_embedded_server()  # the private MT_MAGIC_HOME's catalog server
+    bench.close()
 
 
 if __name__ == "__main__":

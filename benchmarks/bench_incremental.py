@@ -132,6 +132,13 @@ class Bench:
     def name(self, table: str) -> str:
         return f"bench.b.{table}"
 
+    def close(self) -> None:
+        """Stop Spark and the private ``MT_MAGIC_HOME``'s catalog server."""
+        from mt_magic.catalog.embedded import stop_embedded_server
+
+        self.conn.close()
+        stop_embedded_server()
+
     def events(self, table: str, rows: int) -> None:
         self.spark.sql(
             f"CREATE TABLE {table} (item_id INT, user_id BIGINT, price DECIMAL(10, 2), ts TIMESTAMP, "
@@ -564,8 +571,6 @@ def joins(bench: Bench, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    from mt_magic.catalog.embedded import stop_embedded_server
-
     args = parse_args()
     bench = Bench(args.master)
     parts = {p.strip() for p in args.parts.split(",")}
@@ -591,8 +596,7 @@ def main() -> None:
             joins(bench, args)
         print(f"\n{bench.engine_share()}", flush=True)
     finally:
-        bench.conn.close()
-        stop_embedded_server()
+        bench.close()
 
 
 if __name__ == "__main__":

@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_incremental import Bench  # noqa: E402
 
 QUERY = "SELECT id, item, amount, CAST(id AS STRING) AS label FROM bench.b.src WHERE amount > 1"
 
@@ -27,20 +31,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args()
-    os.environ["MT_MAGIC_HOME"] = tempfile.mkdtemp(prefix="mt_bench_")
-    from mt_magic.runtime.connection import ConnectionSettings, connect
     from mt_magic.runtime.refresh.run import run_refresh
-    from mt_magic.runtime.spark.session import SparkSettings
     from mt_magic.runtime.status import RefreshRequest
-    from mt_magic.sql import parse_cell
     from mt_magic.vocabulary import RefreshTrigger
 
-    conn = connect(
-        ConnectionSettings(
-            catalog_name="bench", namespace="b", start_manager=False, spark=SparkSettings(master=args.master)
-        )
-    )
-    spark, service = conn.spark, conn.service
+    bench = Bench(args.master)
+    spark, service = bench.spark, bench.service
     spark.sql("CREATE TABLE bench.b.src (id BIGINT, item INT, amount INT) USING iceberg")
     spark.sql(
         f"INSERT INTO bench.b.src SELECT id, CAST(id % 1000 AS INT), CAST((id * 13) % 10000 AS INT) "
@@ -51,10 +47,7 @@ def main() -> None:
         f"CREATE MATERIALIZED TABLE {name} (PRIMARY KEY (id) NOT ENFORCED) WITH ('incremental.engine' = 'spark') "
         f"FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = FULL AS {QUERY}"
     )
-    for statement in parse_cell(cell):
-        result = service.execute(statement)
-        if result.refresh is not None:
-            result.refresh.result(timeout=3600)
+    bench.create(cell)
 
     def full() -> None:
         request = RefreshRequest(name, RefreshTrigger.MANUAL, datetime.now(timezone.utc))
@@ -86,10 +79,7 @@ def main() -> None:
     print(f"rows {args.rows:,}, repeat {args.repeat}, master {args.master} (medians, seconds)")
     for label, seconds in rows:
         print(f"{label:24s} {seconds:8.2f} s   {seconds / refresh_s:5.2f}x the full refresh")
-    conn.close()
-    from mt_magic.catalog.embedded import stop_embedded_server
-
-    stop_embedded_server()  # the private MT_MAGIC_HOME's catalog server
+    bench.close()
 
 
 if __name__ == "__main__":
