@@ -1,7 +1,8 @@
 """What each ALTER (:mod:`.alter`) and CREATE OR ALTER over a materialized table writes to the catalog: the new
-definition decided and checked first, writing nothing (``altered_query``, ``constrained``, ``freshened``,
-``remoded``, ``resumed``: what ``%mt explain`` previews, :mod:`.change`), then one catalog commit (ALTER … AS: the
-appended columns with the definition), its Iceberg view version ordered and undone with it (``iceberg_view``).
+definition decided and checked first, writing nothing (``altered_query``, ``created_over``, ``constrained``,
+``freshened``, ``remoded``, ``resumed``: what ``%mt explain`` previews, :mod:`.change`), then one catalog commit
+(ALTER … AS: the appended columns with the definition), its Iceberg view version ordered and undone with it
+(``iceberg_view``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from mt_magic.runtime.statements.definition import (
 )
 from mt_magic.runtime.statements.expectations import check_expectations, with_dropped_rows, without_dropped_rows
 from mt_magic.runtime.workspace import Workspace
-from mt_magic.sql.ddl.statements import Freshness, StartMode
+from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, StartMode
 from mt_magic.sql.names import Position
 from mt_magic.sql.query.parsed import text_of
 from mt_magic.vocabulary import Expectation, RefreshMode
@@ -105,6 +106,25 @@ def altered_query(
         expectations=expected,
     )
     return AlteredQuery(name, updated, tuple(added))
+
+
+def created_over(
+    ws: Workspace, name: str, stmt: CreateMaterializedTable, options: Mapping[str, str] | None = None
+) -> AlteredQuery:
+    """CREATE OR ALTER of the existing materialized table ``name``, decided as :func:`altered_query` from the
+    statement's query, column list, START_MODE, WITH and expectations (``options``: the table's options when it
+    moves to another scheduler). The statement and its ``%mt explain`` preview both decide it here."""
+    return altered_query(
+        ws,
+        name,
+        stmt.query,
+        stmt.columns,
+        stmt.start_mode,
+        stmt.options_dict,
+        query_position=stmt.query_position,
+        options=options,
+        expectations=stmt.expectations,
+    )
 
 
 def constrained(

@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
-from mt_magic.runtime.statements.alter_commit import AlteredQuery, altered_query, freshened, remoded, resumed
+from mt_magic.runtime.statements.alter_commit import (
+    AlteredQuery,
+    altered_query,
+    created_over,
+    freshened,
+    remoded,
+    resumed,
+)
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
@@ -51,7 +58,8 @@ class DecidedChange:
 
 def decided(ws: Workspace, stmt: ChangeStatement) -> DecidedChange:
     """The definition ``stmt`` would write, decided and checked by the very functions the statement writes it with
-    (:func:`altered_query`, :func:`freshened`, :func:`remoded`, :func:`resumed`); nothing is written.
+    (:func:`altered_query`, :func:`created_over`, :func:`freshened`, :func:`remoded`, :func:`resumed`); nothing is
+    written.
 
     Raises:
         MtMagicError: what the statement would be refused for (the same error, the same Fix).
@@ -69,16 +77,7 @@ def decided(ws: Workspace, stmt: ChangeStatement) -> DecidedChange:
     if isinstance(stmt, AlterQuery):
         altered = altered_query(ws, name, stmt.query, query_position=stmt.query_position)
         return DecidedChange(name, f"{label} AS", altered.definition, _appended(altered), _columns(altered))
-    altered = altered_query(
-        ws,
-        name,
-        stmt.query,
-        stmt.columns,
-        stmt.start_mode,
-        stmt.options_dict,
-        query_position=stmt.query_position,
-        expectations=stmt.expectations,
-    )
+    altered = created_over(ws, name, stmt)
     notes = _appended(altered)
     if stmt.freshness is not None or stmt.refresh_mode is not None:
         notes += (

@@ -142,17 +142,7 @@ def create_table(rt: Runtime, stmt: CreateMaterializedTable, plan: CreatePlan | 
             rt.workflows.changing(ws, name, rt.workflows.scheduler(ws, name)),
             rt.workflows.moving(rt.kernel, name, existing.definition.options, stmt.options_dict) as moved,
         ):
-            altered = alter_commit.altered_query(
-                ws,
-                name,
-                stmt.query,
-                stmt.columns,
-                stmt.start_mode,
-                stmt.options_dict,
-                query_position=stmt.query_position,
-                options=moved,
-                expectations=stmt.expectations,
-            )
+            altered = alter_commit.created_over(ws, name, stmt, options=moved)
             alter_commit.alter_query(ws, altered)
         rt.retrack(name)
         return StatementResult(
