@@ -1,4 +1,5 @@
-"""The kernel's connection as every layer of the runtime sees it, and the one clock.
+"""The kernel's connection as every layer of the runtime sees it, the one clock, and how a time or a duration
+reads.
 
 A :class:`Workspace` is what statements, refreshes, explain, lineage and previews share: one Spark session,
 one catalog, the namespace for unqualified names, the FRESHNESS rules, and the clock (injected, so tests
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
@@ -28,6 +29,24 @@ Clock = Callable[[], datetime]
 def utc_text(at: datetime) -> str:
     """How every view writes a time: ``2025-01-01 10:00:05 UTC``."""
     return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def human_duration(delta: timedelta | None) -> str:
+    """How every view and answer writes a duration: ``3m 05s`` (``1.2s`` below ten seconds, ``3h 05m``, ``2d 4h``);
+    ``—`` when unknown."""
+    if delta is None:
+        return "—"
+    total = max(delta.total_seconds(), 0.0)
+    if total < 10 and total != int(total):
+        return f"{total:.1f}s"
+    seconds = int(total)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
 
 
 def utc_now() -> datetime:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from mt_magic.runtime.inspect.recommendations import Recommendation
 from mt_magic.runtime.status import JobProgress, Stall, TableStatus
-from mt_magic.runtime.workspace import utc_text
+from mt_magic.runtime.workspace import human_duration, utc_text
 from mt_magic.vocabulary import JobState, WorkflowSchedulerKind
 
 
@@ -92,23 +92,6 @@ def freshness_badge(status: TableStatus) -> FreshnessBadge:
     if status.staleness and status.behind_upstream is not None:  # its own sources are read, but they are behind
         behind += f" (upstream {status.behind_upstream.rsplit('.', 1)[-1]})"
     return FreshnessBadge(level, f"{level.value} · {behind} / target {human_duration(status.freshness)}")
-
-
-def human_duration(delta: timedelta | None) -> str:
-    """``3m 05s``-style durations (``1.2s`` below ten seconds); ``—`` when unknown."""
-    if delta is None:
-        return "—"
-    total = max(delta.total_seconds(), 0.0)
-    if total < 10 and total != int(total):
-        return f"{total:.1f}s"
-    seconds = int(total)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
 
 
 def human_ago(delta: timedelta) -> str:

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 
 from mt_magic.runtime.inspect.cost_history import observed_per_hour
 from mt_magic.runtime.status import RefreshEvent, TableStatus
-from mt_magic.widgets.badges import human_duration
+from mt_magic.runtime.workspace import human_duration
 from mt_magic.widgets.base import LiveView, ViewHost
 from mt_magic.widgets.render import dashboard_html, dashboard_text
 

@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from mt_magic.runtime.inspect.cost_history import FULL_RECOMPUTE, INCREMENTAL, PARTITION_RECOMPUTE, strategy_of
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.status import RefreshRecord
-from mt_magic.widgets.badges import freshness_level, human_duration
+from mt_magic.runtime.workspace import human_duration
+from mt_magic.widgets.badges import freshness_level
 
 WIDTH, LEFT, RIGHT = 680, 70, 20
 DURATION_TOP, ROWS_TOP, STALENESS_TOP, PANEL, ROWS_PANEL = 24, 140, 206, 80, 40

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.status import TableStatus
-from mt_magic.widgets.badges import freshness_badge, human_duration, status_level
+from mt_magic.runtime.workspace import human_duration
+from mt_magic.widgets.badges import freshness_badge, status_level
 
 NODE_W, NODE_H, COL_GAP, ROW_GAP, MARGIN = 220, 48, 70, 18, 14
 

@@ -14,7 +14,8 @@ from datetime import datetime
 
 from mt_magic.runtime.inspect.query import QueryResult, SourceSnapshot
 from mt_magic.runtime.status import TableStatus
-from mt_magic.widgets.badges import human_duration, human_time
+from mt_magic.runtime.workspace import human_duration
+from mt_magic.widgets.badges import human_time
 from mt_magic.widgets.render import CARD_STYLE, CELL
 
 

@@ -13,7 +13,8 @@ from datetime import timedelta
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.inspect.recommendations import recommend
 from mt_magic.runtime.status import Decision, RefreshRecord, TableStatus
-from mt_magic.widgets.badges import human_duration, human_time, recommendation_text, stall_text
+from mt_magic.runtime.workspace import human_duration
+from mt_magic.widgets.badges import human_time, recommendation_text, stall_text
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import lineage_svg, lineage_text
 

@@ -63,7 +63,7 @@ def test_a_refresh_is_predicted_from_the_recent_refreshes_of_its_strategy_with_t
         timedelta(seconds=4),
         3,
     )
-    assert str(merge) == "3.00 s (median of the last 3 merge the aggregated delta, range 2.00 s–4.00 s)"
+    assert str(merge) == "3s (median of the last 3 merge the aggregated delta, range 2s–4s)"
     full = estimate(HISTORY, FULL_RECOMPUTE)
     assert full is not None and (full.median, full.runs) == (timedelta(seconds=25), 2)
     other = estimate(HISTORY, Strategy.APPEND_DELTA.label)  # never ran: every successful refresh, said so
@@ -81,7 +81,7 @@ def test_per_hour_is_per_refresh_times_the_schedules_rate() -> None:
     cost = hourly_cost(HISTORY, Strategy.AGGREGATE_MERGE.label, 60)
     assert cost is not None and cost.per_hour == timedelta(minutes=3)
     assert str(cost) == (
-        "up to 180 s of refresh time an hour (range 120 s–240 s): 60 refresh(es) an hour × 3.00 s, "
+        "up to 3m 00s of refresh time an hour (range 2m 00s–4m 00s): 60 refresh(es) an hour × 3s, "
         "when every refresh has changes to apply"
     )
     assert hourly_cost([], FULL_RECOMPUTE, 60) is None

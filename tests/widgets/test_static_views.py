@@ -12,8 +12,9 @@ from widget_helpers import T0
 
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.status import RefreshRecord, TableStatus
+from mt_magic.runtime.workspace import human_duration
 from mt_magic.vocabulary import JobState, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
-from mt_magic.widgets.badges import FreshnessLevel, freshness_level, human_duration
+from mt_magic.widgets.badges import FreshnessLevel, freshness_level
 from mt_magic.widgets.history_chart import history_svg
 from mt_magic.widgets.lineage import layout, lineage_svg
 from mt_magic.widgets.render import card_text

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.status import RefreshRecord
+from mt_magic.runtime.workspace import human_duration
 from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger
 
 RECENT = 10
@@ -40,11 +41,6 @@ def strategy_of(record: RefreshRecord) -> str:
     return FULL_RECOMPUTE if record.kind is RefreshKind.FULL else "nothing to do"
 
 
-def _seconds(delta: timedelta) -> str:
-    seconds = delta.total_seconds()
-    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:,.0f} s"
-
-
 @dataclass(frozen=True)
 class DurationEstimate:
     """A refresh's predicted duration: the median of the recent refreshes it is read from, and their range."""
@@ -64,14 +60,14 @@ class DurationEstimate:
 
     def __str__(self) -> str:
         what = f"{self.runs} {self.strategy}" if self.matched else f"{self.runs} refresh(es) of any strategy"
-        spread = "" if self.runs == 1 else f", range {_seconds(self.low)}–{_seconds(self.high)}"
+        spread = "" if self.runs == 1 else f", range {human_duration(self.low)}–{human_duration(self.high)}"
         note = "" if self.matched else f"; none ran {self.strategy} yet"
         if self.elsewhere is not None and self.wanted is not None:
             note += f"; they ran {self.elsewhere.value}, the new definition runs on {self.wanted.value}"
         if self.runs == 1:
             one = self.strategy if self.matched else "refresh, of another strategy"
-            return f"{_seconds(self.median)} (the last {one}, one run: a rough figure{note})"
-        return f"{_seconds(self.median)} (median of the last {what}{spread}{note})"
+            return f"{human_duration(self.median)} (the last {one}, one run: a rough figure{note})"
+        return f"{human_duration(self.median)} (median of the last {what}{spread}{note})"
 
 
 def estimate(
@@ -123,11 +119,11 @@ class HourlyCost:
 
     def __str__(self) -> str:
         low, high = self.per_refresh.low * self.refreshes, self.per_refresh.high * self.refreshes
-        spread = "" if self.per_refresh.runs == 1 else f" (range {_seconds(low)}–{_seconds(high)})"
+        spread = "" if self.per_refresh.runs == 1 else f" (range {human_duration(low)}–{human_duration(high)})"
         rate = f"{self.refreshes:.3g} refresh(es) an hour"
         return (
-            f"up to {_seconds(self.per_hour)} of refresh time an hour{spread}: {rate} × "
-            f"{_seconds(self.per_refresh.median)}, when every refresh has changes to apply"
+            f"up to {human_duration(self.per_hour)} of refresh time an hour{spread}: {rate} × "
+            f"{human_duration(self.per_refresh.median)}, when every refresh has changes to apply"
         )
 
 
