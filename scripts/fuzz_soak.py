@@ -5,7 +5,8 @@ A refresh of the fuzzer waits on Spark, the catalog and DuckDB in turn, so one p
 shards run the same cases a single process would, sooner. Logs: ``.fuzz-soak/seed<S>-shard<k>.log``.
 Each shard gets this environment, so a chain soak (tables on tables in every batch) is e.g.
 ``MT_FUZZ_CHAINS=1 MT_FUZZ_TABLES=8 MT_FUZZ_CHAIN_TABLES=12 python scripts/fuzz_soak.py --seed 35 …``; its replay
-needs the same variables.
+needs the same variables. ``MT_FUZZ_ROW_LEVEL_SHARE=0.8`` makes that share of every batch's rounds (chains too) change
+the source by ``UPDATE``, ``MERGE`` or ``DELETE`` (or compact it), on every layout.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ TEST = "tests/incremental/test_in_process_fuzz.py"
 ADDED = (
     "queries", "joins", "rejected", "spark_invalid", "tables", "refreshes", "in_process", "joins_in_process", "guarded",
     "compared", "chain_batches", "chain_queries", "chain_tables", "twins", "chain_refreshes", "chain_in_process",
-    "cascaded", "cascade_failed", "chain_compared", "depth2_compared", "depth3_compared", "merges", "deletes",
-    "compactions", "changes_refused", "retractions_in_process",
+    "cascaded", "cascade_failed", "chain_compared", "depth2_compared", "depth3_compared", "merges", "updates",
+    "deletes", "compactions", "changes_refused", "retractions_in_process", "after_row_level",
+    "after_row_level_in_process",
 )  # fmt: skip
 LISTED = ("disagreements", "engine_line_mismatches", "spark_side", "refresh_failures")
 

@@ -64,6 +64,10 @@ RUN_LOGGER = "mt_magic.runtime.refresh.incremental.in_process.run"
 JOIN_EVERY = 3
 ROW_LEVEL = os.environ.get("MT_FUZZ_ROW_LEVEL", "1") != "0"
 """Row-level changes (and merge-on-read and v3 sources) in batches that are not chain batches."""
+ROW_LEVEL_SHARE = float(os.environ["MT_FUZZ_ROW_LEVEL_SHARE"]) if os.environ.get("MT_FUZZ_ROW_LEVEL_SHARE") else None
+"""A soak's knob: the share of rounds, in every batch, chains included, that change the source by a row-level
+``UPDATE``, ``MERGE`` or ``DELETE`` (or compact it), and chain batches' sources drawn merge-on-read or v3 too. Unset,
+the mix is the default run's (and replays hold)."""
 RETRACTION = Strategy.AGGREGATE_RETRACT.label
 """Every third batch (0, 3, …: the default run's one batch too) has a second table, ``dim``, that most of its
 queries join the source with."""
@@ -422,8 +426,13 @@ class Counts:
     depth2_compared: int = 0
     depth3_compared: int = 0
     merges: int = 0
+    updates: int = 0
     deletes: int = 0
     retractions_in_process: int = 0
+    after_row_level: int = 0
+    """Refreshes after a round whose changes were not only appends (a row-level change, a compaction, the other
+    table's appends)."""
+    after_row_level_in_process: int = 0
     """Refreshes after a row-level change that merged the signed delta in process."""
     compactions: int = 0
     changes_refused: int = 0
@@ -456,9 +465,10 @@ class Counts:
             f"{self.chain_tables} (queries {self.chain_queries}, twins at every level {self.twins}), refreshes "
             f"{self.chain_refreshes} (in process {self.chain_in_process}), cascaded refreshes {self.cascaded} "
             f"(cascades failed {self.cascade_failed}), chain cases compared {self.chain_compared} (depth 2 "
-            f"{self.depth2_compared}, depth 3 {self.depth3_compared}), base changes: merges {self.merges}, deletes "
-            f"{self.deletes}, compactions {self.compactions}, refused {self.changes_refused}, retractions in process "
-            f"{self.retractions_in_process}; {self.seconds:.0f} s "
+            f"{self.depth2_compared}, depth 3 {self.depth3_compared}), base changes: merges {self.merges}, updates "
+            f"{self.updates}, deletes {self.deletes}, compactions {self.compactions}, refused {self.changes_refused}, "
+            f"retractions in process {self.retractions_in_process}, refreshes after other changes than appends "
+            f"{self.after_row_level} (in process {self.after_row_level_in_process}); {self.seconds:.0f} s "
             f"({', '.join(f'{k} {v:.0f} s' for k, v in self.timing.items())})"
         )
 
@@ -562,6 +572,8 @@ class Fuzzer:
         row_level = random.Random(f"{self.seed}:{number}:row-level") if ROW_LEVEL and chains is None else None
         if row_level is not None:
             layout = row_level.choice(("", "", f" {MOR}", f" {V3}"))
+        elif chains is not None and ROW_LEVEL_SHARE is not None:
+            layout = random.Random(f"{self.seed}:{number}:layout").choice(("", f" {MOR}", f" {V3}"))
         with session_settings(self.spark, {**settings, **fast}):
             self.spark.sql(
                 f"CREATE TABLE {source} ({', '.join(f'{c.name} {c.sql_type}' for c in columns)}) USING iceberg{layout}"
@@ -585,12 +597,14 @@ class Fuzzer:
                     dim_changed = dim is not None and rng.random() < 0.25
                     if dim_changed:  # the other table changed too: Spark's to refresh (appends to both)
                         self._append(rng, dim, dim_columns, rng.randint(1, 3))
-                    row_level_changed = row_level is not None and row_level.random() < 0.5
+                    share = 0.5 if ROW_LEVEL_SHARE is None else ROW_LEVEL_SHARE
+                    row_level_changed = row_level is not None and row_level.random() < share
                     if row_level_changed:
                         assert row_level is not None
-                        self._change(row_level, source, columns)
+                        self._change(row_level, source, columns, always=ROW_LEVEL_SHARE is not None)
                     if chains is not None:
-                        self._change(chains, source, columns)
+                        forced = ROW_LEVEL_SHARE is not None and chains.random() < ROW_LEVEL_SHARE
+                        self._change(chains, source, columns, always=forced)
                         if dim is not None and chains.random() < 0.3:
                             self._change(chains, dim, dim_columns)
                 with self.counts.timed("refresh"):
@@ -733,12 +747,18 @@ class Fuzzer:
         columns = [output_column(n, k) for n, k in typed if not n.lower().startswith(HIDDEN_COLUMN_PREFIX)]
         return [c for c in columns if c is not None], {info.name: typed}
 
-    def _change(self, rng: random.Random, name: str, columns: list[Column]) -> None:
+    def _change(self, rng: random.Random, name: str, columns: list[Column], always: bool = False) -> None:
         """Beyond the appends, now and then: a ``MERGE INTO`` update (sometimes inserting too), a ``DELETE`` or a
-        compaction of a base table."""
+        compaction of a base table. ``always`` (the soak's knob) draws one every time, an ``UPDATE`` among them."""
         roll = rng.random()
         key, target = rng.choice(columns), rng.choice(columns)
-        if roll < 0.2:
+        if always:  # an UPDATE a quarter of the time, else the default mix without its "nothing"
+            roll = -1.0 if roll < 0.25 else (roll - 0.25) / 0.75 * 0.5
+        if roll < 0:
+            new = "NULL" if rng.random() < 0.15 else rng.choice(target.values + target.extremes)
+            statement = f"UPDATE {name} SET {target.name} = {new} WHERE {predicate(rng, columns, strict=True)}"
+            self.counts.updates += 1
+        elif roll < 0.2:
             new = "NULL" if rng.random() < 0.15 else rng.choice(target.values + target.extremes)
             using, insert = f"SELECT {rng.choice(key.values)} AS key", ""
             if rng.random() < 0.3:  # a whole row: matched rows take its value, else it is inserted
@@ -878,6 +898,8 @@ class Fuzzer:
         ran_in_process = outcome is not None and outcome.engine is RefreshEngine.IN_PROCESS
         self._count_refresh(table, ran_in_process)
         self.counts.retractions_in_process += ran_in_process and RETRACTION in (outcome.strategy if outcome else "")
+        self.counts.after_row_level += not expected
+        self.counts.after_row_level_in_process += ran_in_process and not expected
         self.counts.guarded += bool(guards.messages)
         says_in_process = table.engine_line.startswith("appends") and " in process (" in table.engine_line
         incremental = outcome is not None and outcome.strategy.startswith("incremental")
