@@ -29,7 +29,8 @@ done
 iceberg="${MT_MAGIC_ICEBERG:-maven}"
 
 packages=()
-command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+# a JDK, not only a JRE: javac compiles the filter that keeps Spark's web pages to their owner (ui_auth.py)
+command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 case "$iceberg" in
   maven) command -v mvn >/dev/null 2>&1 || packages+=(maven) ;;
   offline) [ -f /usr/share/java/jarjar.jar ] || packages+=(libjarjar-java) ;;

@@ -13,10 +13,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mt_magic.catalog.embedded import stop_embedded_server
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
+from security_probes import assert_owner_only  # noqa: E402 - the security suite's probes, imported by name
+
+from mt_magic.catalog.embedded import stop_embedded_server  # noqa: E402
 from mt_magic.runtime.connection import ConnectionSettings, connect
 from mt_magic.runtime.spark.jobs import job_group_prefix
 from mt_magic.runtime.spark.session import SparkSettings
+from mt_magic.runtime.spark.ui_auth import TOKEN_CONF
 from mt_magic.sql import parse_cell
 
 TABLE = "revenue"
@@ -24,8 +28,13 @@ CREATE = f"""CREATE MATERIALIZED TABLE {TABLE} FRESHNESS = INTERVAL '1' HOUR
 AS SELECT customer, count(*) AS orders, sum(amount) AS total FROM orders GROUP BY customer"""
 
 
+TOKEN: dict[str, str] = {}
+"""The driver's web UI token (its pages admit the owner only: mt_magic.runtime.spark.ui_auth)."""
+
+
 def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as resp:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN['ui']}"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
         return json.load(resp)
 
 
@@ -60,13 +69,16 @@ def main(master: str) -> dict[str, Any]:
         sc = spark.sparkContext
         ui = sc.uiWebUrl
         assert ui is not None
+        TOKEN["ui"] = sc.getConf().get(TOKEN_CONF)
         executors = _get(f"{ui}/api/v1/applications/{sc.applicationId}/executors")
+        assert_owner_only(ui, TOKEN["ui"], "/jobs/job/kill/")  # the driver's web UI, as others and as its owner
         return {
             "master": sc.master,
             "spark_version": spark.version,
             "rows": rows,
             "refresh_tasks_by_executor": refresh_tasks_by_executor(ui, sc.applicationId, job_group_prefix(qualified)),
             "executors": {e["id"]: e["hostPort"] for e in executors},
+            "ui_owner_only": True,
         }
     finally:
         conn.close()

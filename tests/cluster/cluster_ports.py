@@ -10,29 +10,24 @@ the web UI's address — and a start that did not is stopped and tried again on 
 from __future__ import annotations
 
 import http.server
-import json
 import re
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.loopback import HOST, free_port
+from mt_magic.loopback import free_port
 from mt_magic.runtime.spark.cluster import ClusterSettings, StandaloneCluster
 
 ATTEMPTS = 4
 UI_BOUND = re.compile(r"Bound MasterWebUI to \S+, and started at http://[^:]+:(\d+)")
 
 
-def master_state(ui_port: int) -> dict[str, Any]:
-    """The master's ``/json/`` answer; raises ``ValueError`` when what answers is not JSON (not Spark)."""
-    with urllib.request.urlopen(f"http://{HOST}:{ui_port}/json/", timeout=10) as resp:
-        state = json.load(resp)
-    if not isinstance(state, dict):
-        raise ValueError(f"{ui_port}/json/ answered {type(state).__name__}, not a Spark master's state")
-    return state
+def master_state(cluster: StandaloneCluster) -> dict[str, Any]:
+    """The master's ``/json/`` answer, asked with its web pages' token; raises ``ValueError`` when what answers is not
+    JSON (not Spark)."""
+    return cluster.master_state()
 
 
 def reported_ui_port(log: Path) -> int | None:
@@ -48,7 +43,7 @@ def spark_master_problem(cluster: StandaloneCluster) -> str | None:
     if bound != settings.ui_port:
         return f"the master's log says its web UI bound {bound}, not {settings.ui_port}"
     try:
-        state = master_state(settings.ui_port)
+        state = master_state(cluster)
     except (OSError, ValueError) as exc:
         return f"{settings.ui_port}/json/ is not a Spark master's: {exc}"
     if state.get("url") != cluster.master_url or state.get("status") != "ALIVE" or "workers" not in state:

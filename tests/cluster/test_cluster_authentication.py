@@ -49,7 +49,7 @@ def clean_env() -> dict[str, str]:
 
 def apps_and_drivers(cluster: StandaloneCluster) -> list[str]:
     """Every application and driver the master knows, running or ended."""
-    state = master_state(cluster.settings.ui_port)
+    state = master_state(cluster)
     apps = [a.get("name", "?") for key in ("activeapps", "completedapps") for a in state.get(key, [])]
     drivers = [d.get("id", "?") for key in ("activedrivers", "completeddrivers") for d in state.get(key, [])]
     return apps + drivers
@@ -149,8 +149,10 @@ def test_a_cluster_without_authentication_is_asked_for_by_name_and_says_so(tmp_p
         assert started.returncode == 0, started.stderr
         assert "WARNING: no authentication (--insecure-no-auth)" in started.stderr
         assert "run their code on the workers as you" in started.stderr
+        assert "read the master's and workers' web pages" in started.stderr  # they stay open, and it says so
         status = subprocess.run([*base, "status", "--state", str(state)], capture_output=True, text=True, timeout=60)
         assert "authentication: NONE (--insecure-no-auth)" in status.stdout, status.stdout + status.stderr
+        assert "(open to everyone: --insecure-no-auth)" in status.stdout
         assert "spark.authenticate" not in (state / CONF_NAME).read_text()
     finally:
         subprocess.run([*base, "stop", "--state", str(state)], capture_output=True, timeout=120)

@@ -53,7 +53,7 @@ class CommandLineWatch:
 
 def test_a_ui_port_another_server_took_is_refused_and_the_master_answers(started: ClusterStart) -> None:
     assert [ui for _, ui, _ in started.refused] == [NotSpark.port] and "/json/" in NotSpark.asked
-    state = master_state(started.cluster.settings.ui_port)
+    state = master_state(started.cluster)
     assert state["url"] == started.cluster.master_url and state["status"] == "ALIVE"
 
 
@@ -80,6 +80,7 @@ def test_refresh_runs_on_the_workers_executor_and_no_command_line_shows_the_secr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
 
     assert report["master"] == cluster.master_url
+    assert report["ui_owner_only"] is True  # the driver's web UI refused others and let its owner in
     assert report["rows"] == [["ann", 2, 12.5], ["bob", 1, 5.5], ["cy", 1, 1.0]]
     worker_executors = {eid for eid, host in report["executors"].items() if eid != "driver"}
     assert worker_executors, report

@@ -77,3 +77,61 @@ def command_lines_holding(secret: str) -> dict[int, str]:
         if needle in line:
             found[int(cmdline.parent.name)] = line.decode(errors="replace")
     return found
+
+
+CROSS_SITE = {"Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"}
+"""What a web page's form sends to a port on this machine (a POST needs no CORS preflight in this shape)."""
+
+
+def http(url: str, method: str = "GET", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    """One request straight to ``url`` (no proxy, no redirect followed): status, headers, body."""
+    import urllib.error
+    import urllib.request
+
+    class Keep(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), Keep)
+    data = b"id=0&terminate=true" if method == "POST" else None
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with opener.open(request, timeout=30) as resp:
+            return resp.status, dict(resp.headers), resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), err.read().decode(errors="replace")
+
+
+def status_as(user: str, url: str) -> int:
+    """The HTTP status ``user`` gets for a plain GET of ``url`` (curl, as that user)."""
+    if not shutil.which("curl"):
+        pytest.skip("needs curl to request a page as a second local user")
+    run = subprocess.run(
+        ["runuser", "-u", user, "--", "curl", "-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return int(run.stdout or 0)
+
+
+def assert_owner_only(url: str, token: str, kill_path: str) -> None:
+    """The web UI at ``url`` refuses a plain GET, a cross-site POST to ``kill_path`` and a second local user; its
+    owner gets in with the bearer token, or with the cookie the ``?token=`` link sets, which a POST from another
+    origin does not carry through."""
+    status, _, body = http(f"{url}/")
+    assert status == 401 and "Authorization: Bearer" in body, (status, body[:300])
+    assert http(f"{url}{kill_path}", "POST", CROSS_SITE)[0] == 401
+    assert http(f"{url}/", headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert http(f"{url}/?token=wrong")[0] == 401
+    if os.geteuid() == 0:  # as a second local user (elsewhere the owner-only parts above stand alone)
+        assert status_as(other_user(), f"{url}/") == 401
+    status, _, _ = http(f"{url}/", headers={"Authorization": f"Bearer {token}"})
+    assert status in (200, 302), status  # a driver's root redirects to /jobs/
+    status, headers, _ = http(f"{url}/?token={token}")
+    assert status == 303 and headers["Location"] == "/", (status, headers)
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie and token not in cookie
+    jar = {"Cookie": cookie.split(";", 1)[0]}
+    assert http(f"{url}/", headers=jar)[0] in (200, 302)
+    assert http(f"{url}{kill_path}", "POST", {**CROSS_SITE, **jar})[0] == 403

@@ -18,12 +18,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
-from security_probes import command_lines_holding, url_of
+from security_probes import assert_owner_only, command_lines_holding, url_of
 
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
@@ -126,35 +127,60 @@ def test_the_embedded_servers_token_and_database_are_not_on_its_command_line(tmp
 LOCAL_SESSION = """
 import sys
 from mt_magic.runtime.spark.session import SparkSettings, get_or_create_session
+from mt_magic.runtime.spark.ui_auth import TOKEN_CONF
 conf = {"spark.sql.catalog.probe": "org.apache.iceberg.spark.SparkCatalog", "spark.sql.catalog.probe.type": "rest",
         "spark.sql.catalog.probe.uri": "http://127.0.0.1:9", "spark.sql.catalog.probe.token": sys.argv[1][::-1]}
-spark = get_or_create_session(SparkSettings(master="local[1]", driver_memory="512m"), conf)
+spark = get_or_create_session(SparkSettings(master="local[1]", driver_memory="512m", ui=True), conf)
 assert spark.conf.get("spark.sql.catalog.probe.token") == sys.argv[1][::-1]
-print("ready", flush=True)
+print("ready", spark.sparkContext.uiWebUrl, spark.sparkContext.getConf().get(TOKEN_CONF), flush=True)
 sys.stdin.read()
 """
 
 
-@pytest.mark.spark
-def test_a_new_local_sessions_jvm_has_no_catalog_token_on_its_command_line(tmp_path: Path) -> None:
-    token = secrets.token_hex(16)
-    reversed_token = token[::-1]  # the probe's own command line holds the token reversed, never as it is
+@dataclass(frozen=True)
+class LocalSession:
+    """A kernel's new local session with its web UI on, in a process of its own (the module's one JVM)."""
+
+    catalog_token: str
+    ui_url: str
+    ui_token: str
+
+
+@pytest.fixture(scope="module")
+def local_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSession]:
+    token = secrets.token_hex(16)  # the probe's own command line holds it reversed, never as it is
+    home = tmp_path_factory.mktemp("local-session") / "home"
     proc = subprocess.Popen(
         [sys.executable, "-c", LOCAL_SESSION, token],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "MT_MAGIC_HOME": str(tmp_path / "home")},
+        env={**os.environ, "MT_MAGIC_HOME": str(home)},
     )
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        jvms = command_lines_holding("org.apache.spark.deploy.SparkSubmit").values()
-        assert [line for line in jvms if "java" in line]  # the session's JVM is there to be read
-        assert command_lines_holding(reversed_token) == {}
+        assert proc.stdout is not None
+        ready, ui_url, ui_token = proc.stdout.readline().split()
+        assert ready == "ready"
+        yield LocalSession(token[::-1], ui_url, ui_token)
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=120)
+
+
+@pytest.mark.spark
+def test_a_new_local_sessions_jvm_has_no_catalog_token_on_its_command_line(local_session: LocalSession) -> None:
+    jvms = command_lines_holding("org.apache.spark.deploy.SparkSubmit").values()
+    assert [line for line in jvms if "java" in line]  # the session's JVM is there to be read
+    assert command_lines_holding(local_session.catalog_token) == {}
+    assert command_lines_holding(local_session.ui_token) == {}
+
+
+@pytest.mark.spark
+def test_a_local_sessions_web_ui_admits_its_owner_only(local_session: LocalSession) -> None:
+    """Before: the driver's UI (4040) answered anyone, its kill links included (``spark.ui.killEnabled``)."""
+    assert len(local_session.ui_token) == 64
+    assert_owner_only(local_session.ui_url, local_session.ui_token, "/jobs/job/kill/")
 
 
 class FakeAirflow(BaseHTTPRequestHandler):

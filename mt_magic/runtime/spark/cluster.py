@@ -13,8 +13,11 @@ whoever could would run code on the workers as the cluster's owner. A driver of 
 ``$MT_MAGIC_HOME/spark-cluster`` (:func:`driver_conf`; kernels, the headless runner and Airflow's tasks find the
 catalog's token the same way), and gets it through a properties file too; the workers hand it to executors in their
 environment (Spark's own way), which only the owner reads. Elsewhere, put ``spark.authenticate true`` and
-``spark.authenticate.secret`` in a ``spark-defaults.conf`` of your own (mode 0600). A cluster without authentication
-must be asked for by name (``--insecure-no-auth``) and says so at start and in ``status``.
+``spark.authenticate.secret`` in a ``spark-defaults.conf`` of your own (mode 0600). The master's and workers' web
+pages (the workers' show executors' stdout and stderr) admit the owner only, with a token of their own
+(:mod:`mt_magic.runtime.spark.ui_auth`, through the same 0600 file): ``start`` and ``status`` print the link that lets
+the owner's browser in. A cluster without authentication must be asked for by name (``--insecure-no-auth``), keeps
+its pages open too, and says so at start and in ``status``.
 
     python -m mt_magic.runtime.spark.cluster start [--workers 2] [--port 7077] [--state DIR] [--insecure-no-auth]
     python -m mt_magic.runtime.spark.cluster stop [--state DIR]
@@ -38,6 +41,7 @@ from pathlib import Path
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.loopback import OWNER_ONLY_UMASK, is_loopback, owner_only, private_dir, runs
+from mt_magic.runtime.spark import ui_auth
 from mt_magic.runtime.spark.properties import user_defaults, write_private
 
 HOST = "127.0.0.1"
@@ -50,8 +54,10 @@ SECRET_CONF = "spark.authenticate.secret"
 INSECURE_WARNING = (
     "WARNING: no authentication (--insecure-no-auth): every local user and every program that reaches {url} can "
     "register applications and submit drivers there, which run their code on the workers as you (reading your "
-    "files, your catalog's token among them). Start it without --insecure-no-auth unless this machine is yours alone."
+    "files, your catalog's token among them), and read the master's and workers' web pages (your executors' output "
+    "among them). Start it without --insecure-no-auth unless this machine is yours alone."
 )
+UI_HINT = "python -m mt_magic.runtime.spark.cluster status prints that link to the cluster's owner."
 
 
 def default_state_dir() -> Path:
@@ -71,6 +77,7 @@ class ClusterSettings:
         state_dir: pids, logs, the workers' work directories, the settings file and ``cluster.json``.
         authenticate: require ``spark.authenticate`` with a fresh secret (``False``: ``--insecure-no-auth``).
         secret: what every client must know; a fresh one at each start by default.
+        ui_token: what the master's and workers' web pages ask for (:mod:`.ui_auth`); a fresh one by default.
     """
 
     workers: int = 2
@@ -81,6 +88,7 @@ class ClusterSettings:
     state_dir: Path = field(default_factory=default_state_dir)
     authenticate: bool = True
     secret: str = field(default_factory=lambda: secrets.token_hex(32), repr=False)
+    ui_token: str = field(default_factory=ui_auth.new_token, repr=False)
 
     @property
     def master_url(self) -> str:
@@ -88,15 +96,17 @@ class ClusterSettings:
 
 
 def daemon_conf(settings: ClusterSettings) -> dict[str, str]:
-    """The master's and workers' settings: authentication with the secret; no REST submission server (it takes no
-    secret) and no kill links on their web pages (a web page's form could post to them)."""
+    """The master's and workers' settings: authentication with the secret and the token on their web pages; no REST
+    submission server (it takes no secret) and no kill links on their web pages (a web page's form could post to
+    them)."""
     conf = {"spark.master.rest.enabled": "false", "spark.ui.killEnabled": "false"}
     if settings.authenticate:
         conf.update({AUTH_CONF: "true", SECRET_CONF: settings.secret})
+        conf.update(ui_auth.filter_conf(settings.ui_token, UI_HINT))
     return conf
 
 
-def _spark_class() -> tuple[Path, dict[str, str]]:
+def _spark_class(filter_classes: Path | None) -> tuple[Path, dict[str, str]]:
     import pyspark
 
     home = Path(pyspark.__file__).parent
@@ -104,6 +114,8 @@ def _spark_class() -> tuple[Path, dict[str, str]]:
     if not script.is_file():
         raise RuntimeSetupError(f"{script} is missing: this PySpark install cannot start cluster daemons.")
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": HOST, "SPARK_NO_DAEMONIZE": "1"}
+    if filter_classes is not None:  # spark-class puts it on the master's and workers' classpath
+        env.update(ui_auth.classpath_env(filter_classes, env, "SPARK_DAEMON_CLASSPATH"))
     return script, env
 
 
@@ -117,13 +129,14 @@ class StandaloneCluster:
         self.pid_file = self.state_dir / "pids"
         self.conf_file = self.state_dir / CONF_NAME
         self.state_file = self.state_dir / STATE_NAME
+        self._filter_classes: Path | None = None
 
     @property
     def master_url(self) -> str:
         return self.settings.master_url
 
     def _launch(self, name: str, args: list[str]) -> int:
-        script, env = _spark_class()
+        script, env = _spark_class(self._filter_classes)
         with owner_only(), (self.state_dir / f"{name}.log").open("ab") as log:
             proc = subprocess.Popen(
                 [str(script), *args, "--properties-file", str(self.conf_file)],
@@ -149,6 +162,8 @@ class StandaloneCluster:
         if self.pids():
             raise RuntimeSetupError(f"A cluster from {self.state_dir} is running; stop it first (`... cluster stop`).")
         private_dir(self.state_dir)
+        # The web pages' filter, compiled now if need be: without javac the cluster does not start with open pages.
+        self._filter_classes = ui_auth.filter_classes() if s.authenticate else None
         # After the user's own spark-defaults.conf, which the daemons would have read without a properties file.
         write_private(self.conf_file, daemon_conf(s), head=user_defaults())
         state: dict[str, object] = {
@@ -159,6 +174,7 @@ class StandaloneCluster:
         }
         if s.authenticate:
             state["secret"] = s.secret
+            state["ui_token"] = s.ui_token
         with owner_only():
             self.state_file.unlink(missing_ok=True)  # a new file is made 0600, whatever an old one's mode was
             fd = os.open(self.state_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -205,15 +221,49 @@ class StandaloneCluster:
             )
         return self.master_url
 
-    def alive_workers(self) -> list[str]:
-        """Ids of the workers the master reports ALIVE (empty while the master is not up)."""
+    @property
+    def ui_url(self) -> str:
+        return f"http://{HOST}:{self.settings.ui_port}"
+
+    @property
+    def ui_token(self) -> str | None:
+        """The web pages' token of the running cluster (its ``cluster.json``), ``None`` when they are open."""
         try:
-            direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-            with direct.open(f"http://{HOST}:{self.settings.ui_port}/json/", timeout=5) as resp:
-                state = json.load(resp)
+            recorded = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return self.settings.ui_token if self.settings.authenticate else None
+        token = recorded.get("ui_token") if isinstance(recorded, dict) else None
+        return token if isinstance(token, str) and token else None
+
+    def master_state(self) -> dict[str, object]:
+        """The master's ``/json/`` (with the web pages' token).
+
+        Raises:
+            OSError: the master does not answer; ValueError: what answers is not JSON.
+        """
+        token = self.ui_token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+        request = urllib.request.Request(f"{self.ui_url}/json/", headers=headers)
+        with direct.open(request, timeout=5) as resp:
+            state = json.load(resp)
+        if not isinstance(state, dict):
+            raise ValueError(f"{self.ui_url}/json/ answered {type(state).__name__}, not a Spark master's state")
+        return state
+
+    def alive_workers(self) -> list[str]:
+        """Ids of the workers the master reports ALIVE (empty while the master is not up).
+
+        Raises:
+            ValueError: what answers on the web UI port is not a Spark master (not JSON).
+        """
+        try:
+            state = self.master_state()
         except OSError:
             return []
-        return [w["id"] for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+        workers = state.get("workers")
+        listed = workers if isinstance(workers, list) else []
+        return [w["id"] for w in listed if isinstance(w, dict) and w.get("state") == "ALIVE"]
 
     def _wait_for_workers(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -256,8 +306,20 @@ class StandaloneCluster:
 def describe_authentication(cluster: StandaloneCluster) -> str:
     """What ``status`` says about the running cluster's authentication."""
     if cluster.authenticates:
-        return f"spark.authenticate (the secret is in {cluster.state_file}, 0600)"
-    return "NONE (--insecure-no-auth): anyone who reaches the master runs code on the workers as you"
+        return f"spark.authenticate (the secret is in {cluster.state_file}, 0600); web pages: the owner's only"
+    return (
+        "NONE (--insecure-no-auth): anyone who reaches the master runs code on the workers as you, and reads its "
+        "and the workers' web pages"
+    )
+
+
+def describe_pages(cluster: StandaloneCluster) -> str:
+    """The master's web page as its owner opens it: the link with the token (printed to the owner's terminal only)."""
+    token = cluster.ui_token
+    if token is None:
+        return f"web UI: {cluster.ui_url} (open to everyone: --insecure-no-auth)"
+    link = ui_auth.entry_link(cluster.ui_url, token)
+    return f"web UI (yours only; the link sets a cookie, keep it to yourself): {link}"
 
 
 def driver_conf(master: str, state_dir: Path | None = None) -> dict[str, str]:
@@ -329,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"clients must authenticate (spark.authenticate): drivers of this MT_MAGIC_HOME find the secret in "
                     f"{cluster.state_file}" + ("" if args.state is None else "; drivers of another home do not")
                 )
+                print(describe_pages(cluster))
             else:
                 print(INSECURE_WARNING.format(url=cluster.master_url), file=sys.stderr)
         elif args.action == "stop":
@@ -338,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{cluster.master_url}: pids {cluster.pids()}, alive workers {cluster.alive_workers()}")
             if cluster.pids():
                 print(f"authentication: {describe_authentication(cluster)}")
+                print(describe_pages(cluster))
     except RuntimeSetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@
   (``MT_MAGIC_SPARK_REMOTE``, ``%config MaterializedMagics.spark_remote``) starts one. Over Connect the server's
   own catalog settings win over the kernel's, and the server must carry the Iceberg runtime.
 * Otherwise a classic session is built: ``local[*]`` unless another master URL is configured, quiet logs, the
-  Spark UI off unless asked for.
+  Spark UI off unless asked for, and then its owner's only (:mod:`mt_magic.runtime.spark.ui_auth`).
 * How Iceberg gets onto the classpath is configuration (``MT_MAGIC_ICEBERG``): ``maven`` (the default) puts the
   official runtime for the installed Spark, fetched from Maven Central by the Maven client into a pinned cache
   (:mod:`mt_magic.runtime.spark.iceberg_maven`), on ``spark.jars``; ``packages`` hands the same coordinates to
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.loopback import owner_only
-from mt_magic.runtime.spark import connect, iceberg_jars, iceberg_maven
+from mt_magic.runtime.spark import connect, iceberg_jars, iceberg_maven, ui_auth
 from mt_magic.runtime.spark.iceberg_maven import ICEBERG_EXTENSIONS
 from mt_magic.runtime.spark.jobs import SparkJobs
 from mt_magic.runtime.spark.properties import driver_launch_properties
@@ -54,7 +54,8 @@ class SparkSettings:
         remote: a Spark Connect URL (``sc://host:15002``); when set, mt_magic's session is a Connect session on
             that server (no JVM in this process) and ``master``, ``driver_memory``, ``iceberg`` do not apply.
         app_name: shown in the Spark UI and cluster managers.
-        ui: start the Spark UI (off by default: notebooks rarely need it and it takes a port).
+        ui: start the Spark UI (off by default: notebooks rarely need it and it takes a port); it admits its owner
+            only (:func:`mt_magic.runtime.spark.ui_auth.ui_link` gives the way in).
         log_level: Spark's log level after start (``ERROR``: ipykernel forwards the JVM's stderr to whatever cell
             runs, so warnings such as BlockManager's would land in users' cells; the log4j2 file says the same).
         driver_memory: heap of the driver JVM (only for new local sessions).
@@ -93,7 +94,7 @@ def check_java() -> None:
     if shutil.which("java") is None:
         raise RuntimeSetupError(
             "Java is not installed, and Spark needs Java 17. Run `make setup` (it installs "
-            "openjdk-17-jre-headless), or install Java 17 and set JAVA_HOME."
+            "openjdk-17-jdk-headless), or install Java 17 and set JAVA_HOME."
         )
 
 
@@ -218,7 +219,13 @@ def get_or_create_session(
     # The catalogs' settings (their tokens, credentials) are set once the session runs: PySpark hands a new
     # session's settings to spark-submit as --conf arguments, on the JVM's command line, where `ps` shows them.
     at_start = {k: v for k, v in catalog_conf.items() if not k.startswith(CATALOG_CONF_PREFIX)}
-    for key, value in {**base_conf(settings), **at_start}.items():
+    conf = {**base_conf(settings), **at_start}
+    # The web UI, when asked for, admits its owner only: a token in the properties file below (ui_auth); turned off
+    # when the filter cannot be built.
+    guard, filter_classes = ui_auth.guarded_driver_conf(conf)
+    if ui_auth.UI_CONF in guard:
+        conf[ui_auth.UI_CONF] = guard.pop(ui_auth.UI_CONF)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     # A standalone cluster this user started asks for its secret when the driver starts: from a 0600 properties
     # file, never on the command line (mt_magic.runtime.spark.cluster).
@@ -227,7 +234,8 @@ def get_or_create_session(
     try:
         # The driver JVM (and, in local mode, its executors and Python workers) inherits the umask it starts under:
         # what it creates is owner only from creation, before Hadoop sets the mode above.
-        with driver_launch_properties(cluster_driver_conf(settings.master), mt_home()), owner_only():
+        launch = {**cluster_driver_conf(settings.master), **guard}
+        with driver_launch_properties(launch, mt_home()), ui_auth.on_launch_classpath(filter_classes), owner_only():
             spark = builder.getOrCreate()
         for key, value in catalog_conf.items():
             if key not in at_start:
