@@ -190,10 +190,14 @@ class MaterializedViews:
     # --- REST ------------------------------------------------------------------------------------------------
 
     def _path(self, name: str) -> dict[str, str]:
-        from pyiceberg.catalog.rest import NAMESPACE_SEPARATOR
+        """The view's ``namespace`` and ``view`` path parameters, encoded as pyiceberg encodes a table's (the
+        catalog's separator; 0.12 also percent-encodes each level)."""
+        from pyiceberg.catalog.rest import IdentifierKind
 
-        ident = self.tables.identifier(name)
-        return {"namespace": NAMESPACE_SEPARATOR.join(ident[:-1]), "view": ident[-1]}
+        rest = self.tables.catalog
+        if not hasattr(rest, "_split_identifier_for_path"):
+            raise CatalogError(f"{name}: views need an Iceberg REST catalog; {type(rest).__name__} is not one.")
+        return dict(rest._split_identifier_for_path(self.tables.identifier(name), IdentifierKind.VIEW))
 
     def _wire(self, name: str) -> dict[str, Any]:
         ident = self.tables.identifier(name)

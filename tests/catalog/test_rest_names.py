@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pyarrow as pa
@@ -59,6 +60,25 @@ def test_dotted_namespace_is_one_level_on_the_wire(http: httpx.Client) -> None:
     # Java's client form-encodes names: '+' is a space, %2F a slash inside one name
     assert http.post("/v1/namespaces", json={"namespace": [name, "a b/c"]}).status_code == 200
     assert http.get(f"/v1/namespaces/{name}%1Fa+b%2Fc").json()["namespace"] == [name, "a b/c"]
+
+
+def test_a_parent_is_read_with_its_levels_as_sent_or_percent_encoded(http: httpx.Client) -> None:
+    """``?parent=``: Java's client and pyiceberg 0.10 send the levels as they are, pyiceberg 0.12 percent-encodes
+    each level before the query is encoded; both list the same children. When both readings exist, the levels
+    as sent win (the spec's and Java's reading)."""
+    top = f"p{uuid.uuid4().hex[:6]}"
+    for ns in [[top], [top, "a/b"], [top, "a/b", "c"], [top, "100%"], [top, "100%", "d"]]:
+        assert http.post("/v1/namespaces", json={"namespace": ns}).status_code == 200
+    for level, child in [("a/b", "c"), ("100%", "d")]:
+        for sent in (level, quote(level, safe="")):
+            listed = http.get("/v1/namespaces", params={"parent": f"{top}\x1f{sent}"})
+            assert listed.status_code == 200, (sent, listed.text)
+            assert listed.json()["namespaces"] == [[top, level, child]], sent
+    assert http.post("/v1/namespaces", json={"namespace": [top, "100%25"]}).status_code == 200
+    as_sent = http.get("/v1/namespaces", params={"parent": f"{top}\x1f100%25"})
+    assert as_sent.status_code == 200 and as_sent.json()["namespaces"] == []  # "100%25" itself, not "100%"
+    missing = http.get("/v1/namespaces", params={"parent": f"{top}\x1fnone%2Fhere"})
+    assert missing.status_code == 404 and "none%2Fhere" in missing.text
 
 
 def test_names_cannot_steer_files_out_of_the_warehouse(http: httpx.Client, catalog_server: EmbeddedServer) -> None:

@@ -41,6 +41,7 @@ from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest, descri
 from mt_magic.catalog.server.format_v3 import (
     ROW_LINEAGE_VERSION,
     AddLineageSnapshotBody,
+    check_row_lineage,
     upgrade_target,
     upgraded,
     with_row_lineage,
@@ -243,6 +244,8 @@ def apply_commit(
             raise BadRequest(f"Cannot downgrade v{base.format_version} table to v{ROW_LINEAGE_VERSION}")
         base = upgraded(base)
         others = [u for u in others if not isinstance(u, UpgradeFormatVersionUpdate)]
+    if base.format_version >= ROW_LINEAGE_VERSION:
+        check_row_lineage(current, added)
     try:
         result = update_table_metadata(
             base_metadata=base,

@@ -101,10 +101,14 @@ def status_for(exc: BaseException) -> tuple[int, str]:
 
 
 def describe_validation_error(exc: PydanticValidationError | RequestValidationError) -> str:
-    """One line per problem, ``location: message``, without echoing large inputs back."""
+    """One line per problem, ``location: message`` (``updates[1].spec.fields[0].name``, list indexes in brackets
+    as :func:`~mt_magic.catalog.server.wire.locate_fault` names them), without echoing large inputs back."""
     lines = []
     for err in exc.errors()[:8]:
-        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.get("loc", ()) if p != "body").lstrip(
+            "."
+        )
+        where = where or "body"
         lines.append(f"{where}: {err.get('msg', 'invalid')}")
     more = len(exc.errors()) - len(lines)
     if more > 0:

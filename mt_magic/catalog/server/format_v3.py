@@ -72,6 +72,27 @@ def upgraded(base: TableMetadata) -> TableMetadata:
     return TableMetadataV3.model_construct(**data)
 
 
+def check_row_lineage(base: TableMetadata | None, added: Sequence[LineageSnapshot]) -> int:
+    """The table's ``next-row-id`` once ``added`` are added to ``base`` (a v3 table, or one becoming v3), checked
+    before pyiceberg applies them, so the refusal reads the same whatever pyiceberg says (0.12 checks too).
+
+    Raises:
+        BadRequest: an added snapshot has no ``first-row-id`` or one behind the table's ``next-row-id``.
+    """
+    next_row_id = getattr(base, "next_row_id", None) if base is not None and base.format_version >= 3 else None
+    next_row_id = next_row_id or 0
+    for snapshot in added:
+        if snapshot.first_row_id is None:
+            raise BadRequest("Cannot add a snapshot: first-row-id is null")
+        if snapshot.first_row_id < next_row_id:
+            raise BadRequest(
+                "Cannot add a snapshot, first-row-id is behind table next-row-id: "
+                f"{snapshot.first_row_id} < {next_row_id}"
+            )
+        next_row_id += snapshot.added_rows or 0
+    return next_row_id
+
+
 def with_row_lineage(
     result: TableMetadata, base: TableMetadata | None, added: Sequence[LineageSnapshot]
 ) -> TableMetadata:
@@ -82,18 +103,8 @@ def with_row_lineage(
     """
     if result.format_version < ROW_LINEAGE_VERSION:
         return result
-    next_row_id = getattr(base, "next_row_id", None) if base is not None and base.format_version >= 3 else None
-    next_row_id = next_row_id or 0
+    next_row_id = check_row_lineage(base, added)
     lineage = {s.snapshot_id: s for s in added}
-    for snapshot in added:
-        if snapshot.first_row_id is None:
-            raise BadRequest("Cannot add a snapshot: first-row-id is null")
-        if snapshot.first_row_id < next_row_id:
-            raise BadRequest(
-                "Cannot add a snapshot, first-row-id is behind table next-row-id: "
-                f"{snapshot.first_row_id} < {next_row_id}"
-            )
-        next_row_id += snapshot.added_rows or 0
     data = IcebergBaseModel.model_dump(result, serialize_as_any=True)
     for snap in data.get("snapshots", []):
         source = lineage.get(snap["snapshot-id"])

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from fastapi import APIRouter, Depends, Query, Response
 from pyiceberg.exceptions import NamespaceNotEmptyError
+from pyiceberg.typedef import Identifier
 
 from mt_magic.catalog.privileges import namespace as namespace_object
 from mt_magic.catalog.server.authz import Authorized, authorize
@@ -33,10 +35,22 @@ def list_namespaces(
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
     page_size: Annotated[int | None, Query(alias="pageSize")] = None,
 ) -> dict[str, Any]:
-    parent_ns = namespace_from_path(parent) if parent else ()
+    parent_ns = parent_namespace(svc, parent) if parent else ()
     visible = [ns for ns in svc.namespaces.children(parent_ns) if caller.sees(namespace_object(*ns))]
     items, token = page(visible, page_token, page_size)
     return {"namespaces": [list(ns) for ns in items], "next-page-token": token}
+
+
+def parent_namespace(svc: CatalogService, parent: str) -> Identifier:
+    """The ``parent`` query parameter as clients send it: each level as it is (Java's client, pyiceberg before
+    0.12), or each level percent-encoded once more (pyiceberg 0.12 quotes the levels before the HTTP client encodes
+    the query). The levels as sent are the namespace unless only their decoded form exists; a parent that exists
+    in neither form is reported as sent."""
+    as_sent = namespace_from_path(parent)
+    decoded = tuple(unquote(level) for level in as_sent)
+    if decoded != as_sent and not svc.namespaces.exists(as_sent) and svc.namespaces.exists(decoded):
+        return check_namespace(list(decoded))
+    return as_sent
 
 
 @router.post("")
