@@ -64,8 +64,8 @@ HISTORY_COLUMNS = (
 )
 """One row per refresh. ``strategy`` is the refresh's reason (its strategy line); ``chosen`` onwards is its
 decision record (``None``: not recorded — a failure, an older commit — or not measured, e.g. Spark task time of a
-refresh another process ran); ``expectations``: each expectation's passed and failed rows (``None``: the table has
-none)."""
+refresh another process ran); ``expectations``: each expectation's passed, dropped and failed rows (``None``: the
+table has none)."""
 
 
 def _decision_columns(decision: Decision | None) -> tuple[object, ...]:
@@ -141,7 +141,8 @@ class MaterializedTable:
                 r.staleness_before.total_seconds() if r.staleness_before is not None else None,
                 r.error,
                 *_decision_columns(r.decision),
-                {name: {"passed": passed, "failed": failed} for name, passed, failed in r.expectations} or None,
+                {e.name: {"passed": e.passed, "dropped": e.dropped, "failed": e.failed} for e in r.expectations}
+                or None,
             )
             for r in self.service.history(self.name).records
         ]

@@ -184,8 +184,23 @@ class RefreshRecord:
     """Its decision record (``None``: a failed attempt, or a commit written before decisions were recorded)."""
     definition_version: int | None = None
     """The definition it refreshed (an ``ALTER … AS`` changes what a refresh computes; ``None``: not recorded)."""
-    expectations: tuple[tuple[str, int, int], ...] = ()
-    """Each expectation's ``(name, rows passed, rows failed)`` among the rows it wrote (a table with expectations)."""
+    expectations: tuple[ExpectationCount, ...] = ()
+    """Each expectation's rows passed, dropped and failed among the rows it computed (a table with expectations)."""
+
+
+@dataclass(frozen=True)
+class ExpectationCount:
+    """One expectation on one refresh's rows: passed, dropped (``DROP ROW``: left out of the table) and failed (the
+    others: kept and counted, or the refresh held by ``FAIL UPDATE``)."""
+
+    name: str
+    passed: int
+    dropped: int
+    failed: int
+
+    def text(self) -> str:
+        """``name: 98 passed, 2 dropped, 0 failed`` for history."""
+        return f"{self.name}: {self.passed} passed, {self.dropped} dropped, {self.failed} failed"
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ class HistoryView:
                 part
                 for part in (
                     "" if r.decision is None else decision_text(r.decision),
-                    ", ".join(f"{n}: {p} passed, {f} failed" for n, p, f in r.expectations),
+                    ", ".join(e.text() for e in r.expectations),
                 )
                 if part
             )

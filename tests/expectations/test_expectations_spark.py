@@ -36,6 +36,12 @@ def _pyiceberg_rows(mt, table: str, columns: list[str]) -> list[tuple]:
     return sorted(zip(*(arrow.column(c).to_pylist() for c in columns), strict=True))
 
 
+def _counts(mt, name: str) -> list[tuple[str, int, int, int]]:
+    """The last commit's (name, passed, dropped, failed) per expectation, as history reads them."""
+    record = mt.history(name).records[0]
+    return [(e.name, e.passed, e.dropped, e.failed) for e in record.expectations]
+
+
 def test_declared_expectations_are_described_and_bad_ones_change_nothing(mt, spark) -> None:
     spark.sql("CREATE TABLE ex_src (id INT, amount INT) USING iceberg")
     spark.sql("INSERT INTO ex_src VALUES (1, 5)")
@@ -152,28 +158,27 @@ def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_pu
     name = _name(mt, "ex_dr")
     query = "SELECT * FROM (SELECT id, amount FROM ex_events) WHERE id IS NOT NULL"
     assert _rows(spark, name) == _rows(spark, f"({query})") == [(1, 10), (2, 500)]
-    counted = audit.Audit.from_summary(mt.workspace.catalog.load(name).snapshots[-1].summary)
-    assert counted is not None
-    assert [(c.name, c.passed, c.failed) for c in counted.counts] == [
-        ("keyed", 2, 0),
-        ("small", 1, 1),  # kept and counted
-        ("positive", 2, 0),
+    assert _counts(mt, name) == [
+        ("keyed", 2, 1, 0),  # the NULL key dropped, counted (the old code filtered it in the query: 0 dropped)
+        ("small", 1, 0, 1),  # kept and counted, on the rows kept
+        ("positive", 2, 0, 0),
     ]
     from mt_magic.api.handle import MaterializedTable
     from mt_magic.widgets.static_views import HistoryView
 
     assert MaterializedTable(name, mt).history()["expectations"].iloc[0] == {
-        "keyed": {"passed": 2, "failed": 0},
-        "small": {"passed": 1, "failed": 1},
-        "positive": {"passed": 2, "failed": 0},
+        "keyed": {"passed": 2, "dropped": 1, "failed": 0},
+        "small": {"passed": 1, "dropped": 0, "failed": 1},
+        "positive": {"passed": 2, "dropped": 0, "failed": 0},
     }
     shown = mt.history(name)
-    assert "small: 1 passed, 1 failed" in repr(HistoryView(shown.name, shown.records, shown.freshness))
-    for batch in ("(3, 30), (NULL, 4)", "(4, 40), (3, 31)"):  # DROP ROW each round, duplicates kept
+    assert "keyed: 2 passed, 1 dropped, 0 failed" in repr(HistoryView(shown.name, shown.records, shown.freshness))
+    for batch, dropped in (("(3, 30), (NULL, 4)", 1), ("(4, 40), (3, 31)", 0)):  # DROP ROW each round, dups kept
         spark.sql(f"INSERT INTO ex_events VALUES {batch}")
         outcome = _refresh(mt, "ex_dr")
         assert _rows(spark, name) == _rows(spark, f"({query})")
         assert outcome.strategy == "incremental: append the delta"  # the filter keeps it incremental
+        assert _counts(mt, name)[0] == ("keyed", 2 - dropped, dropped, 0)  # counted on the delta
 
     spark.sql("INSERT INTO ex_events VALUES (5, -1)")
     with pytest.raises(ExpectationsHeldError):
@@ -203,3 +208,6 @@ def test_drop_row_over_groups_moves_a_group_out_and_back_in(mt, spark) -> None:
         spark.sql(f"INSERT INTO ex_tx VALUES {batch}")
         outcome = _refresh(mt, "ex_g")
         assert _rows(spark, name) == _rows(spark, f"({body}) WHERE total >= 0"), outcome.strategy
+        groups = _rows(spark, f"({body})")
+        negative = sum(1 for _, total in groups if total < 0)
+        assert _counts(mt, name) == [("nonneg", len(groups) - negative, negative, 0)], outcome.strategy

@@ -1,7 +1,9 @@
 """Write, audit, publish: a table with expectations never shows ``main`` a row that fails a ``FAIL UPDATE`` one.
 
-The refresh's rows are counted against every expectation (one Spark aggregation over the rows it writes: the delta
-where it is incremental, the table or partition where it recomputes), written to the staging branch
+The refresh's rows are counted against every expectation (one Spark aggregation over the rows it computed: the delta
+where it is incremental, the table or partition where it recomputes), the ``DROP ROW`` ones before their filter, which
+the commit applies (:func:`kept`), so their failing rows are counted as dropped; the others are counted on the rows
+kept. The kept rows are written to the staging branch
 :data:`BRANCH` (replaced at ``main``'s snapshot first) with the counts in the snapshot summary beside the refresh
 state, and ``main`` is fast-forwarded to that snapshot only when no ``FAIL UPDATE`` expectation failed. Otherwise
 the refresh is **held**: :class:`ExpectationsHeldError`, ``main`` stays on the last good snapshot, and its refresh
@@ -20,7 +22,7 @@ from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.runtime.spark.quoting import qualified
-from mt_magic.runtime.status import HeldExpectation, HeldRefresh
+from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefresh
 from mt_magic.vocabulary import Expectation, OnViolation
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ BRANCH = "mt_staging"
 EXPECTATIONS_KEY = "mt.expectations"
 """Snapshot-summary key: the refresh's counts per expectation (JSON, :meth:`Audit.summary`)."""
 SAMPLE_ROWS = 3
+ALIAS = "__mt_expected"
+"""The stored query's alias where its ``DROP ROW`` filter reads it (``runtime.statements.expectations``)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,17 @@ class Counted:
         return self.checked - self.failed
 
     @property
+    def dropped(self) -> int:
+        """The failing rows the refresh left out (``DROP ROW``); the others' failing rows are kept or hold it."""
+        return self.failed if self.on_violation is OnViolation.DROP_ROW else 0
+
+    @property
     def blocks(self) -> bool:
         return self.failed > 0 and self.on_violation is OnViolation.FAIL_UPDATE
+
+    def recorded(self) -> ExpectationCount:
+        """The counts as history shows them: passed, dropped, failed (a dropped row is not counted as failed)."""
+        return ExpectationCount(self.name, self.passed, self.dropped, self.failed - self.dropped)
 
 
 @dataclass(frozen=True)
@@ -65,7 +78,13 @@ class Audit:
 
     def summary(self) -> dict[str, str]:
         rows = [
-            {"name": c.name, "on-violation": c.on_violation.value, "passed": c.passed, "failed": c.failed}
+            {
+                "name": c.name,
+                "on-violation": c.on_violation.value,
+                "passed": c.passed,
+                "dropped": c.dropped,
+                "failed": c.failed,
+            }
             for c in self.counts
         ]
         return {EXPECTATIONS_KEY: json.dumps(rows, separators=(",", ":"))}
@@ -97,6 +116,25 @@ def passes(expectation: Expectation) -> str:
     return f"coalesce(({expectation.condition}), false)"
 
 
+def dropping(expectations: tuple[Expectation, ...]) -> tuple[Expectation, ...]:
+    """The ``DROP ROW`` expectations: the rows failing any of them are left out of the table."""
+    return tuple(e for e in expectations if e.on_violation is OnViolation.DROP_ROW)
+
+
+def kept(expectations: tuple[Expectation, ...]) -> str | None:
+    """Spark SQL that is TRUE for a row every ``DROP ROW`` expectation keeps (``None``: there is none)."""
+    dropped = dropping(expectations)
+    return " AND ".join(passes(e) for e in dropped) if dropped else None
+
+
+def without_dropped_rows(expanded: str) -> str:
+    """The stored query before its ``DROP ROW`` filter wrapped it (its own text, so found exactly): what a refresh
+    computes on Spark, the commit filtering and counting the rows (:func:`count`, :func:`kept`)."""
+    head, tail = "SELECT * FROM (", f") AS {ALIAS} WHERE "
+    cut = expanded.rfind(tail)
+    return expanded[len(head) : cut] if expanded.startswith(head) and cut > 0 else expanded
+
+
 class ExpectationsHeldError(RefreshError):
     """A refresh's rows failed a ``FAIL UPDATE`` expectation: staged on the audit branch, ``main`` not moved.
 
@@ -115,14 +153,24 @@ def _rebuild_held(problem: str, held: HeldRefresh) -> ExpectationsHeldError:
 
 
 def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
-    """Each expectation's failing rows among ``df``'s, in one aggregation, and a sample of those that failed."""
+    """Each expectation's failing rows among ``df``'s, in one aggregation, and a sample of those that failed.
+
+    ``df`` holds the rows before the ``DROP ROW`` filter (:func:`kept`; rows already filtered count the same, none
+    dropped): a ``DROP ROW`` expectation is counted on all of them, its failing rows are the dropped ones; every
+    other expectation is counted on the rows the ``DROP ROW`` ones keep, the rows the table receives."""
     from pyspark.sql import functions as F
 
-    failing = [~F.expr(passes(e)) for e in expectations]
-    aggregates = [F.count(F.lit(1)).alias("rows")]
+    keeps = kept(expectations)
+    stays = F.lit(True) if keeps is None else F.expr(keeps)
+    failing = [
+        ~F.expr(passes(e)) if e.on_violation is OnViolation.DROP_ROW else stays & ~F.expr(passes(e))
+        for e in expectations
+    ]
+    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum(F.when(stays, 1).otherwise(0)).alias("kept")]
     aggregates += [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
     row = df.agg(*aggregates).first()
     total = int(row["rows"]) if row is not None else 0
+    kept_rows = int((row["kept"] if row is not None else 0) or 0)
     counts = []
     for i, expectation in enumerate(expectations):
         failed = int((row[f"f{i}"] if row is not None else 0) or 0)
@@ -132,7 +180,8 @@ def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
             sample = tuple(
                 ", ".join(f"{c}={r[c]!r}" for c in visible) for r in df.where(failing[i]).limit(SAMPLE_ROWS).collect()
             )
-        counts.append(Counted(expectation.name, expectation.on_violation, total, failed, sample))
+        checked = total if expectation.on_violation is OnViolation.DROP_ROW else kept_rows
+        counts.append(Counted(expectation.name, expectation.on_violation, checked, failed, sample))
     return Audit(tuple(counts))
 
 

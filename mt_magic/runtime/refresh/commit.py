@@ -72,6 +72,9 @@ class Write:
     replaced: str = ""
     """For REPLACE_ROWS: the rows removed, a Spark SQL predicate over the table's columns qualified by
     :data:`TARGET`."""
+    kept: str | None = None
+    """The ``DROP ROW`` filter :attr:`df` was computed without (:func:`.audit.kept`): the commit counts the rows
+    it drops and writes the others (``None``: every row is written)."""
 
 
 TARGET = "__mt_target"
@@ -150,6 +153,8 @@ def commit(
         return _commit_rows(table, write, properties, refresh_id)
     if expectations:
         return _audited(catalog, table, info, write, properties, refresh_id, read_snapshot, expectations)
+    if write.kept is not None:  # the expectations were dropped meanwhile: the refresh's own filter still holds
+        write = replace(write, df=write.df.where(write.kept))
     with phase("write"):
         _write(write, qualified(table), properties, read_snapshot)
     with phase("read back"):
@@ -193,8 +198,9 @@ def _audited(
     read_snapshot: int | None,
     expectations: tuple[Expectation, ...],
 ) -> Committed:
-    """Write, audit, publish (:mod:`.audit`): the rows counted (kept in Spark's cache for the write), staged on the
-    audit branch with the counts, and ``main`` moved to them only when no ``FAIL UPDATE`` expectation failed.
+    """Write, audit, publish (:mod:`.audit`): the rows counted (kept in Spark's cache for the write: one pass over
+    them, the ``DROP ROW`` ones' dropped rows counted in it too), the rows they keep staged on the audit branch with
+    the counts, and ``main`` moved to them only when no ``FAIL UPDATE`` expectation failed.
 
     Raises:
         ExpectationsHeldError: one did; ``main`` was not moved.
@@ -211,7 +217,8 @@ def _audited(
             current = audit.staged(info)
             if current is None or current[0] != read_snapshot:  # after a publish the branch is at main already
                 audit.stage(session, table)
-            _write(replace(write, df=df), audit.branch_table(table), properties, read_snapshot)
+            rows = df if write.kept is None else df.where(write.kept)
+            _write(replace(write, df=rows), audit.branch_table(table), properties, read_snapshot)
             staged = audit.staged(catalog.load(table))
             if staged is None or staged[2].get(REFRESH_ID_KEY) != refresh_id:  # a MERGE that changed nothing
                 _writer(df.limit(0), audit.branch_table(table), properties).append()

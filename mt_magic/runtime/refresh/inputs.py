@@ -13,6 +13,7 @@ from datetime import datetime
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState, SourceState
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.audit import kept
 from mt_magic.runtime.refresh.commit import Committed, RowsWrite, Write, commit
 from mt_magic.runtime.refresh.context import RefreshContext
 from mt_magic.runtime.refresh.retention import expire_after
@@ -62,6 +63,8 @@ class Refresh:
                 start); another writer's commit since then makes the commit fail and write nothing.
         """
         engine = RefreshEngine.IN_PROCESS if isinstance(write, RowsWrite) else RefreshEngine.SPARK
+        if isinstance(write, Write):  # Spark computed the rows without the DROP ROW filter: the commit applies it
+            write = dataclasses.replace(write, kept=kept(self.definition.expectations))
         state = RefreshState(
             self.states,
             self.started,

@@ -14,7 +14,7 @@ from datetime import timedelta
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.audit import Audit
 from mt_magic.runtime.refresh.decision_summary import recorded_decision
-from mt_magic.runtime.status import RefreshRecord
+from mt_magic.runtime.status import ExpectationCount, RefreshRecord
 
 
 def refresh_records(info: TableInfo, limit: int | None = None) -> list[RefreshRecord]:
@@ -45,7 +45,7 @@ def refresh_records(info: TableInfo, limit: int | None = None) -> list[RefreshRe
     return records
 
 
-def expectation_counts(summary: Mapping[str, str]) -> tuple[tuple[str, int, int], ...]:
-    """``(name, passed, failed)`` per expectation as the refresh's commit recorded them (:mod:`.audit`)."""
+def expectation_counts(summary: Mapping[str, str]) -> tuple[ExpectationCount, ...]:
+    """Passed, dropped and failed rows per expectation as the refresh's commit recorded them (:mod:`.audit`)."""
     counted = Audit.from_summary(summary)
-    return () if counted is None else tuple((c.name, c.passed, c.failed) for c in counted.counts)
+    return () if counted is None else tuple(c.recorded() for c in counted.counts)

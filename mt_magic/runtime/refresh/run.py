@@ -22,6 +22,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.catalog.views import predates_view_versions
 from mt_magic.errors import RefreshError
 from mt_magic.options import ENGINE
+from mt_magic.runtime.refresh.audit import without_dropped_rows
 from mt_magic.runtime.refresh.commit import Write, WriteMode
 from mt_magic.runtime.refresh.context import (
     IncrementalPolicy,
@@ -104,10 +105,13 @@ def query_rows(
     states: tuple[SourceState, ...],
     windows: Mapping[str, str],
     target: DataFrame,
+    dropping: bool = True,
 ) -> DataFrame:
     """The table's rows as its query gives them over ``states`` (and the rows it keeps), shaped as ``target``:
-    what a recompute writes and what ``verify`` compares the table with."""
-    pinned = pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in states}, windows)
+    what ``verify`` compares the table with, and with ``dropping=False`` what a recompute computes (before the
+    ``DROP ROW`` filter, which its commit applies and counts: :attr:`.commit.Write.kept`)."""
+    query = definition.expanded_query if dropping else without_dropped_rows(definition.expanded_query)
+    pinned = pin_sources(query, {s.qualified_name: s.snapshot_id for s in states}, windows)
     df = conform(session.sql(pinned), target)
     kept = kept_rows(session, info, definition)
     return df if kept is None else df.unionByName(conform(kept, target))
@@ -134,7 +138,7 @@ def _recompute(
     with job, window_views(session, ctx.catalog, definition, refresh.states) as windows:
         with phase("analyze"):
             target = session.table(qualified(request.table))
-            df = query_rows(session, refresh.info, definition, refresh.states, windows, target)
+            df = query_rows(session, refresh.info, definition, refresh.states, windows, target, dropping=False)
             condition = None
             if partition:
                 condition = _partition_condition(target, partition)

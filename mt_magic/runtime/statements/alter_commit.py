@@ -18,6 +18,7 @@ from mt_magic.errors import (
     closest_names,
 )
 from mt_magic.runtime.refresh import incremental
+from mt_magic.runtime.refresh.audit import without_dropped_rows
 from mt_magic.runtime.refresh.retention import retention_properties
 from mt_magic.runtime.refresh.start import kept_tag, restart
 from mt_magic.runtime.spark import semantics
@@ -30,7 +31,7 @@ from mt_magic.runtime.statements.definition import (
     resolve_query,
     with_row_identity,
 )
-from mt_magic.runtime.statements.expectations import check_expectations, with_dropped_rows, without_dropped_rows
+from mt_magic.runtime.statements.expectations import check_expectations, with_dropped_rows
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import CreateMaterializedTable, Freshness, StartMode
 from mt_magic.sql.names import Position

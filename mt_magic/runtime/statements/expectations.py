@@ -8,16 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mt_magic.errors import DefinitionError
-from mt_magic.runtime.refresh.audit import passes
+from mt_magic.runtime.refresh.audit import ALIAS, kept, passes
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.query.parsed import Q, parse_query, text_of
-from mt_magic.vocabulary import Expectation, OnViolation
+from mt_magic.vocabulary import Expectation
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType
-
-ALIAS = "__mt_expected"
-"""The stored query's alias where expectations read it."""
 
 
 def check_expectations(ws: Workspace, label: str, query: str, expectations: tuple[Expectation, ...]) -> None:
@@ -59,15 +56,8 @@ def _analysed(ws: Workspace, label: str, expectation: Expectation, sql: str, fix
 
 def with_dropped_rows(query: Q, expectations: tuple[Expectation, ...]) -> Q:
     """``query`` with the ``DROP ROW`` expectations' failing rows filtered out (unchanged without any)."""
-    dropping = [e for e in expectations if e.on_violation is OnViolation.DROP_ROW]
-    if not dropping:
+    keeps = kept(expectations)
+    if keeps is None:
         return query
-    text = f"SELECT * FROM ({text_of(query)}) AS {ALIAS} WHERE " + " AND ".join(passes(e) for e in dropping)
+    text = f"SELECT * FROM ({text_of(query)}) AS {ALIAS} WHERE {keeps}"
     return parse_query(text) if not isinstance(query, str) else text
-
-
-def without_dropped_rows(expanded: str) -> str:
-    """The stored query before :func:`with_dropped_rows` wrapped it (its own text, so found exactly)."""
-    head, tail = "SELECT * FROM (", f") AS {ALIAS} WHERE "
-    cut = expanded.rfind(tail)
-    return expanded[len(head) : cut] if expanded.startswith(head) and cut > 0 else expanded

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
 from mt_magic.errors import first_line
+from mt_magic.runtime.refresh.audit import without_dropped_rows
 from mt_magic.runtime.refresh.commit import RowsWrite, Write
 from mt_magic.runtime.refresh.context import (
     DEFAULT_MAX_CHANGE,
@@ -168,9 +169,8 @@ def _on_spark(refresh: Refresh, chosen: Chosen) -> RefreshOutcome | Fallback:
         try:
             with phase("strategy"):
                 layout = table_layout(refresh.info, refresh.definition)
-                strategy_context = StrategyContext(
-                    session, plan, refresh.definition.expanded_query, request.table, views, single_task, layout
-                )
+                query = without_dropped_rows(refresh.definition.expanded_query)  # the commit filters, counting
+                strategy_context = StrategyContext(session, plan, query, request.table, views, single_task, layout)
                 result = execute(strategy_context)
             if isinstance(result, Fallback):
                 return result
