@@ -61,12 +61,16 @@ def servlet_flavour(jars: Path | None = None) -> tuple[str, Path]:
         import pyspark
 
         jars = Path(pyspark.__file__).parent / "jars"
+    found: dict[str, Path] = {}
     for jar in sorted(jars.glob("*servlet-api*.jar")):
         with zipfile.ZipFile(jar) as archive:
             names = set(archive.namelist())
         for flavour in ("jakarta", "javax"):
             if f"{flavour}/servlet/Filter.class" in names:
-                return flavour, jar
+                found.setdefault(flavour, jar)
+    for flavour in ("jakarta", "javax"):  # Spark 4 ships both; its Jetty serves jakarta's
+        if flavour in found:
+            return flavour, found[flavour]
     raise RuntimeSetupError(f"No servlet API jar in {jars}: this PySpark install has no web UI to guard.")
 
 
