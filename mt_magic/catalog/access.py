@@ -8,13 +8,12 @@ routes: :func:`missing_grants` then answers nothing missing (that catalog refuse
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from mt_magic.catalog.errors import NotGrantedError
+from mt_magic.catalog.errors import NotGrantedError, not_granted
 from mt_magic.catalog.privileges import ADMIN, Privilege, Securable, either, grant_command, namespace, table
 from mt_magic.errors import CatalogError
 
@@ -22,19 +21,6 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
     from mt_magic.catalog.tables import MaterializedCatalog
-
-_REFUSAL = re.compile(r"(Principal '[^']+' lacks .*?)\s+Fix: (.*?)(?:\n|$)", re.S)
-
-
-def not_granted(exc: BaseException | str, doing: str = "") -> NotGrantedError | None:
-    """The :class:`NotGrantedError` in a refusal of mt_magic's catalog server, wherever it surfaced (pyiceberg's
-    ``ForbiddenError``, a Spark failure quoting Java's ``ForbiddenException``); ``None`` when it is none.
-    ``doing``: what was refused, said first (``refresh of mt.dws.t``)."""
-    found = _REFUSAL.search(str(exc))
-    if found is None:
-        return None
-    problem = found.group(1).rstrip(".")
-    return NotGrantedError(f"{doing}: {problem}" if doing else problem, fix=found.group(2).rstrip("."))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, RefreshState
-from mt_magic.catalog.errors import NotGrantedError
+from mt_magic.catalog.errors import NotGrantedError, not_granted
 from mt_magic.catalog.revalidation import Revalidated
 from mt_magic.errors import (
     CatalogError,
@@ -197,8 +197,6 @@ def reaching(name: str) -> Iterator[None]:
     give it; every other answer keeps its own type."""
     import requests
     from pyiceberg.exceptions import ForbiddenError, ServerError, ServiceUnavailableError
-
-    from mt_magic.catalog.access import not_granted
 
     try:
         yield

@@ -6,23 +6,15 @@ module's imports with :mod:`ast` and finds the strongly connected components of 
 
 from __future__ import annotations
 
-from mt_modules import imported, modules
+import ast
+from collections.abc import Mapping, Set
 
-KNOWN_CYCLES = {
-    # Issue 51: the grant check (catalog/access.py) and the table reads (catalog/tables.py) each import the other
-    # inside a function; catalog/'s owner breaks it by moving the shared helper into one of them.
-    frozenset({"mt_magic.catalog.access", "mt_magic.catalog.tables"}),
-    # Issue 51: the Spark session, the Connect client and the Connect server import each other inside functions;
-    # runtime/spark/'s owner breaks it (the server's settings in a module of their own).
-    frozenset(
-        {"mt_magic.runtime.spark.connect", "mt_magic.runtime.spark.connect_server", "mt_magic.runtime.spark.session"}
-    ),
-}
+from mt_modules import PACKAGE, Module, imported, modules
 
 
-def cycles() -> list[frozenset[str]]:
-    """The import cycles (Tarjan's strongly connected components larger than one module)."""
-    graph = {name: imported(module) for name, module in modules().items()}
+def cycles(graph: Mapping[str, Set[str]]) -> list[frozenset[str]]:
+    """The import cycles of ``graph`` (module → the modules it imports): Tarjan's strongly connected components
+    larger than one module."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -33,7 +25,7 @@ def cycles() -> list[frozenset[str]]:
         index[name] = low[name] = len(index)
         stack.append(name)
         on_stack.add(name)
-        for other in sorted(graph[name]):
+        for other in sorted(graph.get(name, ())):
             if other not in index:
                 visit(other)
                 low[name] = min(low[name], low[other])
@@ -56,14 +48,22 @@ def cycles() -> list[frozenset[str]]:
     return found
 
 
-def test_no_import_cycles_but_the_known_ones() -> None:
-    found = set(cycles())
-    new = [sorted(cycle) for cycle in found - KNOWN_CYCLES]
-    assert not new, f"import cycles: {new}. Fix: move what both need into a lower module, or import one way only"
-    gone = [sorted(cycle) for cycle in KNOWN_CYCLES - found]
-    assert not gone, f"these cycles are gone: {gone}. Fix: delete them from KNOWN_CYCLES"
+def test_no_import_cycles() -> None:
+    found = cycles({name: imported(module) for name, module in modules().items()})
+    assert not found, (
+        f"import cycles: {[sorted(cycle) for cycle in found]}. Fix: move what both need into a lower module, or "
+        "import one way only"
+    )
 
 
-def test_the_cycle_finder_sees_an_import_inside_a_function() -> None:
-    """The check itself: ``catalog.tables`` imports ``catalog.access`` only inside a function."""
-    assert "mt_magic.catalog.access" in imported(modules()["mt_magic.catalog.tables"])
+def test_the_cycle_finder_sees_imports_inside_functions_and_under_type_checking() -> None:
+    """The check itself, on a module written here: both kinds of hidden import are edges, and close a cycle."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from mt_magic.catalog.tables import MaterializedCatalog\n"
+        "def f():\n    from mt_magic.errors import MtMagicError\n"
+    )
+    written = Module("mt_magic.catalog.written", PACKAGE / "catalog" / "written.py", ast.parse(source))
+    assert imported(written) == {"mt_magic.catalog.tables", "mt_magic.errors"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [frozenset({"a", "b", "c"})]

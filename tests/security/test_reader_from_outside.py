@@ -18,10 +18,10 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import ForbiddenError
 from security_probes import catalog_cli
 
-from mt_magic.catalog.access import AccessClient, check_create, not_granted
+from mt_magic.catalog.access import AccessClient, check_create
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.catalog.embedded import EmbeddedServer, ensure_embedded_server, stop_embedded_server
-from mt_magic.catalog.errors import NotGrantedError
+from mt_magic.catalog.errors import NotGrantedError, not_granted
 from mt_magic.catalog.leases import CatalogLeases, Lease, _next_snapshot
 from mt_magic.catalog.tables import MaterializedCatalog
 

@@ -132,7 +132,7 @@ def refresh_failure(table: str, exc: BaseException) -> RefreshError:
     (a source's column or type changed since the table was defined) is Spark's problem without its plan or its
     position — which would be in the query the refresh generated, not in anything the user wrote — and a Fix;
     anything else is Spark's first line."""
-    from mt_magic.catalog.access import not_granted
+    from mt_magic.catalog.errors import not_granted
 
     denied = not_granted(exc, f"refresh of {table} failed")  # the catalog refused its commit: a grant is missing
     if denied is not None:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import RuntimeSetupError
+from mt_magic.runtime.spark.connect_token import client_url
 from mt_magic.runtime.spark.jobs import SparkJobs
 from mt_magic.runtime.spark.quoting import identifier
 from mt_magic.runtime.status import JobProgress
@@ -77,7 +78,7 @@ def stop_session(session: SparkSession) -> None:
 
 def remote_session(url: str) -> SparkSession:
     """A Connect session on ``url`` (``sc://host:port``), made the kernel's active one; a server on this machine
-    gets the token of the one this user started there (:func:`.connect_server.client_url`).
+    gets the token of the one this user started there (:func:`.connect_token.client_url`).
 
     Raises:
         RuntimeSetupError: the Connect client is not installed, the URL is malformed, or no server answers.
@@ -89,8 +90,6 @@ def remote_session(url: str) -> SparkSession:
         raise RuntimeSetupError(
             f"spark_remote is {url!r}, but the Spark Connect client is not installed ({exc}). {INSTALL_HINT}."
         ) from exc
-    from mt_magic.runtime.spark.connect_server import client_url
-
     try:
         spark = SparkSession.builder.remote(client_url(url)).getOrCreate()
         spark.version  # noqa: B018  (the first call reaches the server)
