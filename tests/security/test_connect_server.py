@@ -46,6 +46,7 @@ def test_no_token_is_on_a_command_line_and_the_settings_are_the_owners(connect_s
     catalog_tokens = [json.loads(p.read_text())["token"] for p in (home / "server.json", *home.glob("*/server.json"))]
     settings = (connect_state / "spark-connect.conf").read_text()
     assert all(token and token in settings for token in [connect_token, *catalog_tokens])  # the secrets are real
+    assert "spark.ui.enabled=false" in settings.splitlines()  # no web UI: nothing there to guard (ui_auth if on)
     for token in [connect_token, *catalog_tokens]:
         assert command_lines_holding(token) == {}
     assert command_lines_holding(str(connect_state / "spark-connect.conf"))  # the server's line is there to read

@@ -42,3 +42,25 @@ def test_without_javac_a_cluster_does_not_start(no_javac: Path) -> None:
         cluster.start(timeout=5)
     assert "Fix: install a JDK" in str(refused.value)
     assert cluster.pids() == [] and not cluster.pid_file.exists()
+
+
+@pytest.mark.spark  # no JVM: the settings need the cached Iceberg runtime for the installed Spark
+def test_a_connect_servers_web_ui_is_off_or_its_owners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Connect server's UI is off, as every session mt_magic builds; asked for, it gets the filter and a token
+    in the server's 0600 settings file, never on its command line (``ConnectServer.command``)."""
+    from mt_magic.runtime.spark.connect_server import ConnectServer, ConnectServerSettings, server_conf
+
+    monkeypatch.setenv("MT_MAGIC_HOME", str(tmp_path / "home"))
+    off = server_conf(ConnectServerSettings(state_dir=tmp_path / "off"))
+    assert off[ui_auth.UI_CONF] == "false" and ui_auth.FILTERS_CONF not in off
+    server = ConnectServer(ConnectServerSettings(state_dir=tmp_path / "on", extra={ui_auth.UI_CONF: "true"}))
+    server.write_conf()
+    token = server.ui_token()
+    assert token is not None and len(token) == 64
+    assert f"{ui_auth.FILTERS_CONF}={ui_auth.FILTER_CLASS}" in server.conf_file.read_text()
+    assert server.conf_file.stat().st_mode & 0o077 == 0
+    try:
+        command = server.command()
+    except RuntimeSetupError:  # PySpark 3.5's wheel ships no Connect server: no command to read
+        return
+    assert not any(token in arg for arg in command)

@@ -12,10 +12,12 @@ command line is readable by every local user (``ps``), and the catalog's token i
 
 Every client must authenticate: the server gets a fresh ``spark.connect.authenticate.token`` at each start, kept
 in ``connect.json`` (0600, beside the pid) as the embedded catalog keeps its token in ``server.json``. A client of
-this machine finds it there (:func:`client_url`, for any ``sc://`` URL on loopback with the same port) under its
-``MT_MAGIC_HOME``, as kernels, the headless runner and Airflow's tasks find the catalog; elsewhere, give it as
-``SPARK_CONNECT_AUTHENTICATE_TOKEN`` or ``;token=`` in the URL (PySpark then sends it over a loopback channel to
-``localhost``, or over TLS to another host).
+this machine finds it there (:func:`.connect_token.client_url`, for any ``sc://`` URL on loopback with the same
+port) under its ``MT_MAGIC_HOME``, as kernels, the headless runner and Airflow's tasks find the catalog; elsewhere,
+give it as ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` or ``;token=`` in the URL (PySpark then sends it over a loopback
+channel to ``localhost``, or over TLS to another host). The server's web UI is off, as in every session mt_magic
+builds; turned on (``spark.ui.enabled``), it admits its owner only (:mod:`mt_magic.runtime.spark.ui_auth`; ``start``
+prints the token that lets the owner's browser in).
 
     python -m mt_magic.runtime.spark.connect_server start [--port 15002] [--catalog mt] [--state DIR]
     python -m mt_magic.runtime.spark.connect_server stop [--state DIR]
@@ -36,24 +38,18 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
-from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
-from mt_magic.loopback import OWNER_ONLY_UMASK, is_loopback, owner_only, runs
+from mt_magic.loopback import OWNER_ONLY_UMASK, owner_only, runs
+from mt_magic.runtime.spark import ui_auth
+from mt_magic.runtime.spark.connect_token import CONF_NAME, STATE_NAME, default_state_dir
 from mt_magic.runtime.spark.properties import write_private
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
-"""PySpark's own: the token a Connect client sends when its URL has none."""
 TOKEN_CONF = "spark.connect.authenticate.token"
-STATE_NAME = "connect.json"
-
-
-def default_state_dir() -> Path:
-    return mt_home() / "spark-connect"
+UI_HINT = "python -m mt_magic.runtime.spark.connect_server start printed that token to the server's owner."
 
 
 @dataclass(frozen=True)
@@ -118,6 +114,8 @@ def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
     conf.update(cluster_driver_conf(settings.master))  # a master that is this user's standalone cluster: its secret
     conf.update(settings.catalog_conf)
     conf.update(settings.extra)
+    guard, _ = ui_auth.guarded_driver_conf(conf, UI_HINT)  # a web UI asked for: its owner's only, or off
+    conf.update(guard)
     return conf
 
 
@@ -136,7 +134,7 @@ class ConnectServer:
         self.state_dir = self.settings.state_dir
         self.pid_file = self.state_dir / "pid"
         self.log_file = self.state_dir / "server.log"
-        self.conf_file = self.state_dir / "spark-connect.conf"
+        self.conf_file = self.state_dir / CONF_NAME
         self.state_file = self.state_dir / STATE_NAME
         self._started: int | None = None
 
@@ -184,6 +182,8 @@ class ConnectServer:
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         self.write_conf()
+        if self.ui_token() is not None:  # the web UI's filter on the server's classpath
+            env.update(ui_auth.classpath_env(ui_auth.filter_classes(), env))
         with owner_only():  # the log, the pid file and the server's own files (its warehouse writes): owner only
             with self.log_file.open("ab") as log:
                 proc = subprocess.Popen(
@@ -218,6 +218,15 @@ class ConnectServer:
             f"see {self.log_file}."
         )
 
+    def ui_token(self) -> str | None:
+        """The token of the server's web UI (from its settings file), ``None`` when it has no UI of mt_magic's."""
+        try:
+            lines = self.conf_file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return None
+        prefix = f"{ui_auth.TOKEN_CONF}="
+        return next((line[len(prefix) :] for line in lines if line.startswith(prefix)), None)
+
     def pid(self) -> int | None:
         """The server's pid while it runs (from the pid file, else the one this object started): only a process of
         this user whose command line names this server's settings file, so ``stop`` never signals another."""
@@ -247,47 +256,6 @@ class ConnectServer:
         self.state_file.unlink(missing_ok=True)
 
 
-def client_url(url: str, state_dir: Path | None = None) -> str:
-    """The URL a client connects with for ``url``: a server on this machine's loopback gets its token.
-
-    The token is the URL's own (``;token=``), else ``$SPARK_CONNECT_AUTHENTICATE_TOKEN``, else that of the server
-    this user started on the URL's port (``connect.json`` in ``state_dir``, default ``$MT_MAGIC_HOME/spark-connect``).
-    With a token the host becomes ``localhost``: PySpark sends a token over a plain loopback channel only to that
-    name (to any other it opens TLS, which the server does not speak). Other URLs are returned as they are.
-    """
-    parts = urlparse(url)
-    try:
-        port = parts.port
-    except ValueError:
-        return url
-    if parts.scheme != "sc" or port is None or not is_loopback(parts.hostname):
-        return url
-    tail = url.split("/;", 1)[1] if "/;" in url else ""
-    params = dict(p.split("=", 1) for p in tail.split(";") if "=" in p)
-    if "token" not in params and not os.environ.get(TOKEN_ENV):
-        token = _local_token(port, state_dir)
-        if token is None:
-            return url
-        params["token"] = token
-    text = ";".join(f"{key}={value}" for key, value in params.items())
-    return f"sc://localhost:{port}/;{text}" if text else f"sc://localhost:{port}"
-
-
-def _local_token(port: int, state_dir: Path | None) -> str | None:
-    """The token of the Connect server this user started on ``port`` (from its ``connect.json``), if it runs."""
-    try:
-        folder = state_dir or default_state_dir()
-        state = json.loads((folder / STATE_NAME).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(state, dict) or state.get("port") != port or not isinstance(state.get("pid"), int):
-        return None
-    if not runs(state["pid"], folder / "spark-connect.conf"):
-        return None
-    token = state.get("token")
-    return token if isinstance(token, str) and token else None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m mt_magic.runtime.spark.connect_server",
@@ -314,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{url}  (catalog {args.catalog!r} on the server; log in {server.log_file})")
             print(f"use it: export MT_MAGIC_SPARK_REMOTE={url}")
             print(f"clients must authenticate: its token is in {server.state_file} (read by clients of this home)")
+            token = server.ui_token()
+            if token is not None:
+                print(f"its web UI is yours only: open it once with /?token={token} after its address (in the log)")
         elif args.action == "stop":
             server.stop()
             print("stopped")
