@@ -139,6 +139,7 @@ def _rows(records: Sequence[RefreshRecord], x) -> list[str]:  # type: ignore[no-
     for r in records:
         h = ROWS_PANEL * r.rows_written / most if most else 0.0
         tip = f"{r.started_at:%H:%M:%S} {_strategy(r)}: {r.rows_written:,} rows"
+        tip += "".join(f"; {e.text()}" for e in r.expectations)  # passed, dropped, failed per expectation
         bars.append(
             f'<rect x="{x(r.started_at) - 1.5:.1f}" y="{base - h:.1f}" width="3" height="{h:.1f}" '
             f'fill="{_colour(r)}"><title>{html.escape(tip)}</title></rect>'

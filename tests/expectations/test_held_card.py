@@ -31,3 +31,22 @@ def test_a_held_refresh_shows_as_held_with_the_expectation_and_the_fix() -> None
     lookalike = dict(detail_rows(replace(status, last_error=str(error))))
     assert "held" not in lookalike and lookalike["error"] == str(error)
     assert "mt-held" not in title_html(replace(status, last_error=str(error)))
+
+
+def test_the_history_chart_shows_each_expectations_passed_dropped_and_failed_rows() -> None:
+    from datetime import datetime, timezone
+
+    from mt_magic.runtime.refresh.audit import Audit
+    from mt_magic.runtime.refresh.recorded import expectation_counts
+    from mt_magic.runtime.status import RefreshRecord
+    from mt_magic.vocabulary import RefreshKind, RefreshTrigger
+    from mt_magic.widgets.history_chart import history_svg
+
+    counted = Audit(
+        (Counted("keyed", OnViolation.DROP_ROW, 10, 2), Counted("small", OnViolation.KEEP, 8, 1)),
+    )
+    recorded = expectation_counts(counted.summary())  # as the commit's snapshot summary carries them
+    at = datetime(2026, 12, 7, 9, 0, tzinfo=timezone.utc)
+    record = RefreshRecord(RefreshKind.FULL, RefreshTrigger.SCHEDULED, at, timedelta(seconds=2), 8, 1)
+    svg = history_svg([replace(record, expectations=recorded)])
+    assert "8 rows; keyed: 8 passed, 2 dropped, 0 failed; small: 7 passed, 0 dropped, 1 failed" in svg
