@@ -4,14 +4,16 @@
   formatters, upstream tables, suspended flag, format version).
 * The **refresh state** lives in the snapshot summary of every refresh commit, written in the same commit
   as the data. The ``refresh-state`` key holds exactly the record of the Iceberg materialized-view draft
-  (apache/iceberg PR #11041, as of its September 2026 text): ``view-version-id`` (the version of the table's
+  (apache/iceberg PR #11041, the text voted in November 2026): ``view-version-id`` (the version of the table's
   view, ``catalog.views``, holding the definition that ran), ``source-states`` (one ``type`` = ``table`` entry
   per source: ``namespace``, ``name``, ``uuid``, ``snapshot-id``; no ``catalog``, as every source is in the
   table's own catalog, and no ``ref``, as refreshes read ``main``) and ``refresh-start-timestamp-ms``, so other
   engines can judge freshness. ``mt.``-prefixed keys add what only mt_magic needs, among them
   ``mt.source-catalog`` (the Spark name under which the sources were read). A refresh of a table that has no
   view version to name writes the same record under ``mt.refresh-state`` instead: the draft requires
-  ``view-version-id``. Commits written before this shape (``catalog`` in each entry, ``snapshot-id`` null for
+  ``view-version-id``. A source that is itself a materialized table is recorded twice, as the spec records an
+  upstream materialized view: a ``table`` entry for its storage table and a ``view`` entry (``uuid``,
+  ``version-id``) for its view. Commits written before this shape (``catalog`` in each entry, ``snapshot-id`` null for
   an empty source, ``refresh-state`` without ``view-version-id``) are read as before.
 
 Pure encoding and decoding, no I/O: a catalog client reads the raw properties and summaries.
@@ -227,6 +229,35 @@ class SourceState:
         )
 
 
+@dataclass(frozen=True)
+class ViewState:
+    """An upstream materialized table's Iceberg view as a refresh recorded it: the spec's ``view`` source-state
+    entry (``version-id``: the view's current version then), beside the ``table`` entry of its storage table."""
+
+    namespace: tuple[str, ...]
+    name: str
+    uuid: str
+    version_id: int
+    catalog: str = ""
+
+    def to_json(self, home_catalog: str = "") -> dict[str, object]:
+        """The spec's source-view record; ``catalog`` only for a view outside ``home_catalog``."""
+        record: dict[str, object] = {"type": "view", "namespace": list(self.namespace), "name": self.name}
+        if self.catalog and self.catalog != home_catalog:
+            record["catalog"] = self.catalog
+        return {**record, "uuid": self.uuid, "version-id": self.version_id}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object], home_catalog: str = "") -> ViewState:
+        return cls(
+            namespace=tuple(data.get("namespace", ())),  # type: ignore[arg-type]
+            name=str(data["name"]),
+            uuid=str(data.get("uuid", "")),
+            version_id=int(str(data["version-id"])),
+            catalog=str(data["catalog"]) if "catalog" in data else home_catalog,
+        )
+
+
 def _engine(recorded: str | None, strategy: str) -> RefreshEngine:
     """The engine a refresh commit records; commits written before ``mt.engine`` named it in the strategy line."""
     if recorded:
@@ -253,12 +284,18 @@ class RefreshState:
     sum_mass: Mapping[str, float] = field(default_factory=dict)
     """An aggregate merge's at-risk sums: output column → the absolute values they add up, bounded from above
     (``mt.sum-mass``; :mod:`mt_magic.runtime.refresh.incremental.sum_mass`). Empty for every other refresh."""
+    view_states: tuple[ViewState, ...] = ()
+    """The views of the sources that are materialized tables, at their versions when the refresh committed (the
+    spec's ``view`` entries; their storage tables are in :attr:`source_states`)."""
 
     def to_summary(self) -> dict[str, str]:
         """Snapshot-summary entries (all strings, as Iceberg requires)."""
         home = self.source_states[0].catalog if self.source_states else ""
         state: dict[str, object] = {} if self.view_version_id is None else {"view-version-id": self.view_version_id}
-        state["source-states"] = [s.to_json(home) for s in self.source_states]
+        state["source-states"] = [
+            *(s.to_json(home) for s in self.source_states),
+            *(v.to_json(home) for v in self.view_states),
+        ]
         state["refresh-start-timestamp-ms"] = _ms(self.refresh_start)
         key = REFRESH_STATE_KEY if self.view_version_id is not None else OWN_REFRESH_STATE_KEY
         return {
@@ -282,8 +319,10 @@ class RefreshState:
             return None
         state = json.loads(raw)
         home = summary.get(SOURCE_CATALOG_KEY, "")
+        entries = state.get("source-states", [])
         return cls(
-            source_states=tuple(SourceState.from_json(s, home) for s in state.get("source-states", [])),
+            source_states=tuple(SourceState.from_json(s, home) for s in entries if s.get("type") != "view"),
+            view_states=tuple(ViewState.from_json(s, home) for s in entries if s.get("type") == "view"),
             refresh_start=_from_ms(state.get("refresh-start-timestamp-ms", 0)),
             kind=RefreshKind(summary.get(f"{PREFIX}refresh-kind", "full")),
             trigger=RefreshTrigger(summary.get(f"{PREFIX}refresh-trigger", "manual")),

@@ -23,15 +23,18 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import (
     REFRESH_STATE_KEY,
     MaterializedTableDefinition,
+    RefreshState,
+    ViewState,
     expectations_from_json,
     expectations_json,
 )
-from mt_magic.catalog.tables import MaterializedCatalog, reaching
+from mt_magic.catalog.tables import MaterializedCatalog, SnapshotInfo, reaching
 from mt_magic.errors import CatalogError, DefinitionError
 from mt_magic.vocabulary import Expectation, is_hidden_column
 
@@ -74,6 +77,20 @@ def predates_view_versions(summary: Mapping[str, str]) -> bool:
         return True
 
 
+def invalid_since(
+    state: RefreshState, summary: Mapping[str, str], refreshed_at: datetime, view: ViewInfo | None
+) -> datetime | None:
+    """When a storage table's last refresh (``state``, committed at ``refreshed_at``) stopped being valid by the
+    voted text, ``None`` while it is valid: a ``refresh-state`` without ``view-version-id`` (older releases) since
+    that refresh; one naming another version than the view's current (an ALTER … AS, or another engine's version)
+    since that version was made current, never before the refresh. Without a view there is nothing to check."""
+    if predates_view_versions(summary):
+        return refreshed_at
+    if view is None or state.view_version_id is None or state.view_version_id == view.current_version_id:
+        return None
+    return max(refreshed_at, view.current_since())
+
+
 def view_name(table: str) -> str:
     """The qualified name of the view registered alongside ``table``."""
     return table + VIEW_SUFFIX
@@ -91,6 +108,7 @@ class ViewVersionInfo:
     definition_version: int | None
     schema_id: int
     default_namespace: tuple[str, ...] = ()
+    timestamp_ms: int = 0
     expectations: tuple[Expectation, ...] = ()
     """What the version's summary says of the definition's expectations (:data:`EXPECTATIONS`)."""
 
@@ -105,6 +123,8 @@ class ViewInfo:
     versions: tuple[ViewVersionInfo, ...]
     properties: Mapping[str, str]
     schemas: tuple[Mapping[str, Any], ...] = ()
+    version_log: tuple[tuple[int, int], ...] = ()
+    """``version-log``: (``version-id``, ``timestamp-ms``) for each change of the current version, oldest first."""
 
     @property
     def dropped(self) -> tuple[str, ...]:
@@ -142,11 +162,28 @@ class ViewInfo:
         return next(v for v in self.versions if v.version_id == self.current_version_id)
 
     def version_for(self, definition_version: int) -> int | None:
-        """The id of the version holding ``definition_version`` (the current one if it does, else the newest)."""
-        holding = [v.version_id for v in self.versions if v.definition_version == definition_version]
-        if self.current_version_id in holding:
+        """The id of the version holding ``definition_version``: the current one if it does (another engine's
+        version counts when it keeps the same query, namespace and ``storage-table``, e.g. adding a dialect),
+        else the newest that does (a refresh recording it leaves the table invalid: the view now says otherwise).
+        """
+        holding = [v for v in self.versions if v.definition_version == definition_version]
+        current = self.current
+        if current in holding:
             return self.current_version_id
-        return max(holding, default=None)
+        newest = max(holding, key=lambda v: v.version_id, default=None)
+        if newest is None:
+            return None
+        same = (current.sql, current.default_namespace, current.storage_table) == (
+            newest.sql,
+            newest.default_namespace,
+            newest.storage_table,
+        )
+        return self.current_version_id if same and current.definition_version is None else newest.version_id
+
+    def current_since(self) -> datetime:
+        """When the current version was made current (its last ``version-log`` entry, else its creation)."""
+        logged = [ms for version_id, ms in self.version_log if version_id == self.current_version_id]
+        return datetime.fromtimestamp((logged[-1] if logged else self.current.timestamp_ms) / 1000, tz=timezone.utc)
 
 
 def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
@@ -162,6 +199,7 @@ def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
         definition_version=None if defined is None else int(defined),
         schema_id=int(data["schema-id"]),
         default_namespace=tuple(data.get("default-namespace", [])),
+        timestamp_ms=int(data.get("timestamp-ms", 0)),
     )
 
 
@@ -174,6 +212,7 @@ def _info(name: str, loaded: Mapping[str, Any]) -> ViewInfo:
         versions=tuple(_read_version(v) for v in meta.get("versions", [])),
         properties=dict(meta.get("properties", {})),
         schemas=tuple(meta.get("schemas", [])),
+        version_log=tuple((int(e["version-id"]), int(e["timestamp-ms"])) for e in meta.get("version-log", [])),
     )
 
 
@@ -244,6 +283,25 @@ class MaterializedViews:
         """The view registered alongside ``table`` (``None``: none, or a view of that name that is not ours)."""
         view = self.load(view_name(table))
         return view if view is not None and view.properties.get(TABLE_UUID_PROPERTY) == table_uuid else None
+
+    def invalid_since(self, table: str, uuid: str, last: tuple[SnapshotInfo, RefreshState]) -> datetime | None:
+        """:func:`invalid_since` for ``table``'s last refresh, its view loaded only when that refresh named one."""
+        snapshot, state = last
+        view = self.of_table(table, uuid) if state.view_version_id is not None else None
+        return invalid_since(state, snapshot.summary, snapshot.committed_at, view)
+
+    def upstream_views(self, state: RefreshState) -> tuple[ViewState, ...]:
+        """The spec's ``view`` entries for the sources of ``state`` that are materialized tables of this catalog:
+        each one's view at its current version."""
+        found = []
+        for source in state.source_states:
+            if source.catalog != self.tables.spark_name:
+                continue
+            view = self.of_table(source.qualified_name, source.uuid)
+            if view is not None:
+                *namespace, name = self.tables.identifier(view.name)
+                found.append(ViewState(tuple(namespace), name, view.uuid, view.current_version_id, source.catalog))
+        return tuple(found)
 
     # --- what statements do -------------------------------------------------------------------------------------
 

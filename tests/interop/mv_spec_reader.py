@@ -1,23 +1,30 @@
-"""A consumer of Iceberg materialized views written from the spec text alone: apache/iceberg PR #11041, its latest
-stored revision (``format/view-spec.md`` at 709441625c, 19 June 2026), "Materialized Views", "Storage table
-metadata", "Freshness", "Refresh state", "Source state". It imports nothing of mt_magic: pyiceberg's REST catalog
-for tables, plain HTTP for views (pyiceberg loads no views).
+"""A consumer of Iceberg materialized views written from the spec text alone: apache/iceberg PR #11041 as voted
+(``format/view-spec.md``, its latest revision, stored at 00fb39221f), "Materialized Views", "Storage table
+metadata", "Freshness", "Refresh state", "Consumer: Evaluating Refresh State", "Source state", Appendix B. It
+imports nothing of mt_magic: pyiceberg's REST catalog for tables, plain HTTP for views (pyiceberg loads no views).
 
 What it reads, as the text says:
 
 * The materialized view is a view whose current version has ``storage-table`` (``namespace``, ``name``; the storage
   table is in the view's catalog).
 * ``refresh-state`` is an *optional* snapshot-summary property of a storage table snapshot, a JSON string with
-  ``view-version-id``, ``source-states`` and ``refresh-start-timestamp-ms`` (all required). A storage table with no
-  snapshot carrying it was never refreshed. A snapshot without it that follows a refresh and rewrites no data
-  (operation ``replace``: compaction) leaves that refresh's state in force; one that changes data does not (the
-  stored rows are no longer a refresh's result).
-* Freshness: a recorded ``view-version-id`` other than the view's current ``version-id`` makes the storage table
-  **invalid** ("should not be consumed until refreshed"); so does a record without the required fields, or no record.
-  Otherwise the table is **stale** when a recorded source is no longer at its recorded state (table: ``uuid`` and the
-  ``snapshot-id`` of its ``ref``, ``main`` by default; view: ``uuid`` and ``version-id``), and **fresh** when all are.
-  "Optionally recursive verification for source materialized views recorded by their storage tables": with
-  ``recursive=True`` a recorded table that is a storage table (it has a refresh state) must be fresh too.
+  ``view-version-id``, ``source-states`` and ``refresh-start-timestamp-ms`` (all required: "Producers must record
+  ``view-version-id`` and ``refresh-start-timestamp-ms``"). A storage table with no snapshot carrying it was never
+  refreshed. A snapshot without it that follows a refresh and rewrites no data (operation ``replace``: compaction)
+  leaves that refresh's state in force; one that changes data does not (the stored rows are no longer a refresh's
+  result).
+* Freshness: "any storage-table snapshot recorded at a prior ``view-version-id`` is invalid and should not be
+  consumed until refreshed": a recorded ``view-version-id`` other than the view's current ``version-id`` makes the
+  storage table **invalid**; so does a record without the required fields, or no record. Otherwise the table is
+  **stale** when a recorded source is no longer at its recorded state (table: ``uuid`` and the ``snapshot-id`` of
+  its ``ref``, ``main`` by default; view: ``uuid`` and ``version-id``), and **fresh** when all are. An upstream
+  materialized view "may be recorded as a ``view`` entry referencing its view metadata and one or more ``table``
+  entries referencing its storage table". "Optionally recursive verification for upstream materialized views
+  recorded by their storage tables": with ``recursive=True`` a recorded table that is a storage table (it has a
+  refresh state) must be fresh too.
+
+:func:`violations` checks a record against the field tables of "Refresh state" and "Source state" (what a writer
+must write and may write, nothing else): the writer's conformance, apart from the consumer's verdict.
 """
 
 from __future__ import annotations
@@ -169,6 +176,47 @@ class SpecReader:
             token = body.get("next-page-token")
             if not token:
                 return names
+
+
+ENTRY_FIELDS = {
+    "table": ({"type", "name", "namespace", "uuid", "snapshot-id"}, {"catalog", "ref"}),
+    "view": ({"type", "name", "namespace", "uuid", "version-id"}, {"catalog"}),
+}
+"""Each source-state type's required and optional fields ("Source table state", "Source view state")."""
+
+
+def violations(record: Mapping[str, Any]) -> list[str]:
+    """What in a ``refresh-state`` record is not the spec's: a missing or mistyped required field, a field the
+    spec does not define, a source entry of an unknown type or with a field of the wrong type."""
+    found = [f"{key} is {record.get(key)!r}" for key, kind in REQUIRED.items() if not _is(record.get(key), kind)]
+    found += [f"{key} is not a refresh-state field" for key in set(record) - set(REQUIRED)]
+    for entry in record.get("source-states") or []:
+        kind = entry.get("type")
+        if kind not in ENTRY_FIELDS:
+            found.append(f"source type {kind!r} is neither table nor view")
+            continue
+        required, optional = ENTRY_FIELDS[kind]
+        found += [f"{kind} {entry.get('name')!r} lacks {key}" for key in required - set(entry)]
+        found += [f"{kind} {entry.get('name')!r} has {key}" for key in set(entry) - required - optional]
+        counter = "snapshot-id" if kind == "table" else "version-id"
+        checks = {
+            "name": lambda v: isinstance(v, str) and v != "",
+            "uuid": lambda v: isinstance(v, str) and v != "",
+            "namespace": lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
+            "catalog": lambda v: isinstance(v, str) and v != "",
+            "ref": lambda v: isinstance(v, str) and v != "",
+            counter: lambda v: _is(v, int),
+        }
+        found += [
+            f"{kind} {entry.get('name')!r} has {key} = {entry[key]!r}"
+            for key, check in checks.items()
+            if key in entry and not check(entry[key])
+        ]
+    return found
+
+
+def _is(value: object, kind: type) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
 
 
 def _well_formed(record: Mapping[str, Any]) -> bool:

@@ -1,18 +1,23 @@
 """The spec-only reader (:mod:`mv_spec_reader`, no mt_magic in it) and ``%mt status`` agree on every table of a
-chain: orders → revenue → top, and ``legacy`` on orders, whose last refresh was written the old way (the
-``refresh-state`` of releases before the draft's shape: ``catalog`` in each entry, no ``view-version-id``).
-"up to date" in mt_magic's status is the reader's fresh; "behind" its stale or invalid."""
+chain: orders → revenue → top, ``legacy`` on orders, whose last refresh was written the old way (the
+``refresh-state`` of releases before the draft's shape: ``catalog`` in each entry, no ``view-version-id``), and
+``refunds`` on a source that had no snapshot. "up to date" in mt_magic's status is the reader's fresh; "behind"
+its stale or invalid. Another engine's view versions are part of the chain: one that keeps the query (a second
+dialect) and one that changes it; the spec calls the storage table invalid after either until a refresh records
+the current version, which mt_magic's refresh can do only for the first."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
+import requests
 from mt_testing import run
-from mv_spec_reader import SpecReader, State
+from mv_spec_reader import SpecReader, State, violations
 
 pytestmark = pytest.mark.spark
 
@@ -89,11 +94,42 @@ def write_the_old_way(spark, catalog: str, namespace: str, table: str, reader: S
     )
 
 
+def another_engines_version(reader: SpecReader, namespace: str, view: str, sql: str | None = None) -> int:
+    """A new current version of ``view`` committed over plain REST as another engine would: the current version's
+    query, namespace and ``storage-table`` with a ``trino`` representation added (``sql=None``), or its ``spark``
+    query replaced by ``sql``; the other engine's summary, none of mt_magic's."""
+    meta = reader.view([namespace], view)
+    assert meta is not None
+    current = next(v for v in meta["versions"] if v["version-id"] == meta["current-version-id"])
+    spark = next(r for r in current["representations"] if r["dialect"] == "spark")
+    representations = [{**spark, "sql": sql or spark["sql"]}, {"type": "sql", "dialect": "trino", "sql": "SELECT 1"}]
+    version = {
+        **current,
+        "version-id": max(v["version-id"] for v in meta["versions"]) + 1,
+        "timestamp-ms": int(time.time() * 1000),
+        "summary": {"engine-name": "trino", "engine-version": "479"},
+        "representations": representations,
+    }
+    body = {
+        "identifier": {"namespace": [namespace], "name": view},
+        "requirements": [{"type": "assert-view-uuid", "uuid": meta["view-uuid"]}],
+        "updates": [
+            {"action": "add-view-version", "view-version": version},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ],
+    }
+    base = reader.uri.rstrip("/")
+    headers = {"Authorization": f"Bearer {reader.token}"} if reader.token else {}
+    answer = requests.post(f"{base}/v1/namespaces/{namespace}/views/{view}", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return int(answer.json()["metadata"]["current-version-id"])
+
+
 def test_the_reader_and_mt_status_agree_through_a_chain(mt, watched: Watched, connection) -> None:  # type: ignore[no-untyped-def]
     props = connection.catalog_config.properties
     reader = SpecReader(str(props["uri"]), props.get("token"))
     spark, catalog, ns = connection.spark, mt.workspace.catalog.spark_name, str(mt.workspace.default_namespace)
-    tables = ("revenue", "top", "legacy")
+    tables = ("revenue", "top", "legacy", "refunds")
 
     def agree() -> tuple[State, ...]:
         says = tuple(
@@ -103,35 +139,75 @@ def test_the_reader_and_mt_status_agree_through_a_chain(mt, watched: Watched, co
         assert tuple(State.FRESH if s is State.FRESH else State.STALE for s in says) == ours, (says, ours)
         return says
 
+    def record(table: str) -> dict[str, Any]:
+        state = reader.refresh_state([ns], table)
+        assert state is not None and violations(state) == [], (table, state)
+        return state
+
     spark.sql("CREATE TABLE orders (id BIGINT, customer STRING, amount DOUBLE) USING iceberg")
     spark.sql("INSERT INTO orders VALUES (1, 'ann', 10.0), (2, 'bob', 5.5)")
+    spark.sql("CREATE TABLE returns (id BIGINT, amount DOUBLE) USING iceberg")
     run(
         mt,
         "CREATE MATERIALIZED TABLE revenue FRESHNESS = INTERVAL '1' DAY "
         "AS SELECT customer, sum(amount) AS total FROM orders GROUP BY customer;"
         "CREATE MATERIALIZED TABLE top FRESHNESS = INTERVAL '1' DAY AS SELECT max(total) AS top FROM revenue;"
-        "CREATE MATERIALIZED TABLE legacy FRESHNESS = INTERVAL '1' DAY AS SELECT count(*) AS n FROM orders",
+        "CREATE MATERIALIZED TABLE legacy FRESHNESS = INTERVAL '1' DAY AS SELECT count(*) AS n FROM orders;"
+        "CREATE MATERIALIZED TABLE refunds FRESHNESS = INTERVAL '1' DAY AS SELECT sum(amount) AS s FROM returns",
     )
-    assert agree() == (State.FRESH, State.FRESH, State.FRESH)
+    fresh = (State.FRESH,) * 4
+    assert agree() == fresh
+    revenue__mv = reader.view([ns], "revenue__mv")
+    assert revenue__mv is not None
+    assert [(s["type"], s["name"]) for s in record("top")["source-states"]] == [
+        ("table", "revenue"),
+        ("view", "revenue__mv"),  # an upstream materialized view: its storage table and its view
+    ]
+    assert record("top")["source-states"][1]["version-id"] == revenue__mv["current-version-id"]
+    assert [s["snapshot-id"] for s in record("refunds")["source-states"]] == [-1]  # the spec's "no snapshot"
 
     write_the_old_way(spark, catalog, ns, "legacy", reader)
-    assert agree() == (State.FRESH, State.FRESH, State.INVALID)  # no view-version-id: not to be trusted
+    assert agree() == (State.FRESH, State.FRESH, State.INVALID, State.FRESH)  # no view-version-id: not trusted
 
     spark.sql("INSERT INTO orders VALUES (3, 'ann', 100.0)")
-    assert agree() == (State.STALE, State.STALE, State.INVALID)
+    spark.sql("INSERT INTO returns VALUES (1, 2.0)")
+    assert agree() == (State.STALE, State.STALE, State.INVALID, State.STALE)
+    from mt_magic.widgets.badges import freshness_badge
+
+    top = watched.service.status(f"{catalog}.{ns}.top")  # behind because its upstream is: the badge says which
+    assert top.behind_upstream == f"{catalog}.{ns}.revenue" and "(upstream revenue)" in freshness_badge(top).label
 
     run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH; ALTER MATERIALIZED TABLE legacy REFRESH")
-    assert agree() == (State.FRESH, State.STALE, State.FRESH)  # the old record still reads: legacy refreshes
+    run(mt, "ALTER MATERIALIZED TABLE refunds REFRESH")
+    assert agree() == (State.FRESH, State.STALE, State.FRESH, State.FRESH)  # the old record still reads
+    record("legacy")
 
     spark.sql(
         f"CALL {catalog}.system.rewrite_data_files(table => '{ns}.revenue', options => map('rewrite-all', 'true'))"
     )
     run(mt, "ALTER MATERIALIZED TABLE top REFRESH")
-    assert agree() == (State.FRESH, State.FRESH, State.FRESH)  # a compaction keeps the refresh state in force
+    assert agree() == fresh  # a compaction keeps the refresh state in force
+
+    # Another engine's version of revenue's view, the same query in a second dialect: invalid until a refresh
+    # records it; mt_magic's refresh ran that query, so it records the other engine's version.
+    trino = another_engines_version(reader, ns, "revenue__mv")
+    assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)
+    run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH; ALTER MATERIALIZED TABLE top REFRESH")
+    assert agree() == fresh and record("revenue")["view-version-id"] == trino
+
+    # Another engine's version with another query: mt_magic refreshes its own definition, which the view no longer
+    # holds, so its refresh records its own version and the table stays invalid for both.
+    another_engines_version(reader, ns, "revenue__mv", sql=f"SELECT customer, 0D AS total FROM {ns}.orders")
+    assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)
+    run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH")
+    assert record("revenue")["view-version-id"] != trino
+    assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)
 
     run(
         mt,
         "ALTER MATERIALIZED TABLE revenue AS "
         "SELECT customer, sum(amount) AS total, count(*) AS n FROM orders GROUP BY customer",
     )
-    assert agree() == (State.INVALID, State.STALE, State.FRESH)  # another view version: invalid until refreshed
+    assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)  # mt_magic's new version: invalid
+    run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH; ALTER MATERIALIZED TABLE top REFRESH")
+    assert agree() == fresh

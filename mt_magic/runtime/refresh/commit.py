@@ -140,9 +140,11 @@ def commit(
             "nothing was committed, the next refresh starts from the new state."
         )
     with phase("view"):
-        view = MaterializedViews(catalog).of_table(table, info.uuid)
-    if view is not None:  # the proposal's view-version-id: the view version holding the definition that ran
-        state = replace(state, view_version_id=view.version_for(state.definition_version))
+        views = MaterializedViews(catalog)
+        view = views.of_table(table, info.uuid)
+        if view is not None:  # the spec's view-version-id, and a view entry per upstream materialized table
+            version = view.version_for(state.definition_version)
+            state = replace(state, view_version_id=version, view_states=views.upstream_views(state))
     if write.sum_mass:
         state = replace(state, sum_mass=dict(write.sum_mass))
     expectations = info.definition.expectations if info.definition is not None else ()

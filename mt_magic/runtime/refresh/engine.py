@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.catalog.views import predates_view_versions
+from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.lineage import RefreshSummary, lineage_from_environment
 from mt_magic.runtime.refresh.context import load_source
@@ -169,8 +169,9 @@ class Engine:
             # table invalid until it is refreshed), so the table is behind since it was redefined
             redefined = _redefined_at(info, last[0].committed_at)
             oldest = redefined if oldest is None else min(oldest, redefined)
-        elif last is not None and predates_view_versions(last[0].summary):  # invalid by the voted text: behind
-            oldest = last[0].committed_at if oldest is None else min(oldest, last[0].committed_at)
+        elif last is not None and (invalid := MaterializedViews(catalog).invalid_since(table, info.uuid, last)):
+            # invalid by the voted text (an older record, or the view's current version is another): behind
+            oldest = invalid if oldest is None else min(oldest, invalid)
         return oldest
 
     def history(self, table: str, limit: int = 50) -> Sequence[RefreshRecord]:
