@@ -18,6 +18,7 @@ from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
+from mt_magic.runtime.statements.explained import PREVIEWED
 from mt_magic.sql.ddl.freshness import FreshnessRules, freshness_to_cron
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.widgets.render import StatementResultsView, StatusListView
@@ -38,6 +39,20 @@ MT_COMMANDS = (
 FIRST_NAMES_WAIT_S = 5.0
 """How long connecting waits, after Spark is up, for completion's first load of the catalog's names (it started
 before Spark, so it has mostly ended): the first Tab after ``%load_ext`` offers them."""
+
+
+_EXPLAINED_CHANGES = " / ".join([*(f"``ALTER … {action}``" for action in PREVIEWED.values()), "``CREATE OR ALTER``"])
+"""The changes ``%mt explain`` previews, as its help names them (from the one list, ``explained.PREVIEWED``)."""
+
+
+def _help_naming(**names: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """Fill a magic's docstring's ``{name}`` fields before ``magic_arguments`` makes it the help (``%mt?``)."""
+
+    def fill(magic: Callable[..., object]) -> Callable[..., object]:
+        magic.__doc__ = (magic.__doc__ or "").format(**names)
+        return magic
+
+    return fill
 
 
 def _wait_for_refreshes(results: Sequence[StatementResult]) -> None:
@@ -456,15 +471,16 @@ class MaterializedMagics(Magics):
     @argument("--cascade", action="store_true", help="refresh: then refresh the tables downstream")
     @argument("--plot", action="store_true", help="history: the chart alone (duration by strategy, rows, staleness)")
     @line_magic
+    @_help_naming(explained=_EXPLAINED_CHANGES)
     def mt(self, line: str) -> object:
         """Status, controls and lineage of materialized tables.
 
         ``%mt`` / ``%mt list``: a live dashboard of every table (with the refresh time each costs an hour) ·
         ``%mt status NAME``: its live card · ``%mt history NAME``: refresh durations and staleness over time
         (``--plot``: the chart alone) · ``%mt lineage [NAME]``: the dependency graph · ``%mt explain
-        NAME|STATEMENT``: how it refreshes, or what an ``ALTER … AS`` / ``SET FRESHNESS`` / ``SET REFRESH_MODE`` /
-        ``RESUME`` / ``CREATE OR ALTER`` would do, before it is made (rows kept or rebuilt, strategy, predicted
-        cost) · ``%mt refresh NAME [--partition "ds = 'x'"] [--cascade]`` · ``%mt suspend|resume NAME`` ·
+        NAME|STATEMENT``: how it refreshes, or what {explained} would do, before it is made (rows kept or rebuilt,
+        strategy, predicted cost) · ``%mt refresh NAME [--partition "ds = 'x'"] [--cascade]`` ·
+        ``%mt suspend|resume NAME`` ·
         ``%mt verify NAME``: the query recomputed beside the table, nothing committed, and the rows that differ ·
         ``%mt config``: the effective settings · ``%mt audit [NAME]``: who changed what in the catalog, newest
         first (what this kernel's principal may read).

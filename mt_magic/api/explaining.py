@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mt_magic.runtime.inspect.change_preview import ChangePreview
     from mt_magic.runtime.refresh.incremental.explain import Explanation
     from mt_magic.runtime.service import MaterializedTables
+    from mt_magic.runtime.statements.explained import Change
 
 WHERE = "mt_magic.explain"
 
@@ -48,7 +49,7 @@ def explain(statement: str) -> Explanation | ChangePreview:
 @overload
 def explained_by(service: MaterializedTables, target: TableName) -> Explanation: ...
 @overload
-def explained_by(service: MaterializedTables, target: build.Change) -> ChangePreview: ...
+def explained_by(service: MaterializedTables, target: Change) -> ChangePreview: ...
 @overload
 def explained_by(service: MaterializedTables, target: build.Explained) -> Explanation | ChangePreview: ...
 def explained_by(service: MaterializedTables, target: build.Explained) -> Explanation | ChangePreview:

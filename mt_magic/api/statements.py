@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.spark.quoting import identifier, string_literal
+from mt_magic.runtime.statements.explained import PREVIEWED, Change, explains
 from mt_magic.sql.ddl.freshness import FreshnessRules
 from mt_magic.sql.ddl.parser import parse_cell, parse_interval, parse_partition, parse_table_name
 from mt_magic.sql.ddl.statements import (
@@ -39,10 +40,6 @@ PartitionArg = str | Mapping[str, OptionValue]
 Built = TypeVar("Built", bound=Statement)
 
 MATERIALIZE = "mt_magic.materialize"
-EXPLAINED = (CreateMaterializedTable, AlterQuery, AlterFreshness, AlterRefreshMode, AlterResume)
-"""The statements ``%mt explain`` / ``mt_magic.explain`` take: a CREATE (before it runs) and the changes it previews."""
-Change = AlterQuery | AlterFreshness | AlterRefreshMode | AlterResume
-"""The changes a preview covers, one statement each (a CREATE OR ALTER of an existing table is one too)."""
 Explained = CreateMaterializedTable | Change | TableName
 QUERY_NAME = TableName("this_query")
 """The name a query given to explain is explained under (as a table it would define)."""
@@ -243,7 +240,8 @@ def option_text(value: OptionValue) -> str:
 
 def explained(text: str, rules: FreshnessRules, where: str = "%mt explain") -> Explained:
     """What ``%mt explain`` and ``mt_magic.explain`` are given: a table name, a query (explained as the CREATE of a
-    table it would define, named :data:`QUERY_NAME`), or one statement of :data:`EXPLAINED`.
+    table it would define, named :data:`QUERY_NAME`), or one statement of
+    :data:`~mt_magic.runtime.statements.explained.EXPLAINED`.
 
     Raises:
         SqlError: a statement or query the grammar (or sqlglot, for a query) refuses, at its line and column.
@@ -268,12 +266,13 @@ def explained(text: str, rules: FreshnessRules, where: str = "%mt explain") -> E
     if first not in STATEMENT_WORDS:  # a name, perhaps backquoted with spaces
         return parse_table_name(text.strip())
     statements = parse_cell(text, rules)
-    if len(statements) != 1 or not isinstance(statements[0], EXPLAINED):
-        found = " ".join(statements[0].text.split()[:4]) if len(statements) == 1 else f"{len(statements)} statements"
+    stmt = statements[0]
+    if len(statements) != 1 or not explains(stmt):
+        found = " ".join(stmt.text.split()[:4]) if len(statements) == 1 else f"{len(statements)} statements"
         raise MtMagicError(
             f"{where} takes a table name, a query, or one CREATE MATERIALIZED TABLE statement or ALTER of one "
-            f"(AS, SET FRESHNESS, SET REFRESH_MODE, RESUME), got {found}",
+            f"({', '.join(PREVIEWED.values())}), got {found}",
             fix=f"explain the table the statement names ({where} daily_orders), or write one CREATE [OR ALTER] "
             "MATERIALIZED TABLE … AS SELECT … or ALTER MATERIALIZED TABLE … AS SELECT …",
         )
-    return statements[0]
+    return stmt

@@ -16,16 +16,16 @@ from typing import Any
 
 from mt_magic.completion.grammar import ACTIONS, complete, fragment
 from mt_magic.completion.names import NameSnapshot
-from mt_magic.sql.ddl.statements import AlterQuery, CreateMaterializedTable
+from mt_magic.runtime.statements.explained import EXPLAINED, PREVIEWED
 
 NAMED_COMMANDS = frozenset({"status", "history", "lineage", "explain", "refresh", "suspend", "resume"})
 """``%mt`` commands whose argument is a table name."""
-EXPLAINED_STATEMENTS = (*CreateMaterializedTable.starts, *AlterQuery.starts, "SELECT")
-"""What ``%mt explain`` takes besides a table name: a CREATE (or CREATE OR ALTER) statement, an ALTER, or a query."""
-EXPLAINED_ACTIONS = tuple(a for a in ACTIONS if a in {"AS", "SET FRESHNESS", "SET REFRESH_MODE", "RESUME"})
-"""The ALTER actions ``%mt explain`` previews (``api.statements.EXPLAINED``; SUSPEND, REFRESH, RENAME and SET
-('scheduler' …) it refuses), in the grammar's order."""
+EXPLAINED_STATEMENTS = (*dict.fromkeys(start for kind in EXPLAINED for start in kind.starts), "SELECT")
+"""What ``%mt explain`` takes besides a table name: the starts of the statements it explains, or a query."""
+EXPLAINED_ACTIONS = tuple(a for a in ACTIONS if a in PREVIEWED.values())
+"""The ALTER actions ``%mt explain`` previews (``explained.PREVIEWED``), in the grammar's order."""
 QUERY_WORDS = frozenset({"SELECT", "WITH"})
+STATEMENT_WORDS = frozenset(start.split()[0] for start in EXPLAINED_STATEMENTS)
 _LINE = re.compile(r"^\s*%mt\s(?P<rest>.*)$", re.DOTALL)
 
 
@@ -65,7 +65,7 @@ def complete_mt_line(before_cursor: str, spec: MtCommands, names: NameSnapshot) 
     command, given = words[0].lower(), words[1:]
     if command not in spec.commands:
         return word, []
-    if command == "explain" and given and given[0].upper() in {"CREATE", "ALTER", *QUERY_WORDS}:
+    if command == "explain" and given and given[0].upper() in STATEMENT_WORDS | QUERY_WORDS:
         return _explain(rest, names)
     if word.startswith("-") or given or command not in NAMED_COMMANDS:  # after the table: the command's flags
         if given and given[-1] == "--partition":  # its value is the user's: a quoted predicate

@@ -296,10 +296,10 @@ def test_an_mt_line_part_by_part() -> None:
 def test_mt_explain_alter_completes_as_the_cell_with_the_changes_explain_previews() -> None:
     """Issue 39: after ``%mt explain ALTER`` the statement completes as in a cell — the table names, then only the
     ALTER actions explain previews (the others it refuses), then each one's clause, and the query after AS."""
-    from mt_magic.api.statements import EXPLAINED
     from mt_magic.completion.grammar import ACTIONS
     from mt_magic.completion.mt_line import EXPLAINED_ACTIONS, complete_mt_line, flags_of
     from mt_magic.magics import MT_COMMANDS, MaterializedMagics
+    from mt_magic.runtime.statements.explained import EXPLAINED
     from mt_magic.sql import parse_cell
 
     spec = flags_of(MaterializedMagics.mt.parser, MT_COMMANDS)

@@ -17,6 +17,7 @@ from mt_magic.runtime.statements.alter_commit import (
     remoded,
     resumed,
 )
+from mt_magic.runtime.statements.explained import CHANGES, Change
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,
@@ -26,14 +27,14 @@ from mt_magic.sql.ddl.statements import (
     CreateMaterializedTable,
 )
 
-ChangeStatement = AlterQuery | AlterFreshness | AlterRefreshMode | AlterResume | CreateMaterializedTable
+ChangeStatement = Change | CreateMaterializedTable
 """The statements a change preview decides (CREATE OR ALTER only of an existing materialized table)."""
 
 
 def is_change(ws: Workspace, stmt: object) -> bool:
     """Whether ``stmt`` changes an existing materialized table: ALTER … AS, SET FRESHNESS, SET REFRESH_MODE, RESUME,
     or a CREATE OR ALTER of one (of a table that does not exist, or a plain table, it is the CREATE it says)."""
-    if isinstance(stmt, AlterQuery | AlterFreshness | AlterRefreshMode | AlterResume):
+    if isinstance(stmt, CHANGES):
         return True
     if not isinstance(stmt, CreateMaterializedTable) or not stmt.or_alter:
         return False
