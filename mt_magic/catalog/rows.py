@@ -10,7 +10,7 @@ with :class:`~pyiceberg.exceptions.CommitFailedException` and nothing lands.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,6 +38,23 @@ def _parquet(data_file: DataFile) -> DataFile:
 def _projection(table: Table, columns: Sequence[str] | None) -> Schema:
     schema = table.schema()
     return schema if columns is None else schema.select(*columns, case_sensitive=False)
+
+
+def streamed_rows(table: Table, snapshot: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """Every live row of the table at ``snapshot`` (its deletes applied), ``columns`` only, as record batches read
+    one at a time: a caller that aggregates each holds its groups, not the rows.
+
+    Raises:
+        NotReadableInProcess: a file is not Parquet.
+    """
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    planned = list(table.scan(snapshot_id=snapshot, case_sensitive=False).plan_files())
+    for task in planned:
+        _parquet(task.file)
+    projected = _projection(table, columns)
+    return ArrowScan(table.metadata, table.io, projected, AlwaysTrue()).to_record_batches(planned)
 
 
 def appended_rows(table: Table, after: int | None, upto: int, columns: Sequence[str] | None = None) -> pa.Table:
@@ -100,12 +117,32 @@ def task_rows(table: Table, tasks: Sequence[FileScanTask], columns: Sequence[str
 def rows_at_positions(
     table: Table, data_file: DataFile, positions: Sequence[int], columns: Sequence[str] | None = None
 ) -> pa.Table:
-    """The rows at ``positions`` (0-based, ascending) of one data file, whatever deletes apply to them since."""
+    """The rows at ``positions`` (0-based, ascending) of one data file, whatever deletes apply to them since: the
+    file is streamed in record batches (pyiceberg's projection: field ids, renames, promotions) and only those rows
+    kept, so memory holds one batch and the rows taken.
+
+    Raises:
+        NotReadableInProcess: the file is not Parquet, or a position lies past its rows.
+    """
+    import numpy as np
     import pyarrow as pa
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
     from pyiceberg.table import FileScanTask
 
-    rows = task_rows(table, [FileScanTask(data_file)], columns)  # no delete files: every row, in file order
-    return rows.take(pa.array(positions, type=pa.int64()))
+    _parquet(data_file)
+    wanted = np.asarray(positions, dtype=np.int64)
+    taken, start = [], 0
+    scan = ArrowScan(table.metadata, table.io, _projection(table, columns), AlwaysTrue())
+    for batch in scan.to_record_batches([FileScanTask(data_file)]):  # no delete files: every row, in file order
+        low, high = np.searchsorted(wanted, [start, start + batch.num_rows])
+        if high > low:
+            taken.append(batch.take(pa.array(wanted[low:high] - start)))
+        start += batch.num_rows
+    if wanted.size and wanted[-1] >= start:
+        raise NotReadableInProcess(f"a deleted position lies past the {start:,} rows of {data_file.file_path}")
+    empty = task_rows(table, [], columns)  # the schema every other read of the change has
+    return pa.Table.from_batches(taken).cast(empty.schema) if taken else empty
 
 
 def rows_at(

@@ -106,6 +106,29 @@ def test_random_updates_and_deletes_in_process_equal_spark(spark, mt, ansi_off) 
         assert_matches_oracle(mt, "agg")
 
 
+@pytest.mark.parametrize("layout", ["merge-on-read", "v3"])
+def test_a_source_past_the_memory_bound_is_scanned_for_its_removed_rows(
+    spark, mt, ansi_off, monkeypatch, layout: str
+) -> None:
+    """A source with more rows than the kernel may hold: its deleted positions are taken while its files stream by,
+    and a group that lost its extreme is recomputed over the streamed source, in process, equal to Spark."""
+    from mt_magic.runtime.refresh.incremental.in_process import eligibility
+
+    src = _source(spark, mt, layout)
+    run(mt, f"CREATE MATERIALIZED TABLE agg FRESHNESS = INTERVAL '1' MINUTE AS {QUERY}")
+    monkeypatch.setattr(eligibility, "IN_PROCESS_MAX_ROWS", 10)  # the source holds 12 rows, the table 5 groups
+    recomputed = []
+    for change in STEPS[:2]:  # an update; a delete of b's max, whose group is recomputed
+        spark.sql(change.replace("src", src))
+        recomputed.append("recomputed" in _refreshed_in_process(spark, mt, "agg"))
+        assert_matches_oracle(mt, "agg")
+    assert recomputed == [False, True]
+    monkeypatch.setattr(eligibility, "IN_PROCESS_MAX_SCANNED", 10)
+    spark.sql(STEPS[2].replace("src", src))
+    assert not refresh(mt, "agg").strategy.endswith(IN_PROCESS)  # past both bounds: Spark
+    assert_matches_oracle(mt, "agg")
+
+
 PROJECTION = "SELECT k, g, v, p FROM src WHERE v > 2 OR g IS NULL"
 
 

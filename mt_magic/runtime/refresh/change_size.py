@@ -13,7 +13,9 @@ A change is read from the files it touched, whole (:mod:`.incremental.merge_on_r
 * equality deletes: any data file may hold a deleted key, so the whole source.
 
 So an ``UPDATE`` of 0.1 % of the rows spread over every data file reads the source whole, as a recompute does:
-the two are priced alike, where counting changed rows alone made it look a thousand times cheaper.
+the two are priced alike, where counting changed rows alone made it look a thousand times cheaper. Of those rows,
+the ones found by position (:func:`rows_found_by_position`) are scanned, only the changed ones kept: the in-process
+reader streams them, so they bound its time, not its memory.
 """
 
 from __future__ import annotations
@@ -30,19 +32,31 @@ def rows_read(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> i
     """Rows a reader of these snapshots' changes reads (``logical``: the snapshots that changed data, oldest
     first; ``pinned``: the newest, whose totals size a data file)."""
     total = _count(pinned, "total-records") if pinned is not None else 0
-    files = _count(pinned, "total-data-files") if pinned is not None else 0
-    per_file = total / files if files else 0.0
-    read = 0
+    read = rows_found_by_position(logical, pinned)
     for snapshot in logical:
         read += _count(snapshot, "added-records") + _count(snapshot, "deleted-records")
-        if _count(snapshot, "added-equality-delete-files") or _count(snapshot, "added-equality-deletes"):
+        if _equality(snapshot):
             read += total
-            continue
+    return read
+
+
+def rows_found_by_position(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> int:
+    """Of :func:`rows_read`, the rows of data files that stayed, read to find the positions position deletes and
+    deletion vectors removed (each delete file names one data file, sized at the source's mean rows per file)."""
+    total = _count(pinned, "total-records") if pinned is not None else 0
+    files = _count(pinned, "total-data-files") if pinned is not None else 0
+    per_file = total / files if files else 0.0
+    found = 0
+    for snapshot in (s for s in logical if not _equality(s)):
         touching = max(_count(snapshot, key) for key in TOUCHING_DELETE_FILES)
         if touching == 0 and _count(snapshot, "added-position-deletes"):
             touching = 1
-        read += min(total, round(touching * per_file))
-    return read
+        found += min(total, round(touching * per_file))
+    return found
+
+
+def _equality(snapshot: SnapshotInfo) -> bool:
+    return bool(_count(snapshot, "added-equality-delete-files") or _count(snapshot, "added-equality-deletes"))
 
 
 def _count(snapshot: SnapshotInfo, key: str) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.refresh.change_size import rows_read
+from mt_magic.runtime.refresh.change_size import rows_found_by_position, rows_read
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 
 DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
@@ -55,6 +55,9 @@ class SourceChange:
     read: int = 0
     """Rows reading the change costs (:func:`.change_size.rows_read`: the files it touched, whole); at least
     :attr:`rows`."""
+    by_position: int = 0
+    """Of :attr:`read`, the rows scanned to find removed positions in files that stayed
+    (:func:`.change_size.rows_found_by_position`): streamed, not held."""
     merge_on_read: bool = False
     """Delete files were added, or are present at either end: Iceberg's changelog scan refuses the range."""
     iceberg: Any = field(default=None, compare=False, hash=False, repr=False)
@@ -65,6 +68,11 @@ class SourceChange:
     def reads(self) -> int:
         """Rows reading the change costs: :attr:`read` where classified, else (a plan built by hand) :attr:`rows`."""
         return max(self.read, self.rows)
+
+    @property
+    def held(self) -> int:
+        """Rows reading the change holds in memory at once: :attr:`reads` but those found by position."""
+        return self.reads - min(self.by_position, self.read)
 
     @property
     def changed(self) -> bool:
@@ -131,6 +139,7 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         changes=len(logical),
         rows=rows,
         read=read,
+        by_position=rows_found_by_position(logical, after[-1]),
         merge_on_read=merge_on_read,
         iceberg=info.iceberg,
     )

@@ -1,5 +1,5 @@
-"""Small append-only refreshes in process: the same delta term and merge, run by DuckDB over Arrow, committed
-through pyiceberg — no Spark job; only where the answer is provably Spark's.
+"""Refreshes in process: the same delta term, merge or retraction, run by DuckDB over Arrow, committed through
+pyiceberg — no Spark job; only where the answer is provably Spark's.
 
 - the query's gate lives with the other sqlglot code, in :mod:`mt_magic.sql.query.in_process_gate`: every
   expression typed as Spark types it, each operator allowed only for the operand types shown equal in both
@@ -10,6 +10,9 @@ through pyiceberg — no Spark job; only where the answer is provably Spark's.
   ambiguous stored NULL sum.
 - :mod:`.run` — one refresh: read with pyiceberg, run on DuckDB, check, write the data files; any failure
   returns ``None`` and Spark runs the refresh.
+- :mod:`.change_rows` — a row-level change as removed and added rows, from the files it touched (removed
+  positions taken while those files stream by); :mod:`.row_level` — its retraction or its inserts and deletes.
+- :mod:`.arrow_sql` — the DuckDB connection, the sources as Arrow (held, or streamed past the memory bound).
 """
 
 from __future__ import annotations

@@ -134,6 +134,27 @@ def whole_source(
     return read
 
 
+def source_rows(
+    source_table: Any, snapshot: int, columns: Sequence[str] | None, info: TableInfo
+) -> pa.Table | Iterator[pa.RecordBatch]:
+    """Every row of the source at ``snapshot``: held (:func:`whole_source`) within
+    :data:`~.eligibility.IN_PROCESS_MAX_ROWS`, else record batch by batch
+    (:func:`~mt_magic.catalog.rows.streamed_rows`) within :data:`~.eligibility.IN_PROCESS_MAX_SCANNED`.
+
+    Raises:
+        DataNotExact: its row count is not recorded, or it holds more rows than both bounds.
+    """
+    from mt_magic.catalog.rows import streamed_rows
+    from mt_magic.runtime.refresh.incremental.planner import total_records
+
+    held = total_records(info)
+    if held is not None and held <= eligibility.IN_PROCESS_MAX_ROWS:
+        return whole_source(source_table, snapshot, columns, info)()
+    if held is None or held > eligibility.IN_PROCESS_MAX_SCANNED:
+        raise DataNotExact(f"{info.name} is too large to scan in process")
+    return streamed_rows(source_table, snapshot, columns)
+
+
 def sum_mass_after(
     con: Any,
     ctx: RefreshContext,

@@ -29,15 +29,18 @@ class ChangedRows:
     removed: pa.Table
     added: pa.Table
     read: int
-    """Rows read from data files to know them (the cost of the change)."""
+    """Rows read from data files whole and held to know them (files that left or came)."""
+    scanned: int = 0
+    """Rows scanned, not held, to take the removed positions of files that stayed."""
 
 
-def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: int) -> ChangedRows:
+def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: int, max_scanned: int) -> ChangedRows:
     """The change of one source between its consumed and pinned snapshots, read through its pyiceberg table.
 
     Raises:
         DataNotExact: the change cannot be read here (no table at hand, an equality delete, more than ``max_rows``
-            rows in the touched files, a file that is not Parquet, data the engines do not hold alike).
+            rows in the files that left or came, more than ``max_scanned`` in the files whose positions were
+            deleted, a file that is not Parquet, data the engines do not hold alike).
     """
     from mt_magic.catalog.rows import rows_at_positions, task_rows
 
@@ -50,16 +53,21 @@ def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: 
     gone = [planned.consumed_tasks[p] for p in sorted(planned.removed_files)]
     came = [planned.pinned_tasks[p] for p in sorted(planned.added_files)]
     kept = [planned.pinned_tasks[p].file for p in sorted(planned.removed_positions)]
-    read = sum(t.file.record_count for t in (*gone, *came)) + sum(f.record_count for f in kept)
+    read = sum(t.file.record_count for t in (*gone, *came))
+    scanned = sum(f.record_count for f in kept)
     if read > max_rows:
         raise DataNotExact(f"the files {change.name}'s change touched hold {read:,} rows, more than {max_rows:,}")
+    if scanned > max_scanned:
+        raise DataNotExact(f"{change.name}'s deleted positions lie in {scanned:,} rows, more than {max_scanned:,}")
     import pyarrow as pa
 
     removed = [task_rows(table, gone, columns)] if gone else []
     removed += [rows_at_positions(table, f, planned.removed_positions[f.file_path], columns) for f in kept]
     added = task_rows(table, came, columns) if came else None
     empty = task_rows(table, [], columns)
-    found = ChangedRows(pa.concat_tables(removed) if removed else empty, added if added is not None else empty, read)
+    found = ChangedRows(
+        pa.concat_tables(removed) if removed else empty, added if added is not None else empty, read, scanned
+    )
     check_readable(found.removed, f"the rows {change.name}'s change removed")
     check_readable(found.added, f"the rows {change.name}'s change added")
     return found

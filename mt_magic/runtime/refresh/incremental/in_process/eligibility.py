@@ -19,6 +19,10 @@ from mt_magic.sql.query.in_process_gate import SparkType, iceberg_type, spark_sq
 
 IN_PROCESS_MAX_ROWS = 1_000_000
 """Most rows a refresh reads in process, into the kernel's memory as Arrow (the delta; for a merge, plus the table)."""
+IN_PROCESS_MAX_SCANNED = 50_000_000
+"""Most rows a refresh scans in process without holding them: the data files a row-level change's position deletes
+name, streamed to take the removed rows (and, for a GROUP BY whose extreme a group may have lost, the source's rows
+of those groups). They cost the refresh time, which ADAPTIVE prices, not memory."""
 
 CASE_SENSITIVE = "spark.sql.caseSensitive"
 TIME_ZONE = "spark.sql.session.timeZone"
@@ -190,8 +194,9 @@ def in_process_plan(
 ) -> str | None:
     """Why this refresh runs on Spark (``None``: it may run in process): it must append to one source while any
     other source (a join's) stays as it was, or update and delete in the one source of a GROUP BY (a retraction) or
-    a projection, and read at most :data:`IN_PROCESS_MAX_ROWS` rows (a change is read from the files it touched,
-    whole: :attr:`.SourceChange.reads`), so that ADAPTIVE prices the engine that will run it."""
+    a projection, and hold at most :data:`IN_PROCESS_MAX_ROWS` rows (a change is read from the files it touched,
+    whole: :attr:`.SourceChange.held`) and scan at most :data:`IN_PROCESS_MAX_SCANNED` for removed positions, so
+    that ADAPTIVE prices the engine that will run it."""
     changed = [c for c in plan.changes if c.kind is ChangeKind.APPENDS]
     row_level = [c for c in plan.changes if c.kind is ChangeKind.ROW_LEVEL]
     others_unchanged = all(c.kind in (ChangeKind.ROW_LEVEL, ChangeKind.NONE) for c in plan.changes)
@@ -207,8 +212,10 @@ def in_process_plan(
     others = [total_records(s) for s in sources if s.name != changed[0].name]  # a join reads its other table whole
     if not table_rows.isdigit() or None in others:
         return "a table or source whose row count is not recorded"
-    if int(table_rows) + sum(n or 0 for n in others) + changed[0].reads > IN_PROCESS_MAX_ROWS:
+    if int(table_rows) + sum(n or 0 for n in others) + changed[0].held > IN_PROCESS_MAX_ROWS:
         return f"more than {IN_PROCESS_MAX_ROWS:,} rows"
+    if changed[0].by_position > IN_PROCESS_MAX_SCANNED:
+        return f"more than {IN_PROCESS_MAX_SCANNED:,} rows to scan for removed positions"
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
     options = {**info.properties, **definition.options, FORMAT_VERSION: str(info.format_version)}
     return spark_reason(

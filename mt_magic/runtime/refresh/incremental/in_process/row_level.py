@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -30,6 +30,7 @@ from mt_magic.runtime.refresh.incremental.in_process.arrow_sql import (
     conformed,
     connect,
     referenced_columns,
+    source_rows,
     sum_mass_after,
     table_types,
     touched_partitions,
@@ -40,7 +41,14 @@ from mt_magic.runtime.refresh.incremental.in_process.change_rows import ChangedR
 from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact, check_readable
 from mt_magic.runtime.refresh.incremental.planner import RefreshPlan
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
-from mt_magic.runtime.refresh.incremental.strategies import GONE, SIDE_OF, UNSAFE, retract_sql, sums_without_nulls
+from mt_magic.runtime.refresh.incremental.strategies import (
+    GONE,
+    SIDE_OF,
+    UNSAFE,
+    combine_sql,
+    retract_sql,
+    sums_without_nulls,
+)
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.sql.query.in_process_gate import READABLE, duckdb_sql
 from mt_magic.sql.query.rewrite import pin_sources
@@ -73,7 +81,8 @@ def row_level_write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
         for view, other in others.values():
             con.register(view, other)
         with phase("deltas"):
-            rows = net(con, changed_rows(change, read.columns, eligibility.IN_PROCESS_MAX_ROWS))
+            limits = eligibility.IN_PROCESS_MAX_ROWS, eligibility.IN_PROCESS_MAX_SCANNED
+            rows = net(con, changed_rows(change, read.columns, *limits))
         with phase("strategy"):
             if plan.strategy is Strategy.AGGREGATE_RETRACT:
                 result, replaced, scope, mass = _retracted(con, read, rows)
@@ -158,7 +167,11 @@ def _retracted(con: Any, read: _Read, rows: ChangedRows) -> Result:
     unsafe = merged.filter(f"{UNSAFE} AND NOT {GONE}").to_arrow_table().select(keys)
     parts = [conformed(kept, schema)]
     if unsafe.num_rows:
-        parts.append(_recomputed(con, read.query, change.name, whole(), unsafe, keys, schema))
+        source = source_rows(change.iceberg, change.pinned, read.columns, read.source)
+        if isinstance(source, pa.Table):
+            parts.append(_recomputed(con, read.query, change.name, source, unsafe, keys, schema))
+        else:
+            parts.append(_recomputed_by_batch(con, read, source, unsafe, keys))
         scope = " · ".join(filter(None, (scope, f"{unsafe.num_rows} group(s) recomputed")))
     return pa.concat_tables(parts), files, scope, mass
 
@@ -192,8 +205,31 @@ def _recomputed(
     view, wanted = f"__mt_src_{uuid.uuid4().hex[:12]}", f"__mt_groups_{uuid.uuid4().hex[:12]}"
     con.register(view, rows)
     con.register(wanted, groups)
-    query_sql = duckdb_sql(pin_sources(query, {}, {source: view}))
-    quoted = ['"' + k.replace('"', '""') + '"' for k in keys]
-    match = " AND ".join(f"q.{k} IS NOT DISTINCT FROM g.{k}" for k in quoted)
-    found = con.sql(f"SELECT q.* FROM ({query_sql}) q WHERE EXISTS (SELECT 1 FROM {wanted} g WHERE {match})")
-    return conformed(found.to_arrow_table(), schema)
+    try:
+        query_sql = duckdb_sql(pin_sources(query, {}, {source: view}))
+        quoted = ['"' + k.replace('"', '""') + '"' for k in keys]
+        match = " AND ".join(f"q.{k} IS NOT DISTINCT FROM g.{k}" for k in quoted)
+        found = con.sql(f"SELECT q.* FROM ({query_sql}) q WHERE EXISTS (SELECT 1 FROM {wanted} g WHERE {match})")
+        return conformed(found.to_arrow_table(), schema)
+    finally:
+        con.unregister(view)
+        con.unregister(wanted)
+
+
+def _recomputed_by_batch(
+    con: Any, read: _Read, batches: Iterator[pa.RecordBatch], groups: pa.Table, keys: Sequence[str]
+) -> pa.Table:
+    """:func:`_recomputed` over a source too large to hold: each record batch's partial aggregates of the
+    ``groups``, combined as appends' partials are (:func:`~..strategies.combine_sql`: counts and sums add, minima
+    and maxima take theirs), so memory holds one batch and the groups' partials."""
+    import pyarrow as pa
+
+    schema, name = read.schema, read.change.name
+    parts = [_recomputed(con, read.query, name, pa.Table.from_batches([b]), groups, keys, schema) for b in batches]
+    view = f"__mt_parts_{uuid.uuid4().hex[:12]}"
+    con.register(view, pa.concat_tables(parts) if parts else schema.empty_table())
+    try:
+        merged = combine_sql(view, read.plan.query.merge_keys, read.plan.query.merge)
+        return conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema)
+    finally:
+        con.unregister(view)
