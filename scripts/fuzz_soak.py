@@ -6,7 +6,8 @@ shards run the same cases a single process would, sooner. Logs: ``.fuzz-soak/see
 Each shard gets this environment, so a chain soak (tables on tables in every batch) is e.g.
 ``MT_FUZZ_CHAINS=1 MT_FUZZ_TABLES=8 MT_FUZZ_CHAIN_TABLES=12 python scripts/fuzz_soak.py --seed 35 …``; its replay
 needs the same variables. ``MT_FUZZ_ROW_LEVEL_SHARE=0.8`` makes that share of every batch's rounds (chains too) change
-the source by ``UPDATE``, ``MERGE`` or ``DELETE`` (or compact it), on every layout.
+the source by ``UPDATE``, ``MERGE`` or ``DELETE`` (or compact it), on every layout. ``MT_FUZZ_EXPECTATIONS=0.5``
+gives half of each batch's level-1 tables an expectation twin (``tests/incremental/fuzz_expectations.py``).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ ADDED = (
     "compared", "chain_batches", "chain_queries", "chain_tables", "twins", "chain_refreshes", "chain_in_process",
     "cascaded", "cascade_failed", "chain_compared", "depth2_compared", "depth3_compared", "merges", "updates",
     "deletes", "compactions", "changes_refused", "retractions_in_process", "after_row_level",
-    "after_row_level_in_process",
+    "after_row_level_in_process", "expectation_tables", "expectation_refreshes", "dropped_rows", "bad_batches", "held",
+    "published_after_held",
 )  # fmt: skip
-LISTED = ("disagreements", "engine_line_mismatches", "spark_side", "refresh_failures")
+LISTED = ("disagreements", "engine_line_mismatches", "spark_side", "refresh_failures", "expectation_failures")
 
 
 def main() -> int:

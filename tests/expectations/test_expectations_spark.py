@@ -157,6 +157,9 @@ def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_pu
     )
     name = _name(mt, "ex_dr")
     query = "SELECT * FROM (SELECT id, amount FROM ex_events) WHERE id IS NOT NULL"
+    from mt_magic.runtime.refresh.incremental.explain import explain
+
+    assert explain(mt.workspace, name).engine.startswith("Spark")  # audited on Spark, as its refreshes run
     assert _rows(spark, name) == _rows(spark, f"({query})") == [(1, 10), (2, 500)]
     assert _counts(mt, name) == [
         ("keyed", 2, 1, 0),  # the NULL key dropped, counted (the old code filtered it in the query: 0 dropped)

@@ -32,6 +32,10 @@ rounds of a batch that is not a chain batch change it by a row-level ``MERGE``/`
 from a third generator (``MT_FUZZ_ROW_LEVEL=0`` leaves them out): a GROUP BY then retracts the removed rows in
 process ("merge the signed delta", counted as ``retractions_in_process``) or on Spark.
 
+Some tables carry expectations (:mod:`fuzz_expectations`: ``DROP ROW`` twins equal to their query filtered by the
+condition, a ``FAIL UPDATE`` table held by injected bad rows, ``main`` unchanged while held), drawn from a fourth
+generator (``MT_FUZZ_EXPECTATIONS``: their share; ``0`` leaves them out).
+
 Seeded by ``random.Random``: a failing seed replays exactly (given the same PySpark line).
 """
 
@@ -49,6 +53,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 
+import fuzz_expectations
 from incremental_testing import MOR, V3, qualified, refresh, run
 from notebook_settings import session_settings
 
@@ -437,6 +442,18 @@ class Counts:
     compactions: int = 0
     changes_refused: int = 0
     """Base-table changes Spark refused (a MERGE's value under ANSI)."""
+    expectation_tables: int = 0
+    """Tables with expectations (``DROP ROW`` twins and guarded tables: :mod:`fuzz_expectations`)."""
+    expectation_refreshes: int = 0
+    dropped_rows: int = 0
+    """Rows the ``DROP ROW`` expectations' refreshes recorded as dropped."""
+    bad_batches: int = 0
+    held: int = 0
+    """Refreshes held by a ``FAIL UPDATE`` expectation (``main`` checked unchanged)."""
+    published_after_held: int = 0
+    expectation_failures: list[tuple[str, str]] = field(default_factory=list)
+    """A table with expectations unlike its filtered query, a held refresh that moved ``main``, or a row on ``main``
+    that fails a ``FAIL UPDATE`` expectation."""
     seconds: float = 0.0
     timing: dict[str, float] = field(default_factory=dict)
 
@@ -468,7 +485,10 @@ class Counts:
             f"{self.depth2_compared}, depth 3 {self.depth3_compared}), base changes: merges {self.merges}, updates "
             f"{self.updates}, deletes {self.deletes}, compactions {self.compactions}, refused {self.changes_refused}, "
             f"retractions in process {self.retractions_in_process}, refreshes after other changes than appends "
-            f"{self.after_row_level} (in process {self.after_row_level_in_process}); {self.seconds:.0f} s "
+            f"{self.after_row_level} (in process {self.after_row_level_in_process}); expectations: tables "
+            f"{self.expectation_tables}, refreshes {self.expectation_refreshes}, rows dropped {self.dropped_rows}, "
+            f"bad batches {self.bad_batches}, held {self.held}, published after held {self.published_after_held}, "
+            f"failures {len(self.expectation_failures)}; {self.seconds:.0f} s "
             f"({', '.join(f'{k} {v:.0f} s' for k, v in self.timing.items())})"
         )
 
@@ -511,6 +531,12 @@ class Table:
     """The materialized table it reads (depth 2 and 3)."""
     summed: Mapping[str, str] = field(default_factory=lambda: SUMMED)
     """The Spark type of each column a ``sum`` of its query may read, by name (for the order-free check)."""
+    constraints: str = ""
+    """Its expectations' column list (``""``: none)."""
+    kept_by: str = ""
+    """Its ``DROP ROW`` condition: the oracle's ``WHERE`` (:func:`fuzz_expectations.oracle`)."""
+    guard: fuzz_expectations.Guard | None = None
+    """Its ``FAIL UPDATE`` expectation (the batch's guarded table)."""
 
 
 class Fuzzer:
@@ -532,6 +558,8 @@ class Fuzzer:
         self.chains, self.chain_tables = chains, chain_tables
         self.counts = Counts()
         self._by_name: dict[str, Table] = {}
+        self._held: set[str] = set()
+        """Tables whose last refresh was held."""
         self._spark_differences: dict[str, Difference] = {}
         """The difference a Spark refresh left in each table (the batch's), as canonical rows."""
 
@@ -589,6 +617,11 @@ class Fuzzer:
                 if chains is not None:
                     plain = (dim, dim_columns) if dim is not None else (source, columns)
                     tables += self._create_chains(chains, prefix, tables, plain)
+                expect = random.Random(f"{self.seed}:{number}:expect")
+                expected = self._create_expected(expect, prefix, source, columns, tables)
+                tables += expected
+            guarded = next((t for t in expected if t.guard is not None), None)
+            bad_pending = False
             self._by_name, self._spark_differences = {table.name: table for table in tables}, {}
             for _ in range(self.rounds):
                 with self.counts.timed("append"):
@@ -607,9 +640,12 @@ class Fuzzer:
                         self._change(chains, source, columns, always=forced)
                         if dim is not None and chains.random() < 0.3:
                             self._change(chains, dim, dim_columns)
+                    fixed = bad_pending
+                    if guarded is not None:
+                        bad_pending = self._bad_batch(expect, guarded, source, columns, bad_pending)
                 with self.counts.timed("refresh"):
                     if chains is None:
-                        appends_only = not dim_changed and not row_level_changed
+                        appends_only = not dim_changed and not row_level_changed and not fixed
                         refreshed = [self._refresh(table, settings, appends_only) for table in tables]
                     else:
                         refreshed = self._refresh_chains(chains, tables, settings)
@@ -663,10 +699,11 @@ class Fuzzer:
         from mt_magic.runtime.refresh.incremental.explain import explain
 
         engine = ", 'incremental.engine' = 'spark'" if pinned else ""
+        constraints = f"({table.constraints}) " if table.constraints else ""
         try:
             run(
                 self.mt,
-                f"CREATE MATERIALIZED TABLE {table.name} WITH ('incremental' = 'always'{engine}) "
+                f"CREATE MATERIALIZED TABLE {table.name} {constraints}WITH ('incremental' = 'always'{engine}) "
                 f"FRESHNESS = INTERVAL '1' MINUTE AS {table.query}",
             )
         except Exception:
@@ -676,8 +713,82 @@ class Fuzzer:
             return None
         self.counts.tables += 1
         self.counts.twins += pinned
+        self.counts.expectation_tables += bool(table.constraints)
         self.counts.chain_tables += table.depth > 1
         return replace(table, engine_line=explain(self.mt.workspace, qualified(self.mt, table.name)).engine)
+
+    # --- expectations (fuzz_expectations) ----------------------------------------------------------------------
+
+    def _create_expected(self, rng: random.Random, prefix: str, source: str, columns, tables: list[Table]):
+        """Expectation twins of some level-1 tables (a random ``DROP ROW`` and a random counted condition over its
+        output columns) and the batch's guarded table (``SELECT *`` of the source, the three kinds of expectation)."""
+        from dataclasses import replace
+
+        level_one = [t for t in tables if t.depth == 1]
+        made: list[Table] = []
+        for index in fuzz_expectations.twins(rng, len(level_one)):
+            original = level_one[index]
+            out, _ = self._columns_of(original)
+            if not out:
+                continue
+            dropped, counted = predicate(rng, out, strict=True), predicate(rng, out, strict=True)
+            twin = replace(
+                original,
+                name=f"{prefix}_e{index}",
+                constraints=fuzz_expectations.constraints(dropped, counted),
+                kept_by=dropped,
+            )
+            created = self._make(twin)
+            made += [created] if created is not None else []
+        guard = fuzz_expectations.guard(rng, [(c.name, c.sql_type) for c in columns])
+        if fuzz_expectations.EXPECTATIONS > 0 and guard is not None:
+            dropped, counted = predicate(rng, columns, strict=True), predicate(rng, columns, strict=True)
+            text, listed = f"SELECT * FROM {source}", guard.constraints(dropped, counted)
+            held = Table(
+                f"{prefix}_h", text, "", False, constraints=listed, kept_by=guard.keeping(dropped), guard=guard
+            )
+            created = self._make(held)
+            made += [created] if created is not None else []
+        return made
+
+    def _bad_batch(self, rng: random.Random, guarded: Table, source: str, columns, pending: bool) -> bool:
+        """Delete the bad row appended the round before (the source fixed), else now and then append one: whether
+        one is pending now."""
+        assert guarded.guard is not None
+        if pending:
+            self.spark.sql(f"DELETE FROM {source} WHERE {guarded.guard.bad_rows()}")
+            return False
+        if rng.random() >= fuzz_expectations.BAD_BATCH:
+            return False
+        self.spark.sql(f"INSERT INTO {source} VALUES {guarded.guard.bad_row([c.name for c in columns])}")
+        self.counts.bad_batches += 1
+        return True
+
+    def _audited(self, table: Table, label: str, before: int | None, held: bool) -> None:
+        """After a refresh of a table with expectations: a held one left ``main`` where it was; no row on ``main``
+        fails its ``FAIL UPDATE`` expectation; the dropped rows its commit recorded are counted."""
+        from mt_magic.runtime.refresh.recorded import expectation_counts
+
+        name = qualified(self.mt, table.name)
+        info = self.mt.workspace.catalog.load(name)
+        self.counts.expectation_refreshes += 1
+        if held:
+            self.counts.held += 1
+            self._held.add(table.name)
+            if info.current_snapshot_id != before:
+                self.counts.expectation_failures.append(
+                    (label, f"held, but main moved {before} → {info.current_snapshot_id}")
+                )
+        elif table.name in self._held and info.current_snapshot_id != before:
+            self.counts.published_after_held += 1
+            self._held.discard(table.name)
+        if table.guard is not None:
+            bad = self.spark.sql(f"SELECT * FROM {name} WHERE NOT coalesce(({table.guard.condition}), false)")
+            if found := bad.limit(3).collect():
+                self.counts.expectation_failures.append((label, f"rows on main fail {table.guard.condition}: {found}"))
+        last = info.snapshots[-1] if info.snapshots and not held else None
+        if last is not None and last.snapshot_id == info.current_snapshot_id and last.snapshot_id != before:
+            self.counts.dropped_rows += sum(e.dropped for e in expectation_counts(last.summary))
 
     # --- chain batches: tables on tables ----------------------------------------------------------------------
 
@@ -888,13 +999,22 @@ class Fuzzer:
     ) -> tuple[Table, str, bool, Exception | None]:
         """One real refresh; checks the engine that ran against explain's engine line (``expected``: only the
         source appended, so a table the line says runs appends in process must run in process)."""
+        from mt_magic.runtime.refresh.audit import ExpectationsHeldError
+
         label = f"seed {self.seed} {settings} {self._describe(table)}"
+        catalog = self.mt.workspace.catalog
+        before = catalog.load(qualified(self.mt, table.name)).current_snapshot_id if table.constraints else None
+        held = False
         with guard_log() as guards, self.counts.timed(f"refresh depth {table.depth}"):
             try:
                 outcome = refresh(self.mt, table.name)
                 failed = None
+            except ExpectationsHeldError:  # main stays on its last good state, compared as any table's
+                outcome, failed, held = None, None, True
             except Exception as exc:
                 outcome, failed = None, exc
+        if table.constraints:
+            self._audited(table, label, before, held)
         ran_in_process = outcome is not None and outcome.engine is RefreshEngine.IN_PROCESS
         self._count_refresh(table, ran_in_process)
         self.counts.retractions_in_process += ran_in_process and RETRACTION in (outcome.strategy if outcome else "")
@@ -999,6 +1119,9 @@ class Fuzzer:
         if difference is not None and self._spark_differences.get(table.name) == difference:
             self.counts.spark_side.append((label, f"{expected} (exactly as a Spark refresh left it)"))
             return
+        if table.constraints:  # refreshed on Spark only: a difference is the expectations' own
+            self.counts.expectation_failures.append((label, f"{expected}; refreshes: {self._refreshes(table)}"))
+            return
         committed_in_process = table.accepted and self._last_ran_in_process(table)
         if ran_in_process or committed_in_process or self._reads_in_process_commits(table):
             self.counts.disagreements.append((label, f"{expected}; refreshes: {self._refreshes(table)}"))
@@ -1020,11 +1143,14 @@ class Fuzzer:
         from mt_magic.sql.query.rewrite import pin_sources
 
         info, definition = self.mt.workspace.catalog.load_materialized(qualified(self.mt, table.name))
+        text = definition.expanded_query
+        if table.kept_by:
+            text = fuzz_expectations.oracle(text, table.kept_by)
         if current:
-            return definition.expanded_query
+            return text
         last = info.last_refresh()
         assert last is not None
-        return pin_sources(definition.expanded_query, {s.qualified_name: s.snapshot_id for s in last[1].source_states})
+        return pin_sources(text, {s.qualified_name: s.snapshot_id for s in last[1].source_states})
 
     def _order_free(self, table: Table, current: bool = False) -> str | None:
         """The table against every answer Spark gives to its query in some order of adding: each ``sum`` from its

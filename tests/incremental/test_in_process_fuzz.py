@@ -50,4 +50,6 @@ def test_in_process_refreshes_equal_spark_and_explain_names_the_engine(spark, mt
     assert (counts.compared >= CASES or BATCHES) and counts.in_process > 0, counts.line()
     assert counts.chain_compared > 0 or not counts.chain_batches, counts.line()
     assert not counts.disagreements, "\n".join(f"{label}: {detail}" for label, detail in counts.disagreements)
+    assert counts.expectation_tables > 0 or not in_process_fuzz.fuzz_expectations.EXPECTATIONS, counts.line()
+    assert not counts.expectation_failures, "\n".join(f"{a}: {b}" for a, b in counts.expectation_failures)
     assert not counts.engine_line_mismatches, "\n".join(f"{a}: {b}" for a, b in counts.engine_line_mismatches)

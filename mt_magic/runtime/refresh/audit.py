@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
+from mt_magic.options import ENGINE
 from mt_magic.runtime.spark.quoting import qualified
 from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefresh
 from mt_magic.vocabulary import Expectation, OnViolation
@@ -114,6 +115,12 @@ class Audit:
 def passes(expectation: Expectation) -> str:
     """Spark SQL that is TRUE exactly when a row passes (a NULL condition violates)."""
     return f"coalesce(({expectation.condition}), false)"
+
+
+def on_spark(options: Mapping[str, str], expectations: tuple[Expectation, ...]) -> dict[str, str]:
+    """``options`` with ``'incremental.engine' = 'spark'`` where there are expectations: such a table's rows are
+    counted and staged on Spark, never in process (what its refreshes run and what ``%mt explain`` says)."""
+    return {**options, ENGINE.key: "spark"} if expectations else dict(options)
 
 
 def dropping(expectations: tuple[Expectation, ...]) -> tuple[Expectation, ...]:

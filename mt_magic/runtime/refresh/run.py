@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, SourceState
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.catalog.views import predates_view_versions
+from mt_magic.catalog.views import MaterializedViews, predates_view_versions
 from mt_magic.errors import RefreshError
-from mt_magic.options import ENGINE
-from mt_magic.runtime.refresh.audit import without_dropped_rows
+from mt_magic.runtime.refresh.audit import on_spark, without_dropped_rows
 from mt_magic.runtime.refresh.commit import Write, WriteMode
 from mt_magic.runtime.refresh.context import (
     IncrementalPolicy,
@@ -150,7 +149,7 @@ def audited_on_spark(definition: MaterializedTableDefinition) -> MaterializedTab
     """A table with expectations refreshes on Spark (its rows are counted and staged there: :mod:`.audit`)."""
     if not definition.audited:
         return definition
-    return dataclasses.replace(definition, options={**definition.options, ENGINE.key: "spark"})
+    return dataclasses.replace(definition, options=on_spark(definition.options, definition.expectations))
 
 
 def tries_incremental(
@@ -211,7 +210,9 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     states = tuple(source_state(s, ctx.catalog.spark_name) for s in sources)
     refresh = Refresh(ctx, request, info, definition, sources, states, started, seen)
     partition = target_partition(request, definition)
-    if is_noop(info, definition, request, states, partition):
+    last = info.last_refresh()
+    valid = last is None or MaterializedViews(ctx.catalog).invalid_since(request.table, info.uuid, last) is None
+    if valid and is_noop(info, definition, request, states, partition):
         reason = "no source changed since the last refresh"
         return RefreshOutcome(
             RefreshKind.NOOP,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import TableInfo
+from mt_magic.runtime.refresh.audit import on_spark
 from mt_magic.runtime.refresh.context import is_strict
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind
 from mt_magic.runtime.refresh.incremental.in_process import engine_line, partitioning_reason
@@ -193,7 +194,7 @@ def explain(ws: Workspace, target: CreateMaterializedTable | str) -> Explanation
     sources = [_load(ws, s) for s in upstream]
     plan = plan_query(analyze_query(query))
     maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
-    options = target.options_dict
+    options = on_spark(target.options_dict, target.expectations)
     partitioning = partitioning_reason(("bucket",) if target.distribution is not None else ())
     return Explanation(
         table=name,
@@ -220,6 +221,7 @@ def explain_definition(
     query, upstream, mode = definition.expanded_query, definition.upstream, definition.refresh_mode
     partitioning = partitioning_reason(info.partition_transforms, info.partition_spec_count)
     options = {**info.properties, **dict(definition.options), "format-version": str(info.format_version)}
+    options = on_spark(options, definition.expectations)  # a table with expectations refreshes on Spark
     sources = [_load(ws, s) for s in upstream]
     plan = plan_query(analyze_query(query))
     maintained = mode is RefreshMode.CONTINUOUS and plan.fallback is None
