@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from security_probes import assert_owner_only, command_lines_holding, url_of
+from security_probes import assert_owner_only, command_lines_holding, other_user, url_of
 
 from mt_magic.catalog.client import CatalogConfig, open_catalog
 from mt_magic.catalog.embedded import ensure_embedded_server, stop_embedded_server
@@ -132,7 +132,10 @@ conf = {"spark.sql.catalog.probe": "org.apache.iceberg.spark.SparkCatalog", "spa
         "spark.sql.catalog.probe.uri": "http://127.0.0.1:9", "spark.sql.catalog.probe.token": sys.argv[1][::-1]}
 spark = get_or_create_session(SparkSettings(master="local[1]", driver_memory="512m", ui=True), conf)
 assert spark.conf.get("spark.sql.catalog.probe.token") == sys.argv[1][::-1]
-print("ready", spark.sparkContext.uiWebUrl, spark.sparkContext.getConf().get(TOKEN_CONF), flush=True)
+spark_conf = spark.sparkContext.getConf()
+rpc = f"{spark_conf.get('spark.driver.host')}:{spark_conf.get('spark.driver.port')}"
+secret = spark_conf.get("spark.authenticate.secret")
+print("ready", spark.sparkContext.uiWebUrl, spark_conf.get(TOKEN_CONF), rpc, secret, flush=True)
 sys.stdin.read()
 """
 
@@ -144,6 +147,10 @@ class LocalSession:
     catalog_token: str
     ui_url: str
     ui_token: str
+    rpc: str
+    """The driver's RPC address (host:port)."""
+    secret: str
+    """Its ``spark.authenticate.secret``."""
 
 
 @pytest.fixture(scope="module")
@@ -159,9 +166,9 @@ def local_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSes
     )
     try:
         assert proc.stdout is not None
-        ready, ui_url, ui_token = proc.stdout.readline().split()
+        ready, ui_url, ui_token, rpc, secret = proc.stdout.readline().split()
         assert ready == "ready"
-        yield LocalSession(token[::-1], ui_url, ui_token)
+        yield LocalSession(token[::-1], ui_url, ui_token, rpc, secret)
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -174,6 +181,7 @@ def test_a_new_local_sessions_jvm_has_no_catalog_token_on_its_command_line(local
     assert [line for line in jvms if "java" in line]  # the session's JVM is there to be read
     assert command_lines_holding(local_session.catalog_token) == {}
     assert command_lines_holding(local_session.ui_token) == {}
+    assert len(local_session.secret) == 64 and command_lines_holding(local_session.secret) == {}
 
 
 @pytest.mark.spark
@@ -221,3 +229,29 @@ def test_a_loopback_airflow_is_checked_and_logged_into_directly_whatever_the_pro
         airflow.shutdown()
         airflow.server_close()
     assert proxy.requests == []
+
+
+@pytest.mark.spark
+def test_a_second_user_reaches_no_endpoint_of_a_local_driver(local_session: LocalSession) -> None:
+    """Before: a local driver's RPC server (it listens whatever the master) took anyone's connection: an executor
+    started as another user against it was answered ("Cannot find endpoint"), so any endpoint was theirs to ask. Now
+    the driver asks for its fresh ``spark.authenticate`` secret and refuses the handshake."""
+    user = other_user()
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK", "MT_MAGIC_"))}
+    intruder = [str(spark_home / "bin" / "spark-class"), "org.apache.spark.executor.CoarseGrainedExecutorBackend"]
+    intruder += ["--driver-url", f"spark://CoarseGrainedScheduler@{local_session.rpc}", "--executor-id", "99"]
+    intruder += ["--hostname", "127.0.0.1", "--cores", "1", "--app-id", "intruder"]
+    run = subprocess.run(
+        ["runuser", "-u", user, "--", *intruder],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**env, "SPARK_HOME": str(spark_home)},
+        cwd="/tmp",
+    )
+    log = run.stdout + run.stderr
+    assert run.returncode != 0 and "Expected SaslMessage" in log, log[-3000:]
+    assert "Cannot find endpoint" not in log

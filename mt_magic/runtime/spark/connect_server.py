@@ -99,7 +99,7 @@ def server_jar() -> Path:
 def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
     """Every ``--conf`` of the server: an mt_magic session's settings, the gRPC binding and the catalog."""
     from mt_magic.runtime.spark.cluster import driver_conf as cluster_driver_conf
-    from mt_magic.runtime.spark.session import SparkSettings, base_conf
+    from mt_magic.runtime.spark.session import SparkSettings, base_conf, local_driver_auth
 
     conf = base_conf(SparkSettings(master=settings.master, driver_memory=settings.driver_memory))
     conf.update(
@@ -111,6 +111,7 @@ def server_conf(settings: ConnectServerSettings) -> dict[str, str]:
             TOKEN_CONF: settings.token,
         }
     )
+    conf.update(local_driver_auth(settings.master, conf))  # the server's own RPC and block manager ports
     conf.update(cluster_driver_conf(settings.master))  # a master that is this user's standalone cluster: its secret
     conf.update(settings.catalog_conf)
     conf.update(settings.extra)

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -149,6 +150,16 @@ def base_conf(settings: SparkSettings) -> dict[str, str]:
     return conf
 
 
+def local_driver_auth(master: str, conf: Mapping[str, str]) -> dict[str, str]:
+    """A local driver's own ports (its RPC and block manager servers, which listen whatever the master) ask for a
+    fresh secret (``spark.authenticate``), for the launch's 0600 properties file: without it any local user talks to
+    them. Empty for other masters (a cluster's secret: :func:`mt_magic.runtime.spark.cluster.driver_conf`) or when
+    the settings say already."""
+    if not master.startswith("local") or "spark.authenticate" in conf:
+        return {}
+    return {"spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(32)}
+
+
 def _active_session() -> SparkSession | None:
     from pyspark.sql import SparkSession
 
@@ -234,7 +245,7 @@ def get_or_create_session(
     try:
         # The driver JVM (and, in local mode, its executors and Python workers) inherits the umask it starts under:
         # what it creates is owner only from creation, before Hadoop sets the mode above.
-        launch = {**cluster_driver_conf(settings.master), **guard}
+        launch = {**local_driver_auth(settings.master, conf), **cluster_driver_conf(settings.master), **guard}
         with driver_launch_properties(launch, mt_home()), ui_auth.on_launch_classpath(filter_classes), owner_only():
             spark = builder.getOrCreate()
         for key, value in catalog_conf.items():
