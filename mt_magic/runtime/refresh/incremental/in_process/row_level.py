@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -202,18 +202,36 @@ def _recomputed(
 ) -> pa.Table:
     """The query over the source's ``rows`` at the pinned snapshot, for the ``groups`` (their keys) only: a group
     with no row left there has none. Keys match as GROUP BY matches them (NULL with NULL)."""
+    return _over_batches(con, query, source, [rows], groups, keys, schema)
+
+
+def _over_batches(
+    con: Any,
+    query: str,
+    source: str,
+    batches: Iterable[pa.Table | pa.RecordBatch],
+    groups: pa.Table,
+    keys: Sequence[str],
+    schema: pa.Schema,
+) -> pa.Table:
+    """:func:`_recomputed` over each of ``batches`` in turn, the query transpiled once: the results, concatenated."""
+    import pyarrow as pa
+
     view, wanted = f"__mt_src_{uuid.uuid4().hex[:12]}", f"__mt_groups_{uuid.uuid4().hex[:12]}"
-    con.register(view, rows)
+    query_sql = duckdb_sql(pin_sources(query, {}, {source: view}))
+    quoted = ['"' + k.replace('"', '""') + '"' for k in keys]
+    match = " AND ".join(f"q.{k} IS NOT DISTINCT FROM g.{k}" for k in quoted)
+    found = f"SELECT q.* FROM ({query_sql}) q WHERE EXISTS (SELECT 1 FROM {wanted} g WHERE {match})"
     con.register(wanted, groups)
+    parts = []
     try:
-        query_sql = duckdb_sql(pin_sources(query, {}, {source: view}))
-        quoted = ['"' + k.replace('"', '""') + '"' for k in keys]
-        match = " AND ".join(f"q.{k} IS NOT DISTINCT FROM g.{k}" for k in quoted)
-        found = con.sql(f"SELECT q.* FROM ({query_sql}) q WHERE EXISTS (SELECT 1 FROM {wanted} g WHERE {match})")
-        return conformed(found.to_arrow_table(), schema)
+        for batch in batches:
+            con.register(view, batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch]))
+            parts.append(conformed(con.sql(found).to_arrow_table(), schema))
+            con.unregister(view)
     finally:
-        con.unregister(view)
         con.unregister(wanted)
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _recomputed_by_batch(
@@ -222,14 +240,27 @@ def _recomputed_by_batch(
     """:func:`_recomputed` over a source too large to hold: each record batch's partial aggregates of the
     ``groups``, combined as appends' partials are (:func:`~..strategies.combine_sql`: counts and sums add, minima
     and maxima take theirs), so memory holds one batch and the groups' partials."""
-    import pyarrow as pa
-
-    schema, name = read.schema, read.change.name
-    parts = [_recomputed(con, read.query, name, pa.Table.from_batches([b]), groups, keys, schema) for b in batches]
+    schema = read.schema
+    chunks = _chunks(batches, eligibility.IN_PROCESS_MAX_ROWS // 4)
+    parts = _over_batches(con, read.query, read.change.name, chunks, groups, keys, schema)
     view = f"__mt_parts_{uuid.uuid4().hex[:12]}"
-    con.register(view, pa.concat_tables(parts) if parts else schema.empty_table())
+    con.register(view, parts)
     try:
         merged = combine_sql(view, read.plan.query.merge_keys, read.plan.query.merge)
         return conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema)
     finally:
         con.unregister(view)
+
+
+def _chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """``batches`` gathered into tables of about ``rows`` rows: fewer, larger queries, memory still bounded."""
+    import pyarrow as pa
+
+    held: list[pa.RecordBatch] = []
+    for batch in batches:
+        held.append(batch)
+        if sum(b.num_rows for b in held) >= rows:
+            yield pa.Table.from_batches(held)
+            held = []
+    if held:
+        yield pa.Table.from_batches(held)
