@@ -67,9 +67,18 @@ def test_a_parent_is_read_with_its_levels_as_sent_or_percent_encoded(http: httpx
     each level before the query is encoded; both list the same children. When both readings exist, the levels
     as sent win (the spec's and Java's reading)."""
     top = f"p{uuid.uuid4().hex[:6]}"
-    for ns in [[top], [top, "a/b"], [top, "a/b", "c"], [top, "100%"], [top, "100%", "d"]]:
+    wide = "[" * 100  # 300 characters once percent-encoded: longer than a level may be
+    for ns in [
+        [top],
+        [top, "a/b"],
+        [top, "a/b", "c"],
+        [top, "100%"],
+        [top, "100%", "d"],
+        [top, wide],
+        [top, wide, "e"],
+    ]:
         assert http.post("/v1/namespaces", json={"namespace": ns}).status_code == 200
-    for level, child in [("a/b", "c"), ("100%", "d")]:
+    for level, child in [("a/b", "c"), ("100%", "d"), (wide, "e")]:
         for sent in (level, quote(level, safe="")):
             listed = http.get("/v1/namespaces", params={"parent": f"{top}\x1f{sent}"})
             assert listed.status_code == 200, (sent, listed.text)

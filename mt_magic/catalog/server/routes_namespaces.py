@@ -11,6 +11,8 @@ from pyiceberg.typedef import Identifier
 
 from mt_magic.catalog.privileges import namespace as namespace_object
 from mt_magic.catalog.server.authz import Authorized, authorize
+from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.names import NAMESPACE_SEPARATOR
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
 from mt_magic.catalog.server.wire import (
     CreateNamespaceBody,
@@ -44,13 +46,23 @@ def list_namespaces(
 def parent_namespace(svc: CatalogService, parent: str) -> Identifier:
     """The ``parent`` query parameter as clients send it: each level as it is (Java's client, pyiceberg before
     0.12), or each level percent-encoded once more (pyiceberg 0.12 quotes the levels before the HTTP client encodes
-    the query). The levels as sent are the namespace unless only their decoded form exists; a parent that exists
-    in neither form is reported as sent."""
-    as_sent = namespace_from_path(parent)
-    decoded = tuple(unquote(level) for level in as_sent)
+    the query). The levels as sent are the namespace unless they are not a valid one (an encoded level can be too
+    long) or only their decoded form exists; a parent valid in neither form is refused as sent."""
+    levels = parent.split(NAMESPACE_SEPARATOR)
+    readings = [ns for ns in (_valid(levels), _valid([unquote(level) for level in levels])) if ns is not None]
+    if not readings:
+        return check_namespace(levels)  # raises, naming the levels as sent
+    as_sent, decoded = readings[0], readings[-1]
     if decoded != as_sent and not svc.namespaces.exists(as_sent) and svc.namespaces.exists(decoded):
-        return check_namespace(list(decoded))
+        return decoded
     return as_sent
+
+
+def _valid(levels: list[str]) -> Identifier | None:
+    try:
+        return check_namespace(levels)
+    except BadRequest:
+        return None
 
 
 @router.post("")
