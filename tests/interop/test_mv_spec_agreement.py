@@ -12,12 +12,16 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 import requests
 from mt_testing import run
 from mv_spec_reader import SpecReader, State, violations
+
+from mt_magic.runtime.status import RefreshRequest
+from mt_magic.vocabulary import RefreshKind, RefreshTrigger
 
 pytestmark = pytest.mark.spark
 
@@ -192,7 +196,9 @@ def test_the_reader_and_mt_status_agree_through_a_chain(mt, watched: Watched, co
     # records it; mt_magic's refresh ran that query, so it records the other engine's version.
     trino = another_engines_version(reader, ns, "revenue__mv")
     assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)
-    run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH; ALTER MATERIALIZED TABLE top REFRESH")
+    scheduled = RefreshRequest(f"{catalog}.{ns}.revenue", RefreshTrigger.SCHEDULED, datetime.now(timezone.utc))
+    assert mt.engine.refresh(scheduled).kind is not RefreshKind.NOOP  # no source moved, yet it is invalid
+    run(mt, "ALTER MATERIALIZED TABLE top REFRESH")
     assert agree() == fresh and record("revenue")["view-version-id"] == trino
 
     # Another engine's version with another query: mt_magic refreshes its own definition, which the view no longer
