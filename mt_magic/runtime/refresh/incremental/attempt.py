@@ -146,11 +146,12 @@ def choose(refresh: Refresh, on_spark: bool = False) -> Chosen | Fallback:
     if incremental_policy(definition.options) is IncrementalPolicy.AUTO:
         model = refresh.seen.model(engine, replaces)
         fraction = max_change_fraction(definition.options)
-        cheaper = cheaper_to_recompute(plan, sources, fraction, model)
+        cheaper = cheaper_to_recompute(plan, sources, fraction, model, in_process=in_process)
         if cheaper is not None:
             return dataclasses.replace(cheaper, estimates=estimates)
         if estimates is not None and estimates.favour_full:
-            kept = f" · incremental although estimated dearer: {why_incremental(plan, sources, fraction, model)}"
+            why = why_incremental(plan, sources, fraction, model, in_process=in_process)
+            kept = f" · incremental although estimated dearer: {why}"
     return Chosen(plan, in_process, estimates, kept)
 
 

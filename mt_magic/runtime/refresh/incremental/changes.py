@@ -38,6 +38,13 @@ class ChangeKind(enum.Enum):
     """The change cannot be known or read; ``reason`` says why."""
 
 
+SCANNED_WEIGHT = 0.25
+"""What a row scanned in process to take removed positions costs, against a row a recompute reads: the scan
+streams the touched files' needed columns and keeps only the removed rows (at 10 M rows, a spread MERGE or UPDATE
+refreshed in process in 0.2–0.4 of a recompute's time: ``bench_changes.py``). ADAPTIVE's fraction rule counts
+those rows at this weight until the table's own records decide."""
+
+
 @dataclass(frozen=True)
 class SourceChange:
     """One source's change between ``consumed`` (exclusive) and ``pinned`` (inclusive)."""
@@ -73,6 +80,11 @@ class SourceChange:
     def held(self) -> int:
         """Rows reading the change holds in memory at once: :attr:`reads` but those found by position."""
         return self.reads - min(self.by_position, self.read)
+
+    @property
+    def in_process_reads(self) -> float:
+        """:attr:`reads` as an in-process refresh spends them: the scanned rows at :data:`SCANNED_WEIGHT`."""
+        return self.held + (self.reads - self.held) * SCANNED_WEIGHT
 
     @property
     def changed(self) -> bool:

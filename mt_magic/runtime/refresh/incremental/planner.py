@@ -158,7 +158,12 @@ def reads_less_than_a_recompute(plan: RefreshPlan) -> bool:
 
 
 def cheaper_to_recompute(
-    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None = None
+    plan: RefreshPlan,
+    sources: Sequence[TableInfo],
+    max_fraction: float | None,
+    model: CostModel | None = None,
+    *,
+    in_process: bool = False,
 ) -> Fallback | None:
     """ADAPTIVE: a full recompute when the change is past ``max_fraction`` of the changed sources' rows, or, once
     the cost ``model`` decides (:attr:`CostModel.decides`: both lines the table's own, or a Spark refresh of a
@@ -174,23 +179,33 @@ def cheaper_to_recompute(
     :func:`reads_less_than_a_recompute` (a fraction set on the table applies to every strategy: the user's word
     wins over the model). A model that does not decide (no line of the table's own, or in process without an
     incremental record) would decide exactly as the fraction does (its priors cross there), so the fraction
-    decides then.
+    decides then. A refresh that runs ``in_process`` counts the rows it scans for removed positions at
+    :data:`.changes.SCANNED_WEIGHT` (:attr:`.SourceChange.in_process_reads`).
     """
-    decided = _adaptive(plan, sources, max_fraction, model)
+    decided = _adaptive(plan, sources, max_fraction, model, in_process)
     return decided if isinstance(decided, Fallback) else None
 
 
 def why_incremental(
-    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None = None
+    plan: RefreshPlan,
+    sources: Sequence[TableInfo],
+    max_fraction: float | None,
+    model: CostModel | None = None,
+    *,
+    in_process: bool = False,
 ) -> str:
     """Why ADAPTIVE keeps a refresh incremental (``""`` when it would recompute): the decision record says so
     where the table's own estimates favoured a recompute."""
-    decided = _adaptive(plan, sources, max_fraction, model)
+    decided = _adaptive(plan, sources, max_fraction, model, in_process)
     return "" if isinstance(decided, Fallback) else decided
 
 
 def _adaptive(
-    plan: RefreshPlan, sources: Sequence[TableInfo], max_fraction: float | None, model: CostModel | None
+    plan: RefreshPlan,
+    sources: Sequence[TableInfo],
+    max_fraction: float | None,
+    model: CostModel | None,
+    in_process: bool = False,
 ) -> Fallback | str:
     """:func:`cheaper_to_recompute`'s rules: the recompute's reasons, or why the refresh stays incremental."""
     learned = max_fraction is None and model is not None and model.decides
@@ -208,8 +223,11 @@ def _adaptive(
         return "the changed sources' sizes are not recorded"
     delta = sum(c.reads for c, _ in changed)
     total = sum(t for t in totals if t is not None)
-    fraction = delta / total if total else 0.0
+    priced = sum(c.in_process_reads for c, _ in changed) if in_process else delta
+    fraction = priced / total if total else 0.0
     reads = "" if delta == sum(c.rows for c, _ in changed) else " (the files it touched, read whole)"
+    if priced < delta:
+        reads = " (the files it touched, their deleted positions scanned in process)"
     if total < ADAPTIVE_MIN_ROWS:
         return f"the changed sources hold {total:,} rows, under {ADAPTIVE_MIN_ROWS:,}: either refresh is about one job"
     if learned and model is not None:
