@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from pyiceberg.table.update.snapshot import UpdateSnapshot, _OverwriteFiles
 
 
+COMMIT_NUM_RETRIES = "commit.retry.num-retries"
+"""The table property pyiceberg (0.12 and later) reads for how often to retry a commit that lost a race."""
+
+
 class NotReadableInProcess(Exception):
     """The rows cannot be read here exactly (delete files, a non-append snapshot, files not in Parquet): read them
     with Spark."""
@@ -200,7 +204,8 @@ def commit_files(
     Raises:
         pyiceberg.exceptions.CommitFailedException: another writer committed first; nothing was written.
     """
-    with table.transaction() as transaction:
+    once = _without_retries(table)
+    with once.transaction() as transaction:
         update = transaction.update_snapshot(snapshot_properties=dict(properties))
         producer = update.fast_append() if replaced is None else _overwrite(update)
         with producer as files:
@@ -208,20 +213,45 @@ def commit_files(
                 files.delete_data_file(data_file)
             for data_file in added:
                 files.append_data_file(data_file)
+    table.metadata, table.metadata_location = once.metadata, once.metadata_location  # the committed metadata
+
+
+def _without_retries(table: Table) -> Table:
+    """``table`` as loaded, told to commit once: pyiceberg 0.12 retries a commit that lost a race on the refreshed
+    table (up to ``commit.retry.num-retries`` times, default 4), which would land a refresh's rows on a state it
+    never read. The retry count is set on this copy of the loaded metadata only; nothing of it is committed."""
+    import copy
+
+    once = copy.copy(table)
+    once.metadata = table.metadata.model_copy(
+        update={"properties": {**table.metadata.properties, COMMIT_NUM_RETRIES: "0"}}
+    )
+    return once
 
 
 def _overwrite(update: UpdateSnapshot) -> _OverwriteFiles:
     """pyiceberg's overwrite producer, with each DELETED manifest entry stamped with the snapshot that deletes it.
 
     The spec's ``snapshot_id`` of a status-2 entry is "the snapshot id where the file was deleted"; pyiceberg
-    0.10 and 0.11.0 (apache/iceberg-python#3236) copy the id of the snapshot that *added* the file. Iceberg's
-    incremental changelog scan keeps only the entries whose ``snapshot_id`` is in the scanned range, so with
-    pyiceberg's stamp an in-process overwrite reads back, through ``create_changelog_view``, as its inserts
-    alone: every table reading this one collected the new rows and never lost the old ones.
+    0.10 and 0.11 (apache/iceberg-python#3236, fixed in 0.12) copy the id of the snapshot that *added* the file.
+    Iceberg's incremental changelog scan keeps only the entries whose ``snapshot_id`` is in the scanned range, so
+    with that stamp an in-process overwrite reads back, through ``create_changelog_view``, as its inserts alone:
+    every table reading this one collected the new rows and never lost the old ones. On pyiceberg 0.12 and later
+    the producer is used as it is.
     """
     producer = update.overwrite()
-    producer.__class__ = _stamped_overwrite()  # the same producer, one method corrected
+    if not _stamps_the_deleting_snapshot():
+        producer.__class__ = _stamped_overwrite()  # the same producer, one method corrected
     return producer
+
+
+@functools.cache
+def _stamps_the_deleting_snapshot() -> bool:
+    """Whether the installed pyiceberg writes a DELETED entry's ``snapshot_id`` as the spec says (0.12 and later)."""
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in version("pyiceberg").split(".")[:2])
+    return (major, minor) >= (0, 12)
 
 
 @functools.cache
