@@ -13,6 +13,9 @@
 
 PYSPARK ?= 3.5.9
 PYSPARK_OTHER ?= 4.1.4
+# The first line installs the newest pyiceberg the pin allows; the second line (and the Connect line on its venv)
+# the oldest supported, so `make test` runs both.
+PYICEBERG_OTHER ?= 0.10.0
 VENV_OTHER ?= .venv-pyspark-$(PYSPARK_OTHER)
 # The second line runs what depends on the PySpark version: every incremental strategy and the in-process path
 # against Spark (4.x has ANSI on by default), engine interop, and the integration tests whose answers or plans
@@ -47,7 +50,7 @@ setup-test:  ## setup plus what the tests need (Chromium, PostgreSQL, the test j
 	bash scripts/setup.sh --test --pyspark $(PYSPARK)
 
 setup-other:  ## the second PySpark line in its own virtualenv
-	bash scripts/setup.sh --test --connect --venv $(VENV_OTHER) --pyspark $(PYSPARK_OTHER)
+	bash scripts/setup.sh --test --connect --venv $(VENV_OTHER) --pyspark $(PYSPARK_OTHER) --pyiceberg $(PYICEBERG_OTHER)
 
 demo: setup  ## runs examples/01_quickstart.ipynb headless on the embedded defaults
 	.venv/bin/python -m mt_magic demo

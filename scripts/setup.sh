@@ -7,6 +7,7 @@
 #                                            reference REST server from Maven, Apache Airflow 3 in .venv-airflow)
 #   scripts/setup.sh --venv DIR --pyspark V  another virtualenv with PySpark V (the second line CI tests)
 #   scripts/setup.sh --connect               plus the Spark Connect client (pyspark[connect]: grpcio, pandas, …)
+#   scripts/setup.sh --pyiceberg V           pyiceberg V in that virtualenv (else the newest the pin allows)
 # MT_MAGIC_ICEBERG=maven (default) fetches org.apache.iceberg:iceberg-spark-runtime-<spark>_<scala> with Maven;
 # MT_MAGIC_ICEBERG=offline assembles the Spark 3.5 runtime without Maven Central (the documented fallback).
 set -euo pipefail
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 
 venv=.venv
 pyspark=""
+pyiceberg=""
 with_test=0
 extras=dev
 while [ $# -gt 0 ]; do
@@ -22,7 +24,9 @@ while [ $# -gt 0 ]; do
     --connect) extras=dev,connect ;;
     --venv) venv="$2"; shift ;;
     --pyspark) pyspark="$2"; shift ;;
-    *) echo "setup: unknown option $1 (use --test, --connect, --venv DIR, --pyspark VERSION)" >&2; exit 2 ;;
+    --pyiceberg) pyiceberg="$2"; shift ;;
+    *) echo "setup: unknown option $1 (use --test, --connect, --venv DIR, --pyspark VERSION, --pyiceberg VERSION)" >&2
+       exit 2 ;;
   esac
   shift
 done
@@ -50,11 +54,14 @@ if [ ${#packages[@]} -gt 0 ]; then
 fi
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-stamp="$venv/.installed-$( (cat pyproject.toml; echo "$pyspark $extras") | sha256sum | cut -c1-16)"
+stamp="$venv/.installed-$( (cat pyproject.toml; echo "$pyspark $extras $pyiceberg") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing Python dependencies into $venv${pyspark:+ (pyspark==$pyspark)}"
+  echo "setup: installing Python dependencies into $venv${pyspark:+ (pyspark==$pyspark)}${pyiceberg:+ (pyiceberg==$pyiceberg)}"
   "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -e ".[$extras]" ${pyspark:+"pyspark==$pyspark"}
+  # the newest pyiceberg the pin allows, unless asked for one (the second line runs the oldest: make setup-other)
+  newest=""; [ -n "$pyiceberg" ] || newest="--upgrade --upgrade-strategy=eager"
+  "$venv/bin/python" -m pip install -q $newest -e ".[$extras]" ${pyspark:+"pyspark==$pyspark"} \
+    ${pyiceberg:+"pyiceberg[sql-sqlite,pyarrow]==$pyiceberg"}
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
