@@ -59,7 +59,10 @@ def touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[BooleanE
     ``columns`` (:attr:`.planner.RefreshPlan.partition_columns`) are among the merge keys, so a group lies in
     one partition and merging the touched partitions' rows with the delta's groups is the whole change.
     """
-    from pyiceberg.expressions import And, EqualTo, IsNull, Or
+    from pyiceberg import expressions
+    from pyiceberg.expressions import And, Or
+
+    made: Any = expressions  # 0.10 and 0.12 type IsNull/EqualTo's arguments apart; both take (name, value) when run
 
     if not columns:
         return None, ""
@@ -70,7 +73,7 @@ def touched_partitions(rows: pa.Table, columns: Sequence[str]) -> tuple[BooleanE
         return None, ""
 
     def cell(name: str, value: Any) -> BooleanExpression:
-        return IsNull(name) if value is None else EqualTo(name, value)
+        return made.IsNull(name) if value is None else made.EqualTo(name, value)
 
     def both(left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
         return And(left, right)
