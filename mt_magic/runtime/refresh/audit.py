@@ -184,8 +184,12 @@ def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
         sample: tuple[str, ...] = ()
         if failed:
             visible = [c for c in df.columns if not c.startswith("__mt_")]
+            # as Spark renders each value: no Python conversion (a timestamp in year 1 may fall in year 0 in the
+            # session's zone, which Python's datetime cannot hold)
+            shown = df.where(failing[i]).select(*(df[c].cast("string").alias(c) for c in visible))
             sample = tuple(
-                ", ".join(f"{c}={r[c]!r}" for c in visible) for r in df.where(failing[i]).limit(SAMPLE_ROWS).collect()
+                ", ".join(f"{c}={'NULL' if r[c] is None else r[c]}" for c in visible)
+                for r in shown.limit(SAMPLE_ROWS).collect()
             )
         checked = total if expectation.on_violation is OnViolation.DROP_ROW else kept_rows
         counts.append(Counted(expectation.name, expectation.on_violation, checked, failed, sample))
