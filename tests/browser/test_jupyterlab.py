@@ -197,16 +197,18 @@ def snap(locator, path: str | Path, attempts: int = 10) -> None:  # type: ignore
 
     A live view re-sends its display whenever what it shows changes (``widgets/saved_output.py``), and
     JupyterLab then renders the widget again: the element a screenshot waits on can leave the DOM for its
-    successor. The locator finds the new one on the next attempt; anything else is raised at once.
+    successor (detached, or for a moment not visible while it is swapped). The locator finds the new one on the
+    next attempt; anything else is raised at once.
     """
     from playwright.sync_api import Error
 
+    replaced = ("not attached to the DOM", "Node is either not visible or not an HTMLElement")
     for attempt in range(attempts):
         try:
             locator.screenshot(path=str(path))
             return
         except Error as error:
-            if "not attached to the DOM" not in str(error) or attempt == attempts - 1:
+            if not any(text in str(error) for text in replaced) or attempt == attempts - 1:
                 raise
             locator.page.wait_for_timeout(250)
 
