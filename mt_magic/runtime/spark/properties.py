@@ -95,12 +95,22 @@ def driver_launch_properties(conf: Mapping[str, str], folder: Path) -> Iterator[
         fd, name = tempfile.mkstemp(prefix="driver-", suffix=".conf", dir=folder)  # 0600
     os.close(fd)
     path = write_private(Path(name), conf, head)
-    os.environ[SUBMIT_ARGS_ENV] = shlex.join(["--properties-file", str(path), *args])
+    try:
+        with environment_while(SUBMIT_ARGS_ENV, shlex.join(["--properties-file", str(path), *args])):
+            yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def environment_while(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name]`` is ``value`` while the block runs (a PySpark launcher reads it), then as it was."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if previous is None:
-            os.environ.pop(SUBMIT_ARGS_ENV, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[SUBMIT_ARGS_ENV] = previous
-        path.unlink(missing_ok=True)
+            os.environ[name] = previous

@@ -30,6 +30,7 @@ from pathlib import Path
 from mt_magic.catalog.embedded import mt_home
 from mt_magic.errors import RuntimeSetupError
 from mt_magic.loopback import owner_only
+from mt_magic.runtime.spark.properties import environment_while
 
 FILTER_CLASS = "mt_magic.spark.UiTokenFilter"
 SOURCE = Path(__file__).with_name("UiTokenFilter.java")
@@ -165,15 +166,8 @@ def on_launch_classpath(classes: Path | None) -> Iterator[None]:
     if classes is None:
         yield
         return
-    previous = os.environ.get(CLASSPATH_ENV)
-    os.environ.update(classpath_env(classes))
-    try:
+    with environment_while(CLASSPATH_ENV, classpath_env(classes)[CLASSPATH_ENV]):
         yield
-    finally:
-        if previous is None:
-            os.environ.pop(CLASSPATH_ENV, None)
-        else:
-            os.environ[CLASSPATH_ENV] = previous
 
 
 def ui_link(spark: object) -> str | None:
