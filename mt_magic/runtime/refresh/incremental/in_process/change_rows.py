@@ -29,9 +29,8 @@ class ChangedRows:
     removed: pa.Table
     added: pa.Table
     read: int
-    """Rows read from data files whole and held to know them (files that left or came)."""
-    scanned: int = 0
-    """Rows scanned, not held, to take the removed positions of files that stayed."""
+    """Rows read from data files whole and held to know them (files that left or came); the files that stayed are
+    only scanned for their removed positions."""
 
 
 def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: int, max_scanned: int) -> ChangedRows:
@@ -65,9 +64,7 @@ def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: 
     removed += [rows_at_positions(table, f, planned.removed_positions[f.file_path], columns) for f in kept]
     added = task_rows(table, came, columns) if came else None
     empty = task_rows(table, [], columns)
-    found = ChangedRows(
-        pa.concat_tables(removed) if removed else empty, added if added is not None else empty, read, scanned
-    )
+    found = ChangedRows(pa.concat_tables(removed) if removed else empty, added if added is not None else empty, read)
     check_readable(found.removed, f"the rows {change.name}'s change removed")
     check_readable(found.added, f"the rows {change.name}'s change added")
     return found
