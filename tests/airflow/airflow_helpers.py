@@ -1,7 +1,11 @@
-"""Helpers of the Airflow tests: an inline service per module, waiting on Airflow, running statements."""
+"""Helpers of the Airflow tests: an inline service per module, waiting on Airflow, running statements, the one-shot
+refresh each Airflow task runs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import partial
 
@@ -9,9 +13,9 @@ import waiting
 from shared_catalog import CATALOG
 
 
-def inline_service(connection, namespace: str, airflow_settings) -> Iterator:  # type: ignore[no-untyped-def]
-    """An inline service whose unqualified names live in ``namespace`` and whose Airflow is the run's; the
-    namespace's tables are purged afterwards (for a module-scoped fixture)."""
+def inline_service(connection, namespace: str, airflow_settings=None) -> Iterator:  # type: ignore[no-untyped-def]
+    """An inline service whose unqualified names live in ``namespace`` and whose Airflow is the run's (none without
+    ``airflow_settings``); the namespace's tables are purged afterwards (for a fixture)."""
     from dataclasses import replace
 
     from mt_magic.runtime.refresh.engine import Engine
@@ -23,7 +27,8 @@ def inline_service(connection, namespace: str, airflow_settings) -> Iterator:  #
     service = MaterializedTables.inline(
         Engine(replace(base, default_namespace=namespace), connection.service.engine.jobs)
     )
-    service.workflows.configure(WorkflowSchedulerKind.KERNEL, airflow_settings)
+    if airflow_settings is not None:
+        service.workflows.configure(WorkflowSchedulerKind.KERNEL, airflow_settings)
     connection.spark.sql(f"USE {CATALOG}.{namespace}")
     try:
         yield service
@@ -42,6 +47,14 @@ def run(mt, sql: str):  # type: ignore[no-untyped-def]
 
     (statement,) = parse_cell(sql)
     return mt.execute(statement)
+
+
+def one_shot(table: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m mt_magic refresh`` of ``table`` (what each Airflow task runs) on the small local Spark the tests'
+    Airflow tasks get."""
+    env = {**os.environ, "MT_MAGIC_SPARK_MASTER": "local[1]", "MT_MAGIC_DRIVER_MEMORY": "1g"}
+    command = [sys.executable, "-m", "mt_magic", "refresh", table, "--catalog", CATALOG, *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
 
 
 def rows(spark, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]

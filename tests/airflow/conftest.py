@@ -9,9 +9,11 @@ catalog in production.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
 import pytest
+from airflow_helpers import inline_service, run
 from shared_catalog import CATALOG
 
 from mt_magic.scheduling.local_airflow import LocalAirflow, local_airflow
@@ -49,6 +51,23 @@ def airflow_settings(airflow: LocalAirflow):
     from mt_magic.scheduling.airflow_api import AirflowSettings
 
     return AirflowSettings(airflow.url, airflow.user, airflow.password, timeout=30)
+
+
+@pytest.fixture
+def one_shot_table(connection) -> Iterator[Callable[[str, str, str, str], None]]:
+    """The one-shot tests' set-up, without Airflow: ``make(namespace, source, values, create)`` creates the Iceberg
+    table ``source`` (name and columns) in ``namespace`` holding ``values``, then runs ``create`` (a CREATE
+    MATERIALIZED TABLE over it) and its first refresh inline; the namespace's tables are purged afterwards."""
+    with ExitStack() as stack:
+
+        def make(namespace: str, source: str, values: str, create: str) -> None:
+            mt = stack.enter_context(contextmanager(inline_service)(connection, namespace))
+            name = source.split(" ", 1)[0]
+            connection.spark.sql(f"CREATE TABLE {CATALOG}.{namespace}.{source} USING iceberg")
+            connection.spark.sql(f"INSERT INTO {CATALOG}.{namespace}.{name} VALUES {values}")
+            run(mt, create).refresh.result()
+
+        yield make
 
 
 def _wait_for_the_catalog_dag(server: LocalAirflow, timeout: float = 240) -> None:

@@ -5,11 +5,8 @@ next one-shot publishes, and nothing is read twice."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from airflow_helpers import one_shot
 from shared_catalog import CATALOG
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -18,31 +15,18 @@ NS = "oneshot_held"
 TABLE = f"{CATALOG}.{NS}.clean"
 
 
-def oneshot() -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MT_MAGIC_SPARK_MASTER": "local[1]", "MT_MAGIC_DRIVER_MEMORY": "1g"}
-    command = [sys.executable, "-m", "mt_magic", "refresh", TABLE, "--catalog", CATALOG, "--trigger", "scheduled"]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
-
-
-def test_the_one_shot_holds_a_bad_batch_off_main_and_publishes_once_fixed(connection) -> None:
-    from dataclasses import replace
-
+def test_the_one_shot_holds_a_bad_batch_off_main_and_publishes_once_fixed(connection, one_shot_table) -> None:
     from mt_magic.runtime.refresh import audit
-    from mt_magic.runtime.refresh.engine import Engine
-    from mt_magic.runtime.service import MaterializedTables
-    from mt_magic.sql import parse_cell
 
-    base = connection.service.workspace
-    base.catalog.catalog.create_namespace_if_not_exists(NS)
-    mt = MaterializedTables.inline(Engine(replace(base, default_namespace=NS), connection.service.engine.jobs))
-    spark = base.spark
-    spark.sql(f"CREATE TABLE {CATALOG}.{NS}.orders (id INT, amount INT) USING iceberg")
-    spark.sql(f"INSERT INTO {CATALOG}.{NS}.orders VALUES (1, 10)")
-    (create,) = parse_cell(
+    one_shot_table(
+        NS,
+        "orders (id INT, amount INT)",
+        "(1, 10)",
         "CREATE MATERIALIZED TABLE clean (CONSTRAINT positive EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE) "
-        "AS SELECT id, amount FROM orders"
+        "AS SELECT id, amount FROM orders",
     )
-    mt.execute(create).refresh.result()
+    base = connection.service.workspace
+    spark = base.spark
     good = base.catalog.load(TABLE).current_snapshot_id
 
     def rows() -> tuple[list[tuple], list[tuple]]:  # Spark's and pyiceberg's reading of main
@@ -51,7 +35,7 @@ def test_the_one_shot_holds_a_bad_batch_off_main_and_publishes_once_fixed(connec
         return sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {TABLE}").collect()), by_pyiceberg
 
     spark.sql(f"INSERT INTO {CATALOG}.{NS}.orders VALUES (2, -5), (3, 30)")
-    held = oneshot()
+    held = one_shot(TABLE, "--trigger", "scheduled")
     assert held.returncode == 1, held.stdout[-2000:] + held.stderr[-2000:]
     assert f"refresh of {TABLE} held: expectation positive failed on 1 of" in held.stderr, held.stderr[-3000:]
     assert "Fix: fix the source rows" in held.stderr
@@ -61,9 +45,7 @@ def test_the_one_shot_holds_a_bad_batch_off_main_and_publishes_once_fixed(connec
     assert staged is not None and staged[1] == good  # the held refresh waits on the audit branch
 
     spark.sql(f"DELETE FROM {CATALOG}.{NS}.orders WHERE amount < 0")  # the source fixed
-    done = oneshot()
+    done = one_shot(TABLE, "--trigger", "scheduled")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mt_magic result: " in done.stdout
     assert rows() == ([(1, 10), (3, 30)], [(1, 10), (3, 30)])  # published once: nothing lost or read twice
-    for ident in base.catalog.catalog.list_tables(NS):
-        base.catalog.catalog.purge_table(ident)

@@ -4,13 +4,10 @@ it and commits nothing; once the kernel lets go, the one-shot refreshes and give
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from airflow_helpers import one_shot
 from shared_catalog import CATALOG
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -19,28 +16,19 @@ NS = "oneshot_lease"
 TABLE = f"{CATALOG}.{NS}.totals"
 
 
-def oneshot(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MT_MAGIC_SPARK_MASTER": "local[1]", "MT_MAGIC_DRIVER_MEMORY": "1g"}
-    command = [sys.executable, "-m", "mt_magic", "refresh", TABLE, "--catalog", CATALOG, *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
-
-
-def test_the_one_shot_refresh_waits_for_the_kernels_lease(connection) -> None:
+def test_the_one_shot_refresh_waits_for_the_kernels_lease(connection, one_shot_table) -> None:
     from mt_magic.catalog.leases import CatalogLeases
     from mt_magic.runtime.manager.lease_keeper import LeaseKeeper, LeaseWishes
-    from mt_magic.runtime.refresh.engine import Engine
-    from mt_magic.runtime.service import MaterializedTables
     from mt_magic.runtime.workspace import utc_now
-    from mt_magic.sql import parse_cell
 
+    one_shot_table(
+        NS,
+        "events (k INT, v INT)",
+        "(1, 2), (1, 3)",
+        "CREATE MATERIALIZED TABLE totals AS SELECT k, sum(v) AS total FROM events GROUP BY k",
+    )
     base = connection.service.workspace
-    base.catalog.catalog.create_namespace_if_not_exists(NS)
-    mt = MaterializedTables.inline(Engine(replace(base, default_namespace=NS), connection.service.engine.jobs))
     spark = base.spark
-    spark.sql(f"CREATE TABLE {CATALOG}.{NS}.events (k INT, v INT) USING iceberg")
-    spark.sql(f"INSERT INTO {CATALOG}.{NS}.events VALUES (1, 2), (1, 3)")
-    (create,) = parse_cell("CREATE MATERIALIZED TABLE totals AS SELECT k, sum(v) AS total FROM events GROUP BY k")
-    mt.execute(create).refresh.result()
     spark.sql(f"INSERT INTO {CATALOG}.{NS}.events VALUES (2, 5)")
     before = base.catalog.load(TABLE).last_refresh()[0].snapshot_id
 
@@ -51,14 +39,14 @@ def test_the_one_shot_refresh_waits_for_the_kernels_lease(connection) -> None:
     kernel.sync(LeaseWishes(busy, busy=busy), utc_now())  # a kernel mid-refresh: it never hands the lease over
     assert kernel.holds(TABLE, utc_now())
     try:
-        waited = oneshot("--lease-wait", "5")
+        waited = one_shot(TABLE, "--lease-wait", "5")
         assert waited.returncode == 1
         assert f"{TABLE} is being refreshed by kernel under test" in waited.stderr, waited.stderr[-2000:]
         assert base.catalog.load(TABLE).last_refresh()[0].snapshot_id == before  # nothing committed
     finally:
         kernel.release_all()
 
-    done = oneshot("--trigger", "scheduled")
+    done = one_shot(TABLE, "--trigger", "scheduled")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mt_magic result: " in done.stdout and "lease held as airflow pid" in done.stdout, done.stdout
     rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {TABLE}").collect())
@@ -66,5 +54,3 @@ def test_the_one_shot_refresh_waits_for_the_kernels_lease(connection) -> None:
     last = base.catalog.load(TABLE).last_refresh()[0]
     assert last.snapshot_id != before and last.summary.get("mt.refresh-trigger") == "scheduled"
     assert TABLE not in CatalogLeases(base.catalog.catalog, CATALOG).read().leases  # given back
-    for ident in base.catalog.catalog.list_tables(NS):
-        base.catalog.catalog.purge_table(ident)
