@@ -3,6 +3,7 @@
     python -m mt_magic.catalog serve [--host 127.0.0.1] [--port 0] [--warehouse DIR] [--uri SQLALCHEMY_URL]
                                      [--token-file PATH | --insecure-no-auth] [--allow-location URI ...]
                                      [--allow-host NAME ...] [--state-file PATH] [--log-level warning]
+                                     [--s3-endpoint URL [--s3-region R] [--s3-credentials-file PATH]]
     python -m mt_magic.catalog start  [--home DIR]     # the embedded server of $MT_MAGIC_HOME, in the background
     python -m mt_magic.catalog status [--home DIR] [--show-token]
     python -m mt_magic.catalog stop   [--home DIR]
@@ -14,7 +15,8 @@ warning: every local user reads it with ``ps``); a server without one must be as
 ``--insecure-no-auth``, and says so at start and in ``status``. Without ``--uri`` (or
 ``$MT_MAGIC_CATALOG_DATABASE``), ``--warehouse DIR`` keeps its own SQLite database beside it,
 ``DIR.catalog.db``. Tables and views may keep files only inside the warehouse and the ``--allow-location``
-roots.
+roots. With an ``s3://`` warehouse and ``--s3-endpoint``, the server keeps the store's key to itself and hands
+out temporary credentials scoped to one table (:mod:`mt_magic.catalog.server.storage_credentials`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 from pathlib import Path
 
 from mt_magic.catalog import access_cli, embedded
+from mt_magic.catalog.server import storage_credentials
 from mt_magic.errors import CommandLineParser, MtMagicError
 
 
@@ -62,6 +65,26 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="another name clients use in Host besides the loopback names, IP addresses and --host ('*': any)",
+    )
+    serve.add_argument(
+        "--s3-endpoint",
+        metavar="URL",
+        help="the S3-compatible store of an s3:// --warehouse: the server writes metadata there with its own key and "
+        "hands clients that ask (X-Iceberg-Access-Delegation) temporary credentials scoped to one table",
+    )
+    serve.add_argument("--s3-region", default="us-east-1", help="the store's region (default us-east-1)")
+    serve.add_argument(
+        "--s3-credentials-file",
+        type=Path,
+        metavar="PATH",
+        help='a mode-600 JSON file {"access-key-id": …, "secret-access-key": …} with the server\'s own S3 key (or '
+        f"${storage_credentials.ACCESS_KEY_ENV} and ${storage_credentials.SECRET_KEY_ENV}); never sent to clients",
+    )
+    serve.add_argument(
+        "--s3-credentials-seconds",
+        type=int,
+        default=storage_credentials.DEFAULT_DURATION_SECONDS,
+        help="how long vended credentials last (900..43200, default 3600)",
     )
     serve.add_argument("--state-file", type=Path, help="write pid/port/token here once listening")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
@@ -125,6 +148,17 @@ def _serve_token(args: argparse.Namespace) -> str | None:
     return token
 
 
+def _serve_storage(args: argparse.Namespace) -> storage_credentials.S3Storage | None:
+    """The S3 store ``serve --s3-endpoint`` names, with the server's key from its file or the environment."""
+    if not args.s3_endpoint:
+        if args.s3_credentials_file is not None:
+            raise MtMagicError("serve: --s3-credentials-file without --s3-endpoint", fix="add --s3-endpoint URL")
+        return None
+    return storage_credentials.S3Storage.load(
+        args.s3_endpoint, args.s3_region, args.s3_credentials_file, args.s3_credentials_seconds
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -141,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                 log_level=args.log_level,
                 allowed_locations=[embedded.location_uri(loc) for loc in args.allow_location],
                 extra_hosts=args.allow_host,
+                storage=_serve_storage(args),
             )
         elif args.command == "start":
             print(_describe(embedded.ensure_embedded_server(args.home)))

@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +31,7 @@ from mt_magic.catalog.server.browser import BrowserGuard, allowed_hosts
 from mt_magic.catalog.server.edge import RestPathDecoding
 from mt_magic.catalog.server.errors_http import error_response, install_error_handlers
 from mt_magic.catalog.server.service import build_service
+from mt_magic.catalog.server.storage_credentials import CredentialVendor, S3Storage
 from mt_magic.catalog.server.views_store import create_view_table
 from mt_magic.loopback import LOOPBACK_NAMES, OWNER_ONLY_UMASK
 
@@ -68,8 +69,11 @@ ENDPOINTS = tuple(
 )
 
 
-def open_sql_catalog(database: str, warehouse: str | Path, name: str = CATALOG_NAME) -> SqlCatalog:
-    """pyiceberg's ``SqlCatalog`` on a SQLAlchemy URL, with SQLite set up for a multi-threaded server.
+def open_sql_catalog(
+    database: str, warehouse: str | Path, name: str = CATALOG_NAME, file_io: Mapping[str, str] = {}
+) -> SqlCatalog:
+    """pyiceberg's ``SqlCatalog`` on a SQLAlchemy URL, with SQLite set up for a multi-threaded server; ``file_io``:
+    the FileIO settings it writes metadata with (an S3 warehouse's endpoint and the server's own key).
 
     Raises:
         ValueError: an in-memory SQLite URL (each connection would see its own empty database).
@@ -79,7 +83,7 @@ def open_sql_catalog(database: str, warehouse: str | Path, name: str = CATALOG_N
         if url.database in (None, "", ":memory:"):
             raise ValueError(f"{database!r} is an in-memory SQLite database; the server needs a file")
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    catalog = _create_tables(lambda: SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse)))
+    catalog = _create_tables(lambda: SqlCatalog(name, uri=database, warehouse=warehouse_uri(warehouse), **file_io))
     _create_tables(lambda: create_view_table(catalog.engine))
     _create_tables(lambda: AccessStore(catalog.engine).create_tables())
     if url.get_backend_name() == "sqlite":
@@ -111,6 +115,7 @@ def create_app(
     warehouse: str,
     allowed_locations: Sequence[str] = (),
     hosts: frozenset[str] = frozenset(LOOPBACK_NAMES),
+    storage: S3Storage | None = None,
 ) -> FastAPI:
     """The REST catalog as an ASGI app.
 
@@ -125,12 +130,16 @@ def create_app(
         allowed_locations: ... or inside one of these storage roots.
         hosts: the ``Host`` names it answers besides IP addresses (``*``: any); bodies must be JSON
             (:class:`~mt_magic.catalog.server.browser.BrowserGuard`). No CORS header is ever sent.
+        storage: the S3-compatible store of an ``s3://`` warehouse: loads and creates that send
+            ``X-Iceberg-Access-Delegation: vended-credentials`` get credentials scoped to the table
+            (:mod:`~mt_magic.catalog.server.storage_credentials`); ``None``: none are handed out.
 
     Returns:
         The FastAPI application; serve it with uvicorn (see :func:`serve`).
     """
     app = FastAPI(title="mt_magic Iceberg REST catalog", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.service = build_service(catalog, warehouse_uri(warehouse), allowed_locations)
+    vendor = CredentialVendor(storage) if storage is not None else None
+    app.state.service = build_service(catalog, warehouse_uri(warehouse), allowed_locations, vendor)
     app.state.admin_token = token or None
     install_error_handlers(app)
 
@@ -193,6 +202,7 @@ def serve(
     log_level: str = "warning",
     allowed_locations: Sequence[str] = (),
     extra_hosts: Sequence[str] = (),
+    storage: S3Storage | None = None,
 ) -> None:
     """Run the server in this process until SIGTERM/SIGINT.
 
@@ -204,10 +214,12 @@ def serve(
     import uvicorn
 
     os.umask(OWNER_ONLY_UMASK)
-    catalog = open_sql_catalog(database, warehouse)
+    catalog = open_sql_catalog(database, warehouse, file_io=storage.file_io_properties() if storage else {})
     names = [socket.gethostname(), socket.getfqdn()] if host in ("0.0.0.0", "::", "") else []
     hosts = allowed_hosts(host, [*names, *extra_hosts])
-    app = create_app(catalog, token, warehouse=warehouse, allowed_locations=allowed_locations, hosts=hosts)
+    app = create_app(
+        catalog, token, warehouse=warehouse, allowed_locations=allowed_locations, hosts=hosts, storage=storage
+    )
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
     url = f"http://{host}:{actual_port}"

@@ -11,7 +11,9 @@ new snapshot: schema, properties, spec), ``create``, ``register``, ``drop``, ``p
 (``from``: the holder that lost it, if any), ``lease-released``, ``create-namespace``, ``alter-namespace``,
 ``drop-namespace``, ``create-view``, ``replace-view``, ``drop-view``, ``rename-view``, ``register-view``, ``grant``,
 ``revoke``, ``principal-create``, ``principal-rotate``, ``principal-revoke``, ``role-create``, ``role-drop``,
-``role-assign``, ``role-unassign``. Lease renewals are not recorded (one every few seconds per kernel).
+``role-assign``, ``role-unassign``; and ``credentials-vended`` (not a change: scoped storage credentials handed out:
+``access`` ``read`` or ``write``, ``prefix``, ``expires_at_ms``). Lease renewals are not recorded (one every few
+seconds per kernel).
 """
 
 from __future__ import annotations

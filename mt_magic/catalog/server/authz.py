@@ -28,6 +28,7 @@ from mt_magic.catalog.server.audit import Actor, current_actor
 from mt_magic.catalog.server.edge import parse_json
 from mt_magic.catalog.server.errors_http import RestError
 from mt_magic.catalog.server.service import CatalogService, raw_body
+from mt_magic.catalog.server.storage_credentials import delegation_wanted
 from mt_magic.catalog.server.wire import check_namespace, identifier, namespace_from_path
 
 SEE = None
@@ -137,7 +138,10 @@ def _create_table(f: Facts) -> Sequence[Need]:
     ident = identifier(f.namespace(), str(body.get("name", "")))
     if ident == lease_rules.LEASES and lease_rules.is_plain_lease_table(body):
         return ()
-    return [Need(Privilege.CREATE, namespace(*ident[:-1]))]
+    needs = [Need(Privilege.CREATE, namespace(*ident[:-1]))]
+    if f.svc.vendor is not None and delegation_wanted(f.headers.get("x-iceberg-access-delegation")):
+        needs.append(Need(Privilege.READ_DATA, table(*ident)))  # the credentials it asks for read the new table
+    return needs
 
 
 def _load_table(f: Facts) -> Sequence[Need]:

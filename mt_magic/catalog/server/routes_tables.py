@@ -4,6 +4,7 @@ and the multi-table ``/v1/transactions/commit``."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Response
@@ -11,10 +12,15 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
 
-from mt_magic.catalog.server.authz import Authorized, authorize
+from mt_magic.catalog.privileges import Privilege
+from mt_magic.catalog.privileges import table as table_object
+from mt_magic.catalog.server import audit
+from mt_magic.catalog.server.authz import Authorized, Caller, authorize
 from mt_magic.catalog.server.commits import refs_only
 from mt_magic.catalog.server.errors_http import BadRequest
+from mt_magic.catalog.server.locations import table_places
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
+from mt_magic.catalog.server.storage_credentials import VendedCredentials, delegation_wanted
 from mt_magic.catalog.server.tables_store import TableChange
 from mt_magic.catalog.server.wire import (
     CommitTableBody,
@@ -34,6 +40,7 @@ from mt_magic.catalog.server.wire import (
 router = APIRouter(prefix="/v1", dependencies=[Depends(authorize)])
 Svc = Annotated[CatalogService, Depends(service)]
 Body = Annotated[bytes, Depends(raw_body)]
+Delegation = Annotated[str | None, Header(alias="x-iceberg-access-delegation")]
 TABLE = "/namespaces/{namespace:path}/tables/{table:path}"
 TABLE_ETAGS = "/mt/table-etags"
 """mt_magic's extension (not in the spec): every table's ETag in one answer; clients of other servers fall back."""
@@ -49,11 +56,43 @@ def _etag(location: str, snapshots: str) -> str:
     return '"' + hashlib.sha256(f"{location}|{snapshots}".encode()).hexdigest()[:32] + '"'
 
 
-def _load_result(location: str | None, metadata: TableMetadata, etag: str | None = None) -> Response:
-    return _json(
-        TableResponse.model_validate({"metadata_location": location, "metadata": metadata, "config": {}}),
-        headers={"ETag": etag} if etag else None,
+def _load_result(
+    location: str | None,
+    metadata: TableMetadata,
+    etag: str | None = None,
+    credentials: VendedCredentials | None = None,
+) -> Response:
+    config = dict(credentials.config) if credentials is not None else {}
+    result = TableResponse.model_validate({"metadata_location": location, "metadata": metadata, "config": config})
+    content = result.model_dump_json(serialize_as_any=True, exclude={"storage_credentials"})
+    if credentials is not None:  # the spec's field, added here: pyiceberg 0.10 has no model field for it
+        content = content[:-1] + ',"storage-credentials":' + json.dumps(credentials.to_wire()) + "}"
+    return Response(content=content, media_type="application/json", headers={"ETag": etag} if etag else None)
+
+
+def _vend(
+    svc: CatalogService, caller: Caller, ident: tuple[str, ...], metadata: TableMetadata, delegation: str | None
+) -> VendedCredentials | None:
+    """Scoped credentials for the table's folders when the request asks for them and the server has a store that
+    issues them: read and write with WRITE on the table, read only otherwise (the authorizer already required
+    READ_DATA). Each one handed out is audited (``credentials-vended``: read or write, the prefix, the expiry)."""
+    if svc.vendor is None or not delegation_wanted(delegation):
+        return None
+    write = caller.holds(Privilege.WRITE, table_object(*ident))
+    try:
+        vended = svc.vendor.vend(caller.principal, table_places(metadata.location, metadata.properties), write)
+    except ValueError:
+        return None  # a table outside S3 (an allowed local location): nothing to scope
+    access = "write" if write else "read"
+    audit.record_now(
+        svc.catalog.engine,
+        "credentials-vended",
+        table_object(*ident),
+        access=access,
+        prefix=vended.prefix,
+        expires_at_ms=vended.expires_at_ms,
     )
+    return vended
 
 
 @router.post(TABLE + "/metrics", status_code=204)
@@ -78,28 +117,39 @@ def list_tables(
 
 
 @router.post("/namespaces/{namespace:path}/tables")
-def create_table(svc: Svc, namespace: str, raw: Body) -> Response:
+def create_table(svc: Svc, caller: Authorized, namespace: str, raw: Body, delegation: Delegation = None) -> Response:
     body = parse_body(raw, CreateTableBody)
     ident = identifier(namespace_from_path(namespace), body.name)
     if body.stage_create:
-        return _load_result(None, svc.tables.new_metadata(ident, body))
+        staged = svc.tables.new_metadata(ident, body)
+        return _load_result(None, staged, credentials=_vend(svc, caller, ident, staged, delegation))
     location, metadata = svc.tables.create(ident, body)
-    return _load_result(location, metadata, _etag(location, "all"))
+    credentials = _vend(svc, caller, ident, metadata, delegation)
+    return _load_result(location, metadata, _etag(location, "all"), credentials)
 
 
 @router.get(TABLE)
 def load_table(
     svc: Svc,
+    caller: Authorized,
     namespace: str,
     table: str,
     snapshots: Literal["all", "refs"] = "all",
     if_none_match: Annotated[str | None, Header()] = None,
+    delegation: Delegation = None,
 ) -> Response:
-    location, metadata = svc.tables.load(identifier(namespace_from_path(namespace), table))
+    ident = identifier(namespace_from_path(namespace), table)
+    location, metadata = svc.tables.load(ident)
     etag = _etag(location, snapshots)
-    if if_none_match is not None and etag in {t.strip().removeprefix("W/") for t in if_none_match.split(",")}:
+    fresh_credentials = svc.vendor is not None and delegation_wanted(delegation)  # a 304 would keep the old ones
+    if (
+        if_none_match is not None
+        and not fresh_credentials
+        and etag in {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+    ):
         return Response(status_code=304, headers={"ETag": etag})
-    return _load_result(location, refs_only(metadata) if snapshots == "refs" else metadata, etag)
+    credentials = _vend(svc, caller, ident, metadata, delegation)
+    return _load_result(location, refs_only(metadata) if snapshots == "refs" else metadata, etag, credentials)
 
 
 @router.get(TABLE_ETAGS)

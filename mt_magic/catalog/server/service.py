@@ -13,6 +13,7 @@ from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.edge import read_body
 from mt_magic.catalog.server.locations import StorageRoots
 from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.storage_credentials import CredentialVendor
 from mt_magic.catalog.server.tables_store import TableStore
 from mt_magic.catalog.server.views_store import ViewStore
 
@@ -29,15 +30,23 @@ class CatalogService:
     tables: TableStore
     views: ViewStore
     access: AccessStore
+    vendor: CredentialVendor | None = None
+    """Hands out scoped storage credentials (an S3 warehouse with ``serve --s3-endpoint``); ``None``: none."""
 
 
-def build_service(catalog: SqlCatalog, warehouse: str, allowed_locations: Sequence[str] = ()) -> CatalogService:
+def build_service(
+    catalog: SqlCatalog,
+    warehouse: str,
+    allowed_locations: Sequence[str] = (),
+    vendor: CredentialVendor | None = None,
+) -> CatalogService:
     """Wire the stores over one catalog with one shared write lock (tables and views share names).
 
     Args:
         catalog: the SQL catalog holding the rows.
         warehouse: the warehouse URI; tables and views may keep files only inside it
         allowed_locations: ... or inside one of these (operator-allowed storage roots).
+        vendor: hands out scoped storage credentials to loads and creates that ask for them (``None``: no one).
     """
     lock = threading.RLock()
     roots = StorageRoots.of(warehouse, allowed_locations)
@@ -48,7 +57,7 @@ def build_service(catalog: SqlCatalog, warehouse: str, allowed_locations: Sequen
     tables = TableStore(catalog, namespaces, lock, lambda ident: holder["views"].exists(ident), roots, access)
     views = ViewStore(catalog, namespaces, lock, lambda ident: tables.location_of(ident) is not None, roots, access)
     holder["views"] = views
-    return CatalogService(catalog, warehouse, roots, lock, namespaces, tables, views, access)
+    return CatalogService(catalog, warehouse, roots, lock, namespaces, tables, views, access, vendor)
 
 
 def service(request: Request) -> CatalogService:

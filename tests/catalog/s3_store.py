@@ -1,0 +1,91 @@
+"""A real S3-compatible store on 127.0.0.1 for the credential-vending tests: moto's server with its IAM access
+control on (imported by name).
+
+moto checks every S3 request's signature and the caller's IAM policies once its first
+``INITIAL_NO_AUTH_ACTION_COUNT`` requests are done: those few create the catalog's IAM user, its policy and its key;
+from then on a request without a valid key is refused, and temporary credentials from STS ``AssumeRole`` reach only
+what the assumed role's policy allows (moto does not apply the session policy; the role's own policy is the scope
+the server writes, see :mod:`mt_magic.catalog.server.storage_credentials`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SETUP_REQUESTS = 3  # create the user, put its policy, create its key: then everything is authenticated
+REGION = "us-east-1"
+BUCKET = "warehouse"
+
+
+@dataclass(frozen=True)
+class S3Store:
+    """The running store: its endpoint and the catalog's IAM user key (the server's own, kept in a 0600 file)."""
+
+    endpoint: str
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+    log: Path
+
+    def client(self, service: str = "s3", **credentials: str) -> Any:
+        """A boto3 client of the store, with the catalog's key unless ``credentials`` name others."""
+        import boto3
+        from botocore.config import Config
+
+        keys = credentials or {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        config = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION, config=config, **keys)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_store(folder: Path) -> Iterator[S3Store]:
+    """moto's server on a free loopback port with IAM access control on, a bucket ``warehouse``, and the catalog's
+    IAM user allowed everything; stopped when the block ends."""
+    port = _free_port()
+    log = folder / "moto.log"
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_REQUESTS)}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"moto server did not start:\n{log.read_text(errors='replace')}") from None
+                time.sleep(0.1)
+        store = S3Store(f"http://127.0.0.1:{port}", "", "", log)
+        iam = store.client("iam", aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam.create_user(UserName="catalog")
+        everything = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+        iam.put_user_policy(UserName="catalog", PolicyName="all", PolicyDocument=json.dumps(everything))
+        key = iam.create_access_key(UserName="catalog")["AccessKey"]
+        store = S3Store(store.endpoint, key["AccessKeyId"], key["SecretAccessKey"], log)
+        store.client().create_bucket(Bucket=BUCKET)
+        yield store
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)

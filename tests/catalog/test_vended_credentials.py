@@ -1,0 +1,212 @@
+"""Scoped storage credentials on a real S3-compatible store (issue 48): the catalog server (``serve`` on 127.0.0.1
+with an ``s3://`` warehouse) hands a principal that sends ``X-Iceberg-Access-Delegation: vended-credentials``
+temporary credentials that reach only the loaded table's folder, read-only with READ_DATA and read-write with
+WRITE; without READ_DATA it answers 403 and hands out nothing. The clients are pyiceberg's own REST catalog with no
+storage credentials of their own, and boto3 with exactly the credentials a response carried.
+
+The store is moto's server with IAM access control on (``s3_store``); the tests skip only where moto is not
+installed (``scripts/setup.sh --test`` installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("moto.server", reason="moto[server] (the S3 store of these tests) is not installed")
+pytest.importorskip("boto3")
+
+from botocore.exceptions import ClientError  # noqa: E402
+from pyiceberg.catalog.rest import RestCatalog  # noqa: E402
+from s3_store import BUCKET, S3Store, running_store  # noqa: E402
+from serve_process import serving  # noqa: E402
+
+ADMIN_TOKEN = "admin-token-of-the-s3-catalog"
+DELEGATION = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("who", pa.string())])
+ICEBERG_SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+GRANTS = {"reader": ["read-data"], "writer": ["write", "create"], "lister": ["read-metadata", "create"]}
+
+
+@dataclass
+class Team:
+    """The store, the server, the admin's HTTP client, each principal's token, and every response body seen."""
+
+    store: S3Store
+    url: str
+    log: Path
+    admin: httpx.Client
+    tokens: dict[str, str]
+    seen: list[str] = field(default_factory=list)
+
+    def http(self, who: str) -> httpx.Client:
+        token = ADMIN_TOKEN if who == "admin" else self.tokens[who]
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+    def load(self, who: str, name: str, delegated: bool = True) -> httpx.Response:
+        with self.http(who) as client:
+            response = client.get(f"/v1/namespaces/a/tables/{name}", headers=DELEGATION if delegated else {})
+        self.seen.append(response.text)
+        return response
+
+    def catalog(self, who: str) -> RestCatalog:
+        """pyiceberg's REST catalog as ``who``: a token and the delegation header, no storage settings at all."""
+        return RestCatalog(
+            who, uri=self.url, token=self.tokens[who], **{"header.X-Iceberg-Access-Delegation": "vended-credentials"}
+        )
+
+
+def _ok(response: httpx.Response) -> Any:
+    assert response.status_code < 300, response.text
+    return response.json() if response.content else None
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+    folder = tmp_path_factory.mktemp("vended")
+    own = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} & set(os.environ)
+    assert not own, f"the clients must have no storage credentials of their own: {own}"
+    with running_store(folder) as store:
+        key_file = folder / "s3-key.json"
+        key_file.touch(mode=0o600)
+        key_file.write_text(
+            json.dumps({"access-key-id": store.access_key_id, "secret-access-key": store.secret_access_key})
+        )
+        log = folder / "server.log"
+        args = ("--warehouse", f"s3://{BUCKET}/wh", "--uri", f"sqlite:///{folder}/catalog.db")
+        args += ("--s3-endpoint", store.endpoint, "--s3-credentials-file", str(key_file))
+        with serving(*args, token=ADMIN_TOKEN, log=log) as url:
+            admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=60)
+            for ns in ("a", "b"):
+                _ok(admin.post("/v1/namespaces", json={"namespace": [ns]}))
+            _ok(admin.post("/v1/namespaces/b/tables", json={"name": "other", "schema": ICEBERG_SCHEMA}))
+            tokens = {}
+            for name, privileges in GRANTS.items():
+                tokens[name] = _ok(admin.post("/v1/mt/principals", json={"name": name, "kind": "person"}))["token"]
+                _ok(admin.post("/v1/mt/roles", json={"name": f"{name}_role"}))
+                _ok(admin.post(f"/v1/mt/roles/{name}_role/members", json={"principal": name}))
+                for privilege in privileges:
+                    on = {"type": "namespace", "name": ["a"]}
+                    _ok(admin.post("/v1/mt/grants", json={"role": f"{name}_role", "privilege": privilege, "on": on}))
+            team = Team(store, url, log, admin, tokens)
+            writer = team.catalog("writer")
+            table = writer.create_table("a.events", SCHEMA)
+            table.append(pa.table({"id": [1, 2], "who": ["writer", "writer"]}, schema=SCHEMA))
+            yield team
+            admin.close()
+
+
+def _s3(team: Team, config: dict[str, str]) -> Any:
+    return team.store.client(
+        aws_access_key_id=config["s3.access-key-id"],
+        aws_secret_access_key=config["s3.secret-access-key"],
+        aws_session_token=config["s3.session-token"],
+    )
+
+
+def _refused(call: Any) -> str:
+    with pytest.raises(ClientError) as refused:
+        call()
+    return str(refused.value.response["Error"]["Code"])
+
+
+def _key(location: str) -> str:
+    assert location.startswith(f"s3://{BUCKET}/"), location
+    return location.removeprefix(f"s3://{BUCKET}/")
+
+
+def test_a_writer_appends_with_vended_credentials_alone_and_a_reader_reads_the_rows(team: Team) -> None:
+    rows = team.catalog("reader").load_table("a.events").scan().to_arrow()
+    assert sorted(rows.column("id").to_pylist()) == [1, 2]
+    assert set(rows.column("who").to_pylist()) == {"writer"}
+
+
+def test_a_readers_credentials_read_only_its_table_and_a_writers_write_only_there(team: Team) -> None:
+    loaded = _ok(team.load("reader", "events"))
+    config = loaded["config"]
+    location = loaded["metadata"]["location"]
+    assert loaded["storage-credentials"] == [{"prefix": location + "/", "config": config}]
+    assert int(config["s3.session-token-expires-at-ms"]) > 0 and config["s3.endpoint"] == team.store.endpoint
+    data_file = next(iter(team.catalog("reader").load_table("a.events").scan().plan_files())).file.file_path
+    reader = _s3(team, config)
+    assert reader.get_object(Bucket=BUCKET, Key=_key(data_file))["Body"].read()[:4] == b"PAR1"
+    assert _refused(lambda: reader.put_object(Bucket=BUCKET, Key=_key(location) + "/data/x.parquet", Body=b"x")) == (
+        "AccessDenied"
+    )
+    assert _refused(lambda: reader.delete_object(Bucket=BUCKET, Key=_key(data_file))) == "AccessDenied"
+
+    writer = _s3(team, _ok(team.load("writer", "events"))["config"])
+    writer.put_object(Bucket=BUCKET, Key=_key(location) + "/data/written-by-the-writer", Body=b"w")
+    writer.delete_object(Bucket=BUCKET, Key=_key(location) + "/data/written-by-the-writer")
+
+    other = _ok(team.admin.get("/v1/namespaces/b/tables/other"))["metadata-location"]
+    for credentials in (reader, writer):
+        assert _refused(lambda c=credentials: c.get_object(Bucket=BUCKET, Key=_key(other))) == "AccessDenied"
+        put = lambda c=credentials: c.put_object(Bucket=BUCKET, Key=_key(other) + ".evil", Body=b"x")  # noqa: E731
+        assert _refused(put) == "AccessDenied"
+        assert _refused(lambda c=credentials: c.list_objects_v2(Bucket=BUCKET)) == "AccessDenied"
+
+    entries = _ok(team.admin.get("/v1/mt/audit", params={"limit": 100}))["entries"]
+    vended = {(e["principal"], e["details"]["access"]) for e in entries if e["action"] == "credentials-vended"}
+    assert {("reader", "read"), ("writer", "write")} <= vended
+    assert all(e["object"]["name"] == ["a", "events"] for e in entries if e["action"] == "credentials-vended")
+
+
+def test_without_read_data_a_delegated_load_is_403_and_hands_out_nothing(team: Team) -> None:
+    refused = team.load("lister", "events")
+    assert refused.status_code == 403, refused.text
+    assert "lacks read-data on table a.events" in refused.text and "s3." not in refused.text
+    plain = _ok(team.load("lister", "events", delegated=False))  # metadata only: what READ_METADATA allows
+    assert plain["config"] == {} and not plain.get("storage-credentials")
+    with team.http("lister") as client:
+        create = client.post(
+            "/v1/namespaces/a/tables", json={"name": "t2", "schema": ICEBERG_SCHEMA}, headers=DELEGATION
+        )
+    assert create.status_code == 403 and "lacks read-data on table a.t2" in create.text, create.text
+
+
+def test_the_servers_own_key_is_in_no_response_log_or_command_line(team: Team) -> None:
+    secret, key_id = team.store.secret_access_key, team.store.access_key_id
+    team.load("reader", "events")
+    team.load("writer", "events")
+    assert team.seen and not any(secret in body or key_id in body for body in team.seen)
+    assert secret not in team.log.read_text(errors="replace")
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            assert secret.encode() not in cmdline.read_bytes(), cmdline
+        except OSError:
+            continue  # a process that ended meanwhile
+
+
+def test_a_store_that_issues_nothing_is_a_503_naming_no_key(tmp_path: Path) -> None:
+    from mt_magic.catalog.server.errors_http import RestError
+    from mt_magic.catalog.server.storage_credentials import CredentialVendor, S3Storage
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    vendor = CredentialVendor(S3Storage(endpoint, "us-east-1", "AKIASERVERKEY", "server-secret"))
+    with pytest.raises(RestError, match="did not issue credentials.*Fix: ") as refused:
+        vendor.vend("reader", [f"s3://{BUCKET}/wh/a/events"], write=False)
+    assert refused.value.status == 503 and "server-secret" not in str(refused.value)
+
+
+def test_a_key_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    from mt_magic.catalog.server.storage_credentials import S3Storage
+
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps({"access-key-id": "AKIA", "secret-access-key": "s"}))
+    key_file.chmod(0o644)
+    with pytest.raises(ValueError, match="readable by others.*Fix: chmod 600"):
+        S3Storage.load("http://127.0.0.1:9000", "us-east-1", key_file)
+    key_file.chmod(0o600)
+    assert S3Storage.load("http://127.0.0.1:9000", "us-east-1", key_file).access_key_id == "AKIA"
