@@ -159,6 +159,11 @@ class RefreshTimeLimitError(RefreshError):
     and the table retries on its normal backoff."""
 
 
+class InvalidTableError(RefreshError):
+    """Another engine's view version made the table invalid and its refresh cannot make it valid again; only a
+    statement can (take the view over, or drop the table), so nothing retries it."""
+
+
 class CatalogUnavailableError(CatalogError):
     """The catalog cannot be reached right now; the manager pauses work and tries again later."""
 

@@ -35,7 +35,7 @@ from mt_magic.catalog.definitions import (
     expectations_json,
 )
 from mt_magic.catalog.tables import MaterializedCatalog, SnapshotInfo, reaching
-from mt_magic.errors import CatalogError, DefinitionError
+from mt_magic.errors import CatalogError, DefinitionError, InvalidTableError
 from mt_magic.vocabulary import Expectation, is_hidden_column
 
 if TYPE_CHECKING:
@@ -91,6 +91,20 @@ def invalid_since(
     return max(refreshed_at, view.current_since())
 
 
+def invalid_table(table: str, view: ViewInfo) -> InvalidTableError:
+    """The refusal of a refresh whose view's current version holds what mt_magic's refresh cannot record."""
+    current = view.current
+    engine = current.engine or "an engine that names none"
+    return InvalidTableError(
+        f"its view {view.name} is at version {current.version_id}, written by {engine}, whose query, namespace or "
+        f"storage-table is not the table's definition, so a refresh would leave the table invalid by the "
+        "materialized-view spec. Nothing was refreshed",
+        statement=table,
+        fix=f"CREATE OR ALTER MATERIALIZED TABLE {table} … AS SELECT … to make mt_magic's definition the view's "
+        f"current version again, or DROP MATERIALIZED TABLE {table}",
+    )
+
+
 def view_name(table: str) -> str:
     """The qualified name of the view registered alongside ``table``."""
     return table + VIEW_SUFFIX
@@ -111,6 +125,8 @@ class ViewVersionInfo:
     timestamp_ms: int = 0
     expectations: tuple[Expectation, ...] = ()
     """What the version's summary says of the definition's expectations (:data:`EXPECTATIONS`)."""
+    engine: str = ""
+    """The summary's ``engine-name`` (``mt_magic``, ``trino``, …; empty when the writer named none)."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +209,7 @@ def _read_version(data: Mapping[str, Any]) -> ViewVersionInfo:
     expected = expectations_from_json(data.get("summary", {}).get(EXPECTATIONS, "[]"))
     return ViewVersionInfo(
         expectations=expected,
+        engine=str(data.get("summary", {}).get("engine-name", "")),
         version_id=int(data["version-id"]),
         sql=sql,
         storage_table=None if pointer is None else (*pointer.get("namespace", []), pointer["name"]),
@@ -286,9 +303,32 @@ class MaterializedViews:
 
     def invalid_since(self, table: str, uuid: str, last: tuple[SnapshotInfo, RefreshState]) -> datetime | None:
         """:func:`invalid_since` for ``table``'s last refresh, its view loaded only when that refresh named one."""
+        return self._checked(table, uuid, last)[0]
+
+    def _checked(
+        self, table: str, uuid: str, last: tuple[SnapshotInfo, RefreshState]
+    ) -> tuple[datetime | None, ViewInfo | None]:
         snapshot, state = last
         view = self.of_table(table, uuid) if state.view_version_id is not None else None
-        return invalid_since(state, snapshot.summary, snapshot.committed_at, view)
+        return invalid_since(state, snapshot.summary, snapshot.committed_at, view), view
+
+    def valid_for_refresh(
+        self, table: str, uuid: str, definition_version: int, last: tuple[SnapshotInfo, RefreshState]
+    ) -> bool:
+        """Whether ``table``'s last refresh is still valid (:meth:`invalid_since`), for a refresh about to start:
+        an invalid table is refreshed (never skipped), unless the view's current version is one the refresh
+        cannot record (:meth:`ViewInfo.version_for`: another engine's query, namespace or ``storage-table``).
+
+        Raises:
+            InvalidTableError: the view's current version is another engine's that the refresh cannot adopt
+                (:func:`invalid_table`); nothing is written.
+        """
+        since, view = self._checked(table, uuid, last)
+        if since is None:
+            return True
+        if view is not None and view.version_for(definition_version) != view.current_version_id:
+            raise invalid_table(table, view)
+        return False
 
     def upstream_views(self, state: RefreshState) -> tuple[ViewState, ...]:
         """The spec's ``view`` entries for the sources of ``state`` that are materialized tables of this catalog:

@@ -4,7 +4,8 @@ chain: orders → revenue → top, ``legacy`` on orders, whose last refresh was 
 ``refunds`` on a source that had no snapshot. "up to date" in mt_magic's status is the reader's fresh; "behind"
 its stale or invalid. Another engine's view versions are part of the chain: one that keeps the query (a second
 dialect) and one that changes it; the spec calls the storage table invalid after either until a refresh records
-the current version, which mt_magic's refresh can do only for the first."""
+the current version, which mt_magic's refresh can do only for the first: after the second it refuses (what, where,
+Fix) and the manager holds the table until ``ALTER … AS`` takes the view over."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ import requests
 from mt_testing import run
 from mv_spec_reader import SpecReader, State, violations
 
+from mt_magic.errors import InvalidTableError
 from mt_magic.runtime.status import RefreshRequest
-from mt_magic.vocabulary import RefreshKind, RefreshTrigger
+from mt_magic.vocabulary import JobState, RefreshKind, RefreshTrigger
 
 pytestmark = pytest.mark.spark
 
@@ -201,12 +203,21 @@ def test_the_reader_and_mt_status_agree_through_a_chain(mt, watched: Watched, co
     run(mt, "ALTER MATERIALIZED TABLE top REFRESH")
     assert agree() == fresh and record("revenue")["view-version-id"] == trino
 
-    # Another engine's version with another query: mt_magic refreshes its own definition, which the view no longer
-    # holds, so its refresh records its own version and the table stays invalid for both.
-    another_engines_version(reader, ns, "revenue__mv", sql=f"SELECT customer, 0D AS total FROM {ns}.orders")
+    # Another engine's version with another query: mt_magic's refresh would run its own definition, which the view
+    # no longer holds, and leave the table invalid, so it is refused with the Fix, writes nothing, and the manager
+    # holds the table's schedule (no retry) until a statement takes the view over.
+    other = another_engines_version(reader, ns, "revenue__mv", sql=f"SELECT customer, 0D AS total FROM {ns}.orders")
     assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)
-    run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH")
-    assert record("revenue")["view-version-id"] != trino
+    name, before = f"{catalog}.{ns}.revenue", reader.refresh_state([ns], "revenue")
+    refused = rf"revenue__mv is at version {other}, written by trino.*Fix: CREATE OR ALTER MATERIALIZED TABLE {name} "
+    with pytest.raises(InvalidTableError, match=refused):
+        run(mt, "ALTER MATERIALIZED TABLE revenue REFRESH")
+    with pytest.raises(InvalidTableError, match=refused):  # the manager's scheduled refresh: refused, then held
+        watched.service.refresh(name, trigger=RefreshTrigger.SCHEDULED).refresh.result(timeout=300)
+    status = watched.service.status(name)
+    assert status.state is not JobState.RETRYING and status.last_error and "Fix: CREATE OR ALTER" in status.last_error
+    watched.clock.advance(minutes=15)  # past any backoff (at most 10 minutes): nothing starts
+    assert watched.service.manager.step() == [] and reader.refresh_state([ns], "revenue") == before
     assert agree() == (State.INVALID, State.STALE, State.FRESH, State.FRESH)
 
     run(

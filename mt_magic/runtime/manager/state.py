@@ -374,6 +374,8 @@ class SchedulerState:
             )
         elif entry.missing_source is not None:
             message = f"{entry.last_error}; no refresh until {entry.missing_source.source} exists again"
+        elif entry.refused:
+            message = f"{entry.last_error}; no scheduled refresh until the table is redefined or dropped"
         else:
             message = f"{entry.last_error}; retry in {delay}"
         log.info("refresh of %s failed (%d in a row): %s", entry.name, entry.failures, message)

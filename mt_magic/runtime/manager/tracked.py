@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mt_magic.errors import NoSuchSourceTableError
+from mt_magic.errors import InvalidTableError, NoSuchSourceTableError
 from mt_magic.runtime.manager.schedule import RetryPolicy, schedule_for
 from mt_magic.runtime.refresh.audit import ExpectationsHeldError
 from mt_magic.runtime.status import (
@@ -190,6 +190,9 @@ class ScheduledTable:
         self.pending_checked_at: datetime | None = None
         self.missing_source: MissingSource | None = None
         """Set by a staleness poll or a refresh that found a source gone; cleared by the next that finds them all."""
+        self.refused = False
+        """The last refresh was refused (:class:`InvalidTableError`): held, never retried, until a statement
+        redefines the table or a refresh by hand succeeds."""
         self.published_state: JobState | None = None
         self.held_refresh: HeldRefresh | None = None
         """The last attempt was held by a ``FAIL UPDATE`` expectation (from its error's facts); cleared by the next
@@ -245,10 +248,10 @@ class ScheduledTable:
 
     @property
     def held(self) -> bool:
-        """No scheduled run starts: suspended, given up, or a source is missing. A missing source holds the schedule
-        without backing off or giving up: a refresh could only fail the same way, so none is tried until a
+        """No scheduled run starts: suspended, given up, refused, or a source is missing. A missing source holds the
+        schedule without backing off or giving up: a refresh could only fail the same way, so none is tried until a
         staleness poll finds every source again (then the held run is due at once). A manual refresh still runs."""
-        return self.suspended or self.gave_up or self.missing_source is not None
+        return self.suspended or self.gave_up or self.missing_source is not None or self.refused
 
     def take(self, run: PendingRun) -> None:
         """Remove ``run`` from the queue because it starts now."""
@@ -269,7 +272,7 @@ class ScheduledTable:
     def succeeded(self, job: RunningJob, outcome: RefreshOutcome, now: datetime) -> RefreshRecord:
         """Record a completed refresh and schedule the next one from it."""
         self.failures, self.last_error, self.not_before, self.gave_up = 0, None, None, False
-        self.conflicts, self.missing_source, self.held_refresh = 0, None, None
+        self.conflicts, self.missing_source, self.held_refresh, self.refused = 0, None, None, False
         self.last_refresh = RefreshRecord(
             kind=outcome.kind,
             trigger=job.request.trigger,
@@ -294,13 +297,16 @@ class ScheduledTable:
         """Count a failure; queue the run again after a backoff, or give up after too many in a row.
 
         Returns:
-            The delay before the next attempt (zero for a missing source: held until it is back); ``None`` when the
-            table gave up (it waits for RESUME).
+            The delay before the next attempt (zero for a missing source: held until it is back; zero for a refusal:
+            held until the table is redefined); ``None`` when the table gave up (it waits for RESUME).
         """
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
         self.held_refresh = error.held if isinstance(error, ExpectationsHeldError) else None
         self.record_failure(job, self.last_error, now)
+        self.refused = isinstance(error, InvalidTableError)
+        if self.refused:  # held (see held) until a statement redefines the table: retrying cannot mend it
+            return timedelta(0)
         if isinstance(error, NoSuchSourceTableError):  # held (see held) until a poll finds it: no backoff, no giving up
             self.missing_source = MissingSource(error.source, str(error))
             self.requeue(job.run, now, keep_waiters=False)
@@ -358,18 +364,21 @@ class ScheduledTable:
         self.arm(now)
 
     def redefine(self, table: ManagedTable, now: datetime) -> None:
-        """Adopt a changed definition; a changed schedule replaces the pending scheduled run.
+        """Adopt a changed definition (which lifts a refusal: :attr:`refused`); a changed schedule replaces the
+        pending scheduled run.
 
         Raises:
             ValueError: the new cron or freshness is invalid (nothing changed then).
         """
         schedule = schedule_for(table)
-        old, self.table = self.table, table
+        old, self.table, lifted, self.refused = self.table, table, self.refused, False
         if (table.mode, table.freshness, table.cron) != (old.mode, old.freshness, old.cron):
             slot = self.pending.get(())
             if slot is not None and slot.trigger in SCHEDULE_TRIGGERS:
                 del self.pending[()]
             self.schedule = schedule
+            self.arm(now)
+        elif lifted:
             self.arm(now)
 
     def staleness(self, now: datetime) -> timedelta | None:
@@ -390,7 +399,7 @@ class ScheduledTable:
             return JobState.RUNNING
         if self.gave_up:
             return JobState.FAILED
-        if self.failures and self.missing_source is None:  # held, not retried: the card says why
+        if self.failures and self.missing_source is None and not self.refused:  # held, not retried: the card says why
             return JobState.RETRYING
         return JobState.SCHEDULED if self.pending else JobState.IDLE
 

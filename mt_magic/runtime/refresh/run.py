@@ -211,7 +211,8 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     refresh = Refresh(ctx, request, info, definition, sources, states, started, seen)
     partition = target_partition(request, definition)
     last = info.last_refresh()
-    valid = last is None or MaterializedViews(ctx.catalog).invalid_since(request.table, info.uuid, last) is None
+    views = MaterializedViews(ctx.catalog)  # an invalid table is refreshed, or refused when that cannot mend it
+    valid = last is None or views.valid_for_refresh(request.table, info.uuid, definition.definition_version, last)
     if valid and is_noop(info, definition, request, states, partition):
         reason = "no source changed since the last refresh"
         return RefreshOutcome(
