@@ -89,3 +89,39 @@ def running_store(folder: Path) -> Iterator[S3Store]:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class AwsBundle:
+    """Iceberg's ``iceberg-aws-bundle`` (the AWS SDK that ``S3FileIO`` in the Spark runtime needs), pinned like the
+    runtime jar: fetched by :func:`mt_magic.runtime.spark.iceberg_maven.fetch` into the same cache."""
+
+    iceberg: str
+    sha256: str
+
+    @property
+    def coordinates(self) -> str:
+        return f"org.apache.iceberg:iceberg-aws-bundle:{self.iceberg}"
+
+    @property
+    def jar_name(self) -> str:
+        return f"iceberg-aws-bundle-{self.iceberg}.jar"
+
+
+AWS_BUNDLES = {"3.5": AwsBundle("1.10.1", "86bf20892ea5b4c17688f19b075399885f6aa5303f6b2dc9f491e76ceef9633b")}
+"""Spark line -> the bundle beside its runtime (1.10.2's is not served here; 1.10.1's SDK serves the 1.10.2 runtime)."""
+
+
+def spark_jars() -> list[Path] | str:
+    """The Iceberg runtime and AWS bundle jars for the installed PySpark (fetched once, checksummed), or why not."""
+    from mt_magic.errors import RuntimeSetupError
+    from mt_magic.runtime.spark import iceberg_maven
+
+    runtime = iceberg_maven.installed_runtime()
+    bundle = AWS_BUNDLES.get(runtime.spark_line)
+    if bundle is None:
+        return f"no iceberg-aws-bundle pinned for Spark {runtime.spark_line}"
+    try:
+        return [iceberg_maven.fetch(runtime), iceberg_maven.fetch(bundle)]  # type: ignore[arg-type]
+    except RuntimeSetupError as exc:
+        return str(exc)

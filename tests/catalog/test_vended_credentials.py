@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +30,7 @@ pytest.importorskip("boto3")
 
 from botocore.exceptions import ClientError  # noqa: E402
 from pyiceberg.catalog.rest import RestCatalog  # noqa: E402
-from s3_store import BUCKET, S3Store, running_store  # noqa: E402
+from s3_store import BUCKET, S3Store, running_store, spark_jars  # noqa: E402
 from serve_process import serving  # noqa: E402
 
 ADMIN_TOKEN = "admin-token-of-the-s3-catalog"
@@ -210,3 +213,52 @@ def test_a_key_file_others_may_read_is_refused(tmp_path: Path) -> None:
         S3Storage.load("http://127.0.0.1:9000", "us-east-1", key_file)
     key_file.chmod(0o600)
     assert S3Storage.load("http://127.0.0.1:9000", "us-east-1", key_file).access_key_id == "AKIA"
+
+
+SPARK_READER = """
+import sys
+from pyspark.sql import SparkSession
+url, token, jars, secret = sys.argv[1], sys.stdin.readline().strip(), sys.argv[2], sys.stdin.readline().strip()
+spark = (
+    SparkSession.builder.master("local[1]")
+    .config("spark.jars", jars)
+    .config("spark.ui.enabled", "false")
+    .config("spark.authenticate", "true")
+    .config("spark.authenticate.secret", secret)
+    .config("spark.sql.catalog.mt", "org.apache.iceberg.spark.SparkCatalog")
+    .config("spark.sql.catalog.mt.type", "rest")
+    .config("spark.sql.catalog.mt.uri", url)
+    .config("spark.sql.catalog.mt.token", token)
+    .config("spark.sql.catalog.mt.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
+    .config("spark.sql.catalog.mt.header.X-Iceberg-Access-Delegation", "vended-credentials")
+    .getOrCreate()
+)
+print("ROWS", sorted(r.id for r in spark.sql("SELECT id FROM mt.a.events").collect()), flush=True)
+try:
+    spark.sql("INSERT INTO mt.a.events VALUES (9, 'reader')").collect()
+    print("INSERT committed", flush=True)
+except Exception as exc:
+    print("INSERT refused", "Access Denied" in str(exc) or "Status Code: 403" in str(exc), flush=True)
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_spark_reads_through_a_readers_vended_credentials_and_the_store_refuses_its_insert(team: Team) -> None:
+    jars = spark_jars()
+    if isinstance(jars, str):
+        pytest.skip(jars)
+    before = _ok(team.admin.get("/v1/namespaces/a/tables/events"))["metadata-location"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_SUBMIT"))}
+    run = subprocess.run(
+        [sys.executable, "-c", SPARK_READER, team.url, ",".join(map(str, jars))],
+        input=f"{team.tokens['reader']}\n{secrets.token_hex(16)}\n",  # tokens and the secret never on argv
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "ROWS [1, 2]" in run.stdout, run.stdout + run.stderr[-3000:]
+    assert "INSERT refused True" in run.stdout, run.stdout + run.stderr[-3000:]
+    assert _ok(team.admin.get("/v1/namespaces/a/tables/events"))["metadata-location"] == before
