@@ -177,6 +177,22 @@ def test_without_read_data_a_delegated_load_is_403_and_hands_out_nothing(team: T
     assert create.status_code == 403 and "lacks read-data on table a.t2" in create.text, create.text
 
 
+def test_the_credentials_endpoint_hands_out_fresh_ones_with_the_same_scope_and_only_with_read_data(team: Team) -> None:
+    location = _ok(team.load("reader", "events"))["metadata"]["location"]
+    data_file = next(iter(team.catalog("reader").load_table("a.events").scan().plan_files())).file.file_path
+    with team.http("reader") as client:
+        answer = client.get("/v1/namespaces/a/tables/events/credentials")
+    team.seen.append(answer.text)
+    [fresh] = _ok(answer)["storage-credentials"]
+    assert fresh["prefix"] == location + "/"
+    reader = _s3(team, fresh["config"])
+    assert reader.get_object(Bucket=BUCKET, Key=_key(data_file))["Body"].read()[:4] == b"PAR1"
+    assert _refused(lambda: reader.put_object(Bucket=BUCKET, Key=_key(location) + "/x", Body=b"x")) == "AccessDenied"
+    with team.http("lister") as client:
+        refused = client.get("/v1/namespaces/a/tables/events/credentials")
+    assert refused.status_code == 403 and "lacks read-data on table a.events" in refused.text, refused.text
+
+
 def test_the_servers_own_key_is_in_no_response_log_or_command_line(team: Team) -> None:
     secret, key_id = team.store.secret_access_key, team.store.access_key_id
     team.load("reader", "events")

@@ -55,6 +55,7 @@ ENDPOINTS = tuple(
         ("DELETE", "/namespaces/{namespace}/tables/{table}"),
         ("POST", "/namespaces/{namespace}/register"),
         ("POST", "/namespaces/{namespace}/tables/{table}/metrics"),
+        ("GET", "/namespaces/{namespace}/tables/{table}/credentials"),
         ("POST", "/tables/rename"),
         ("POST", "/transactions/commit"),
         ("GET", "/namespaces/{namespace}/views"),

@@ -252,6 +252,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", TABLE): _commit_table,
     ("DELETE", TABLE): _drop_table,
     ("POST", TABLE + "/metrics"): _load_table,
+    ("GET", TABLE + "/credentials"): _on_object(Privilege.READ_DATA),
     ("POST", NS + "/register"): _register,
     ("POST", "/v1/tables/rename"): _rename,
     ("POST", "/v1/transactions/commit"): _commit_transaction,

@@ -20,7 +20,7 @@ from mt_magic.catalog.server.commits import refs_only
 from mt_magic.catalog.server.errors_http import BadRequest
 from mt_magic.catalog.server.locations import table_places
 from mt_magic.catalog.server.service import CatalogService, raw_body, service
-from mt_magic.catalog.server.storage_credentials import VendedCredentials, delegation_wanted
+from mt_magic.catalog.server.storage_credentials import VENDED, VendedCredentials, delegation_wanted
 from mt_magic.catalog.server.tables_store import TableChange
 from mt_magic.catalog.server.wire import (
     CommitTableBody,
@@ -101,6 +101,16 @@ def report_metrics(svc: Svc, namespace: str, table: str, raw: Body) -> Response:
         raise BadRequest("Invalid request body: a metrics report must be a JSON object")
     identifier(namespace_from_path(namespace), table)
     return Response(status_code=204)
+
+
+@router.get(TABLE + "/credentials")
+def load_credentials(svc: Svc, caller: Authorized, namespace: str, table: str) -> dict[str, Any]:
+    """The spec's ``loadCredentials``: fresh scoped credentials for a table (READ_DATA; write access with WRITE), e.g.
+    when the ones a load gave expire; none (an empty list) on a server that vends none."""
+    ident = identifier(namespace_from_path(namespace), table)
+    _, metadata = svc.tables.load(ident)
+    vended = _vend(svc, caller, ident, metadata, VENDED)
+    return {"storage-credentials": vended.to_wire() if vended is not None else []}
 
 
 @router.get("/namespaces/{namespace:path}/tables")
