@@ -177,6 +177,19 @@ def test_without_read_data_a_delegated_load_is_403_and_hands_out_nothing(team: T
     assert create.status_code == 403 and "lacks read-data on table a.t2" in create.text, create.text
 
 
+def test_a_staged_create_hands_its_creator_write_credentials_for_the_new_location(team: Team) -> None:
+    body = {"name": "staged", "schema": ICEBERG_SCHEMA, "stage-create": True}
+    with team.http("writer") as client:
+        answer = client.post("/v1/namespaces/a/tables", json=body, headers=DELEGATION)
+    team.seen.append(answer.text)
+    staged = _ok(answer)
+    location = staged["metadata"]["location"]
+    assert staged.get("metadata-location") is None and staged["storage-credentials"][0]["prefix"] == location + "/"
+    writer = _s3(team, staged["config"])  # pyiceberg reads config here: a staged table has no metadata location
+    writer.put_object(Bucket=BUCKET, Key=_key(location) + "/data/first.parquet", Body=b"w")
+    assert _refused(lambda: writer.put_object(Bucket=BUCKET, Key="wh/a/events/data/x", Body=b"x")) == "AccessDenied"
+
+
 def test_the_credentials_endpoint_hands_out_fresh_ones_with_the_same_scope_and_only_with_read_data(team: Team) -> None:
     location = _ok(team.load("reader", "events"))["metadata"]["location"]
     data_file = next(iter(team.catalog("reader").load_table("a.events").scan().plan_files())).file.file_path
