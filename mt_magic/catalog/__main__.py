@@ -154,6 +154,12 @@ def _serve_storage(args: argparse.Namespace) -> storage_credentials.S3Storage | 
         if args.s3_credentials_file is not None:
             raise MtMagicError("serve: --s3-credentials-file without --s3-endpoint", fix="add --s3-endpoint URL")
         return None
+    warehouse = args.warehouse or ""
+    if not warehouse.startswith(("s3://", "s3a://")):
+        raise MtMagicError(
+            f"serve: --s3-endpoint vends credentials for an s3:// warehouse, but --warehouse is {warehouse or 'unset'}",
+            fix="serve --warehouse s3://bucket/warehouse --s3-endpoint URL, or leave --s3-endpoint out",
+        )
     return storage_credentials.S3Storage.load(
         args.s3_endpoint, args.s3_region, args.s3_credentials_file, args.s3_credentials_seconds
     )

@@ -291,3 +291,20 @@ def test_spark_reads_through_a_readers_vended_credentials_and_the_store_refuses_
     assert "ROWS [1, 2]" in run.stdout, run.stdout + run.stderr[-3000:]
     assert "INSERT refused True" in run.stdout, run.stdout + run.stderr[-3000:]
     assert _ok(team.admin.get("/v1/namespaces/a/tables/events"))["metadata-location"] == before
+
+
+def test_serve_refuses_s3_settings_it_cannot_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mt_magic.catalog.__main__ import main
+
+    key_file = tmp_path / "key.json"
+    key_file.touch(mode=0o600)
+    key_file.write_text("not json, with a secret inside")
+    local = ["--warehouse", str(tmp_path / "wh"), "--s3-endpoint", "http://127.0.0.1:9", "--insecure-no-auth"]
+    bad_key = ["--warehouse", f"s3://{BUCKET}/wh", "--s3-endpoint", "http://127.0.0.1:9", "--insecure-no-auth"]
+    for args, expected in (
+        (local, "vends credentials for an s3:// warehouse"),
+        ([*bad_key, "--s3-credentials-file", str(key_file)], "No S3 key in " + str(key_file)),
+    ):
+        assert main(["serve", *args]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and "Fix" in err and "secret inside" not in err, err

@@ -88,7 +88,10 @@ class S3Storage:
                     f"{credentials_file} is readable by others (mode {oct(mode & 0o777)}). "
                     f"Fix: chmod 600 {credentials_file}"
                 )
-            data = json.loads(credentials_file.read_text())
+            try:
+                data = json.loads(credentials_file.read_text())
+            except json.JSONDecodeError:
+                data = None  # refused below, without echoing the file's text
             key, secret = (
                 data.get(k) if isinstance(data, dict) else None for k in ("access-key-id", "secret-access-key")
             )
