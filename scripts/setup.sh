@@ -102,14 +102,16 @@ if [ "$with_test" = 1 ] && [ "$venv" = .venv ]; then
   # and mt_magic's catalog package (installed without dependencies: no Spark at parse time); each task runs the
   # refresh with .venv's Python. About 3 minutes cold; MT_MAGIC_AIRFLOW_VENV moves it.
   airflow_venv="${MT_MAGIC_AIRFLOW_VENV:-.venv-airflow}"
-  airflow_pins="apache-airflow==3.3.2 pyiceberg[pyarrow]>=0.10,<0.11"
+  # pyiceberg as the main pin allows (pyproject.toml), the newest of it: --upgrade moves an existing venv too
+  pyiceberg_pin=$(sed -n 's/^ *"pyiceberg\[[^]]*\]\([^"]*\)",$/\1/p' pyproject.toml)
+  airflow_pins="apache-airflow==3.3.2 pyiceberg[pyarrow]$pyiceberg_pin"
   airflow_stamp="$airflow_venv/.installed-$(echo "$airflow_pins" | sha256sum | cut -c1-16)"
   if [ ! -f "$airflow_stamp" ]; then
     start=$(date +%s)
     [ -x "$airflow_venv/bin/python" ] || python3 -m venv "$airflow_venv"
     "$airflow_venv/bin/python" -m pip install -q --upgrade pip
     # shellcheck disable=SC2086  # the pins are separate words
-    "$airflow_venv/bin/python" -m pip install -q $airflow_pins
+    "$airflow_venv/bin/python" -m pip install -q --upgrade $airflow_pins
     "$airflow_venv/bin/python" -m pip install -q --no-deps -e .
     rm -f "$airflow_venv"/.installed-*
     touch "$airflow_stamp"
