@@ -219,6 +219,24 @@ def test_the_servers_own_key_is_in_no_response_log_or_command_line(team: Team) -
             continue  # a process that ended meanwhile
 
 
+def test_credentials_are_reused_per_principal_and_folders_for_half_their_life(team: Team) -> None:
+    from mt_magic.catalog.server.storage_credentials import CredentialVendor, S3Storage
+
+    now = [1_000_000.0]
+    storage = S3Storage(team.store.endpoint, "us-east-1", team.store.access_key_id, team.store.secret_access_key, 900)
+    vendor = CredentialVendor(storage, clock=lambda: now[0])
+    places = [f"s3://{BUCKET}/wh/a/events"]
+
+    def token(principal: str, write: bool = False) -> str:
+        return vendor.vend(principal, places, write).config["s3.session-token"]
+
+    first = token("reader")
+    now[0] = vendor.vend("reader", places, False).expires_at_ms / 1000 - 900  # as if just issued
+    assert token("reader") == first and token("writer") != first and token("reader", write=True) != first
+    now[0] += 451  # less than half of its 900 s left
+    assert token("reader") != first
+
+
 def test_a_store_that_issues_nothing_is_a_503_naming_no_key(tmp_path: Path) -> None:
     from mt_magic.catalog.server.errors_http import RestError
     from mt_magic.catalog.server.storage_credentials import CredentialVendor, S3Storage

@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ ACCESS_KEY_ENV = "MT_MAGIC_S3_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "MT_MAGIC_S3_SECRET_ACCESS_KEY"
 VENDED = "vended-credentials"
 DEFAULT_DURATION_SECONDS = 3600
+MAX_KEPT = 10_000
+"""How many issued credentials the vendor keeps for reuse (principal, folders, access) before it forgets them all."""
 # AWS checks an S3 request against the action its operation maps to (HeadObject -> s3:GetObject, UploadPart ->
 # s3:PutObject); moto against the operation's own name: each list names both, so one policy scopes either store.
 _READ = ("s3:GetObject", "s3:HeadObject")
@@ -142,9 +144,10 @@ def scope_policy(places: Sequence[str], write: bool) -> dict[str, Any]:
 
 
 class CredentialVendor:
-    """Hands out :class:`VendedCredentials` through the store's IAM and STS APIs with the server's own key."""
+    """Hands out :class:`VendedCredentials` through the store's IAM and STS APIs with the server's own key; a
+    principal asking again for the same folders gets the same ones while more than half their life is left."""
 
-    def __init__(self, storage: S3Storage) -> None:
+    def __init__(self, storage: S3Storage, clock: Callable[[], float] = time.time) -> None:
         import boto3  # the s3 extra: only a server with an S3 warehouse needs it
         from botocore.config import Config
 
@@ -159,6 +162,8 @@ class CredentialVendor:
         self._sts = session.client("sts", endpoint_url=storage.endpoint, config=config)
         self._lock = threading.Lock()
         self._roles: dict[str, str] = {}
+        self._clock = clock
+        self._issued: dict[tuple[str, tuple[str, ...], bool], VendedCredentials] = {}
 
     def _trust(self) -> dict[str, Any]:
         """Who may assume the roles: the server's own IAM user, no one else."""
@@ -188,9 +193,14 @@ class CredentialVendor:
             ValueError: a place is not an ``s3://`` location.
             RestError: 503 when the store does not issue them (the store's own message stays in the server).
         """
+        key = (principal, tuple(places), write)
+        with self._lock:
+            kept = self._issued.get(key)
+        if kept is not None and (kept.expires_at_ms / 1000 - self._clock()) > self._storage.duration_seconds / 2:
+            return kept  # one STS call per principal and scope per half a lifetime, not one per load
         policy = scope_policy(places, write)
         try:
-            return self._vend(principal, places, policy, write)
+            vended = self._vend(principal, places, policy, write)
         except Exception as exc:  # botocore's errors: the store is down or refused the server's key
             raise RestError(
                 503,
@@ -199,6 +209,11 @@ class CredentialVendor:
                 "Fix: check that the store is up and that the server's key may call IAM CreateRole/PutRolePolicy and "
                 "STS AssumeRole, or load the table without X-Iceberg-Access-Delegation",
             ) from exc
+        with self._lock:
+            if len(self._issued) >= MAX_KEPT:
+                self._issued.clear()
+            self._issued[key] = vended
+        return vended
 
     def _vend(self, principal: str, places: Sequence[str], policy: dict[str, Any], write: bool) -> VendedCredentials:
         session_name = "".join(c if c.isalnum() or c in "=,.@-_" else "_" for c in principal)[:64].ljust(2, "_")
