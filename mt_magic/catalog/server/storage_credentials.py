@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mt_magic.catalog.server.errors_http import RestError
-
 ACCESS_KEY_ENV = "MT_MAGIC_S3_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "MT_MAGIC_S3_SECRET_ACCESS_KEY"
 VENDED = "vended-credentials"
@@ -202,6 +200,8 @@ class CredentialVendor:
         try:
             vended = self._vend(principal, places, policy, write)
         except Exception as exc:  # botocore's errors: the store is down or refused the server's key
+            from mt_magic.catalog.server.errors_http import RestError  # here: the command line imports this module
+
             raise RestError(
                 503,
                 "ServiceUnavailableException",
