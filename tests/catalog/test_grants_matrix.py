@@ -166,6 +166,11 @@ OPS = [
         ),
     ),
     Op(
+        "load credentials",
+        frozenset({"read-data", "write"}),
+        lambda p, w: p.get("/v1/namespaces/own/tables/t/credentials"),
+    ),
+    Op(
         "report metrics",
         READ,
         lambda p, w: p.post("/v1/namespaces/own/tables/t/metrics", json={"report-type": "scan-report"}),
