@@ -95,6 +95,9 @@ if [ "$with_test" = 1 ]; then
     touch "$rck_dir/complete"
     echo "setup: Iceberg REST Compatibility Kit ready in $(( $(date +%s) - start )) s ($rck_dir)"
   fi
+  # iceberg-aws-bundle beside the Iceberg runtime (S3FileIO's SDK) for the vended-credentials Spark test, pinned in
+  # tests/catalog/s3_store.py and fetched into the runtime's cache; a Spark line without a pin is only reported
+  "$venv/bin/python" tests/catalog/s3_store.py
 fi
 if [ "$with_test" = 1 ] && [ "$venv" = .venv ]; then
   # Apache Airflow 3 in a virtualenv of its own (its pins would clash with the notebook stack), for the tests of

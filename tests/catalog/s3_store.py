@@ -125,3 +125,8 @@ def spark_jars() -> list[Path] | str:
         return [iceberg_maven.fetch(runtime), iceberg_maven.fetch(bundle)]  # type: ignore[arg-type]
     except RuntimeSetupError as exc:
         return str(exc)
+
+
+if __name__ == "__main__":  # scripts/setup.sh --test: fetch the jars now rather than on the test's first run
+    jars = spark_jars()
+    print(f"setup: {'iceberg-aws-bundle ready (' + str(jars[-1]) + ')' if isinstance(jars, list) else jars}")
