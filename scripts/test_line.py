@@ -14,11 +14,11 @@ compatibility kit's Maven and server; not counted are ``java -version`` probes a
 kernel processes (``ipykernel``). A process belongs to the line when its environment carries the line's
 ``MT_TEST_LINE`` marker (children inherit it, detached servers included) or the line's pytest is its ancestor.
 "CPU" is the user and system time of the line's processes (pytest and everything it started), as ``/proc`` last
-showed it: ``/proc`` is sampled every 0.25 s, so a process that lives less than that can be missed (the JVMs of
-this suite live for seconds or longer) and a process's last quarter second is not counted. "CPU wait" is the share
-of the wall time in which some task on the machine (this line's or anyone's) waited for a CPU (Linux's pressure
-stall information): near 0 the machine had spare cores, near 100 % every core was taken, so the wall time is
-inflated by whatever else ran.
+showed it ("JVM CPU" the part of it in ``java`` processes): ``/proc`` is sampled every 0.25 s, so a process that
+lives less than that can be missed (the JVMs of this suite live for seconds or longer) and a process's last quarter
+second is not counted. "CPU wait" is the share of the wall time in which some task on the machine (this line's or
+anyone's) waited for a CPU (Linux's pressure stall information): near 0 the machine had spare cores, near 100 %
+every core was taken, so the wall time is inflated by whatever else ran.
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ class ProcessCounter:
     def cpu_seconds(self) -> float:
         """User and system CPU of the line's processes, as last sampled."""
         return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+    @property
+    def jvm_cpu_seconds(self) -> float:
+        """The share of :attr:`cpu_seconds` spent in the line's ``java`` processes."""
+        ticks = sum(t for key, t in self.ticks.items() if self.comms.get(key) == b"java")
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def start(self) -> None:
         self._thread.start()
@@ -191,6 +197,7 @@ def main(argv: list[str]) -> int:
         "jvm_kinds": {kind: counter.jvms.count(kind) for kind in sorted(set(counter.jvms))},
         "kernels": counter.kernels,
         "cpu": round(counter.cpu_seconds, 1),
+        "jvm_cpu": round(counter.jvm_cpu_seconds, 1),
         "cpu_wait": None if waited is None else round(100 * waited / 1e6 / wall),
     }
     (TIMES / f"{args.name}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -2,11 +2,13 @@
 
     python scripts/test_times.py [NAME ...] [--areas N] [--slowest N]
 
-One row per line, in the order they started: tests, passed, failed, skipped, wall time, CPU (the user and system
-time of the line's processes), CPU wait (the share of its wall time in which the machine had no free core), JVMs
-and kernels started, exit status; scripts/test_line.py says how each is counted. The last row is the whole run:
-the wall clock from the first line's start to the last line's end (lines run side by side overlap). Then, per
-line, where its time went: its test time summed by area (the test's directory, or notebook) and its slowest tests.
+One row per line, in the order they started: tests, passed, failed, skipped, wall time, CPU (the user and system time of
+the line's processes), JVM CPU (its part in ``java`` processes), CPU wait (the share of its wall time in which the
+machine had no free core), JVMs and kernels started, exit status; scripts/test_line.py says how each is counted. The
+last row is the whole run: the wall clock from the first line's start to the last line's end (lines run side by side
+overlap). Then, per line, where its time went: its test time summed by area (the test's directory, or notebook), the
+share of it spent setting tests up (fixtures starting Spark, catalog servers, kernels: the ``setup`` property
+conftest.py records) with the longest set-ups, and its slowest tests.
 Standard library only, so any of the virtualenvs runs it.
 """
 
@@ -26,6 +28,10 @@ TIMES = Path(os.environ.get("MT_TEST_TIMES", ".test-times"))
 
 def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s ({seconds / 60:.1f} min)"
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f} s"
 
 
 def _percent(value: float | None) -> str:
@@ -54,15 +60,29 @@ def test_times(path: Path) -> list[tuple[float, str, str]]:
     return cases
 
 
+def setup_times(path: Path) -> list[tuple[float, str]]:
+    """(seconds, test id) of every test case's set-up that a junit xml records (the ``setup`` property)."""
+    if not path.exists():
+        return []
+    setups = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        test = f"{case.get('classname', '')}::{case.get('name', '')}"
+        for prop in case.iter("property"):
+            if prop.get("name") == "setup":
+                setups.append((float(prop.get("value", 0) or 0), test))
+    return setups
+
+
 def table(records: list[dict[str, Any]]) -> list[str]:
     rows = [
-        "| line | tests | passed | failed | skipped | wall | CPU | CPU wait | JVMs | kernels | exit |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| line | tests | passed | failed | skipped | wall | CPU | JVM CPU | CPU wait | JVMs | kernels | exit |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in records:
         rows.append(
             f"| {r['name']} | {r['tests']} | {r['passed']} | {r['failed']} | {r['skipped']} | {_minutes(r['wall'])} "
-            f"| {r.get('cpu', 0):.0f} s | {_percent(r.get('cpu_wait'))} | {r['jvms']} | {r['kernels']} | {r['exit']} |"
+            f"| {r.get('cpu', 0):.0f} s | {_seconds(r.get('jvm_cpu'))} | {_percent(r.get('cpu_wait'))} | {r['jvms']} "
+            f"| {r['kernels']} | {r['exit']} |"
         )
     if len(records) > 1:
         wall = max(r["ended"] for r in records) - min(r["started"] for r in records)
@@ -71,9 +91,11 @@ def table(records: list[dict[str, Any]]) -> list[str]:
             for key in ("tests", "passed", "failed", "skipped", "cpu", "jvms", "kernels")
         }
         status = max((r["exit"] for r in records), key=lambda code: code != 0)
+        jvm_cpu = sum(r["jvm_cpu"] for r in records) if all("jvm_cpu" in r for r in records) else None
         rows.append(
             f"| **all** | {total['tests']} | {total['passed']} | {total['failed']} | {total['skipped']} "
-            f"| {_minutes(wall)} | {total['cpu']:.0f} s | | {total['jvms']} | {total['kernels']} | {status} |"
+            f"| {_minutes(wall)} | {total['cpu']:.0f} s | {_seconds(jvm_cpu)} | | {total['jvms']} | {total['kernels']} "
+            f"| {status} |"
         )
     return rows
 
@@ -104,6 +126,12 @@ def main(argv: list[str]) -> int:
         print(f"\n{r['name']}: test time {sum(c[0] for c in cases):.0f} s; by area: {areas}")
         if kinds:
             print(f"  JVMs by main class: {kinds}")
+        setups = setup_times(TIMES / f"{r['name']}.xml")
+        if setups:
+            print(f"  set-up {sum(s[0] for s in setups):.0f} s; longest:")
+            for seconds, test in sorted(setups, reverse=True)[: args.slowest]:
+                print(f"  {seconds:7.1f} s  {test[:150]}")
+        print("  slowest tests:")
         for seconds, _, test in sorted(cases, reverse=True)[: args.slowest]:
             print(f"  {seconds:7.1f} s  {test[:150]}")
     return 0
