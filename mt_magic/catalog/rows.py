@@ -10,10 +10,11 @@ with :class:`~pyiceberg.exceptions.CommitFailedException` and nothing lands.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
@@ -44,9 +45,12 @@ def _projection(table: Table, columns: Sequence[str] | None) -> Schema:
     return schema if columns is None else schema.select(*columns, case_sensitive=False)
 
 
-def streamed_rows(table: Table, snapshot: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+def streamed_rows(
+    table: Table, snapshot: int, columns: Sequence[str] | None = None, skipped: Iterable[str] = ()
+) -> Iterator[pa.RecordBatch]:
     """Every live row of the table at ``snapshot`` (its deletes applied), ``columns`` only, as record batches read
-    one at a time: a caller that aggregates each holds its groups, not the rows.
+    one at a time: a caller that aggregates each holds its groups, not the rows. Data files whose paths are in
+    ``skipped`` are left out (the caller has read them).
 
     Raises:
         NotReadableInProcess: a file is not Parquet.
@@ -54,7 +58,12 @@ def streamed_rows(table: Table, snapshot: int, columns: Sequence[str] | None = N
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import ArrowScan
 
-    planned = list(table.scan(snapshot_id=snapshot, case_sensitive=False).plan_files())
+    left_out = set(skipped)
+    planned = [
+        task
+        for task in table.scan(snapshot_id=snapshot, case_sensitive=False).plan_files()
+        if task.file.file_path not in left_out
+    ]
     for task in planned:
         _parquet(task.file)
     projected = _projection(table, columns)
@@ -119,11 +128,18 @@ def task_rows(table: Table, tasks: Sequence[FileScanTask], columns: Sequence[str
 
 
 def rows_at_positions(
-    table: Table, data_file: DataFile, positions: Sequence[int], columns: Sequence[str] | None = None
+    table: Table,
+    data_file: DataFile,
+    positions: Sequence[int],
+    columns: Sequence[str] | None = None,
+    live: tuple[Sequence[int] | np.ndarray, Callable[[pa.RecordBatch], None]] | None = None,
 ) -> pa.Table:
     """The rows at ``positions`` (0-based, ascending) of one data file, whatever deletes apply to them since: the
     file is streamed in record batches (pyiceberg's projection: field ids, renames, promotions) and only those rows
     kept, so memory holds one batch and the rows taken.
+
+    ``live`` = (the positions deleted at some snapshot, a consumer): each batch's rows not among them are handed
+    to the consumer on the way, so a caller that also needs the file's live rows there reads it once.
 
     Raises:
         NotReadableInProcess: the file is not Parquet, or a position lies past its rows.
@@ -138,10 +154,16 @@ def rows_at_positions(
     wanted = np.asarray(positions, dtype=np.int64)
     taken, start = [], 0
     scan = ArrowScan(table.metadata, table.io, _projection(table, columns), AlwaysTrue())
+    dead = np.asarray(live[0] if live else (), dtype=np.int64)
     for batch in scan.to_record_batches([FileScanTask(data_file)]):  # no delete files: every row, in file order
         low, high = np.searchsorted(wanted, [start, start + batch.num_rows])
         if high > low:
             taken.append(batch.take(pa.array(wanted[low:high] - start)))
+        if live is not None:
+            low, high = np.searchsorted(dead, [start, start + batch.num_rows])
+            keep = np.ones(batch.num_rows, dtype=bool)
+            keep[dead[low:high] - start] = False
+            live[1](batch.filter(pa.array(keep)))
         start += batch.num_rows
     if wanted.size and wanted[-1] >= start:
         raise NotReadableInProcess(f"a deleted position lies past the {start:,} rows of {data_file.file_path}")

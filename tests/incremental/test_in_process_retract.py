@@ -11,10 +11,11 @@ from datetime import datetime, timezone
 import pytest
 from incremental_testing import COW, MOR, V3, assert_matches_oracle, insert_values, qualified, refresh, run
 
+from mt_magic.runtime.refresh.incremental import FallbackReason
 from mt_magic.runtime.refresh.incremental.in_process import IN_PROCESS
 from mt_magic.runtime.refresh.incremental.reasons import Strategy
 from mt_magic.runtime.status import RefreshRequest
-from mt_magic.vocabulary import RefreshTrigger
+from mt_magic.vocabulary import RefreshKind, RefreshTrigger
 
 pytestmark = [pytest.mark.spark, pytest.mark.differential]
 
@@ -127,6 +128,75 @@ def test_a_source_past_the_memory_bound_is_scanned_for_its_removed_rows(
     spark.sql(STEPS[2].replace("src", src))
     assert not refresh(mt, "agg").strategy.endswith(IN_PROCESS)  # past both bounds: Spark
     assert_matches_oracle(mt, "agg")
+
+
+def test_a_lost_extreme_is_recomputed_without_reading_the_changed_files_again(spark, mt, ansi_off, monkeypatch) -> None:
+    """The files a change deleted positions in are read once: while their removed rows are taken, their live rows'
+    partial aggregates are kept, and a group that lost its extreme is recomputed from those and from the files the
+    change did not touch (streamed), equal to Spark's answer, a file's earlier deletes left out."""
+    from mt_magic.catalog import rows as catalog_rows
+    from mt_magic.runtime.refresh.incremental.in_process import eligibility
+
+    src = qualified(mt, "src")
+    spark.sql(f"CREATE TABLE {src} (k INT, g STRING, v BIGINT, p DECIMAL(10, 2), ts TIMESTAMP) USING iceberg {V3}")
+    for day in (1, 2, 3):  # three data files, each holding groups a, b and NULL
+        insert_values(
+            spark,
+            src,
+            *(f"({k}, {g}, {v + day}, 0.50, TIMESTAMP '2024-12-0{day} 00:00:00')" for k, g, v in [
+                (1, "'a'", 10), (2, "'a'", 20), (3, "'b'", 5), (4, "NULL", 7), (5, "'b'", 30),
+            ]),
+        )  # fmt: skip
+    run(mt, f"CREATE MATERIALIZED TABLE agg FRESHNESS = INTERVAL '1' MINUTE AS {QUERY}")
+    monkeypatch.setattr(eligibility, "IN_PROCESS_MAX_ROWS", 8)  # the source's 15 rows are streamed, not held
+    read_again = []
+    streamed = catalog_rows.streamed_rows
+    monkeypatch.setattr(
+        catalog_rows,
+        "streamed_rows",
+        lambda table, snapshot, columns=None, skipped=(): (
+            read_again.append(frozenset(skipped)) or streamed(table, snapshot, columns, skipped)
+        ),
+    )
+    for change in [
+        "DELETE FROM src WHERE ts = TIMESTAMP '2024-12-03 00:00:00' AND k = 1",  # a's max of ts in the third file
+        "DELETE FROM src WHERE ts = TIMESTAMP '2024-12-03 00:00:00' AND g = 'b'",  # b's, beside the earlier delete
+        "UPDATE src SET v = 40 WHERE v = 31",  # b's min of v, in the first file
+    ]:
+        spark.sql(change.replace("src", src))
+        assert "recomputed" in _refreshed_in_process(spark, mt, "agg")
+        assert_matches_oracle(mt, "agg")
+    assert len(read_again) == 3 and all(read_again)  # each streamed only the files the change did not touch
+
+
+def test_a_change_the_in_process_reader_refuses_is_priced_again_for_spark(spark, mt, ansi_off, monkeypatch) -> None:
+    """ADAPTIVE prices a one-row update of a merge-on-read source in process (the rows scanned for its deleted
+    position at a quarter): incremental. When the reader then refuses the change, Spark would read the touched
+    file whole, past the fraction: the refresh recomputes, saying why, instead of running Spark's incremental
+    plan at the in-process price."""
+    from mt_magic.runtime.refresh.incremental.in_process import row_level
+    from mt_magic.runtime.refresh.incremental.in_process.guards import DataNotExact
+
+    src = qualified(mt, "src")
+    spark.sql(f"CREATE TABLE {src} (k INT, g STRING, v BIGINT) USING iceberg {MOR}")
+    rows = spark.range(200_000).selectExpr("CAST(id AS INT) AS k", "CAST(id % 5 AS STRING) AS g", "id AS v")
+    rows.coalesce(1).writeTo(src).append()  # one data file: past ADAPTIVE's smallest source
+    query = "SELECT g, count(*) AS n, sum(v) AS s, min(v) AS lo FROM src GROUP BY g"
+    for table in ("agg", "twin"):
+        run(mt, f"CREATE MATERIALIZED TABLE {table} FRESHNESS = INTERVAL '1' MINUTE AS {query}")
+    spark.sql(f"UPDATE {src} SET v = -1 WHERE k = 7")
+    assert refresh(mt, "agg").strategy.endswith(IN_PROCESS)  # priced in process: incremental
+    assert_matches_oracle(mt, "agg")
+
+    def refused(*args, **kwargs):
+        raise DataNotExact("refused here, as a reader past its bound refuses")
+
+    monkeypatch.setattr(row_level, "changed_rows", refused)
+    outcome = refresh(mt, "twin")  # the same change, its first refresh too
+    assert outcome.kind is RefreshKind.FULL, outcome.strategy
+    assert FallbackReason.CHEAPER_TO_RECOMPUTE.sentence in outcome.strategy
+    assert "reads 100,001 rows" in outcome.strategy  # Spark reads the touched file whole
+    assert_matches_oracle(mt, "twin")
 
 
 PROJECTION = "SELECT k, g, v, p FROM src WHERE v > 2 OR g IS NULL"

@@ -57,6 +57,9 @@ def test_the_retraction_sql_drops_empty_groups_and_flags_lost_extremes(spark) ->
         "SELECT * FROM VALUES "
         "('kept', 3L, 30L, 9L, 0), ('kept', 1L, 5L, 5L, 1), ('kept', 1L, 4L, 4L, 2), "  # max 9 stays
         "('lost', 2L, 10L, 9L, 0), ('lost', 1L, 9L, 9L, 2), "  # its max left: recompute
+        "('reached', 2L, 10L, 9L, 0), ('reached', 1L, 9L, 9L, 2), ('reached', 1L, 9L, 9L, 1), "  # updated in place
+        "('passed', 2L, 10L, 9L, 0), ('passed', 1L, 9L, 9L, 2), ('passed', 1L, 12L, 12L, 1), "  # a new max
+        "('short', 2L, 10L, 9L, 0), ('short', 1L, 9L, 9L, 2), ('short', 1L, 8L, 8L, 1), "  # below it: recompute
         "('gone', 1L, 3L, 3L, 0), ('gone', 1L, 3L, 3L, 2), "  # no row left
         "('new', 1L, 2L, 2L, 1) "
         "AS t(g, n, s, hi, __mt_from)"
@@ -66,6 +69,10 @@ def test_the_retraction_sql_drops_empty_groups_and_flags_lost_extremes(spark) ->
     assert (rows["kept"]["n"], rows["kept"]["s"], rows["kept"]["hi"]) == (3, 31, 9)
     assert not rows["kept"]["__mt_unsafe"] and not rows["kept"]["__mt_gone"]
     assert rows["lost"]["__mt_unsafe"] and rows["gone"]["__mt_gone"]
+    # an added row at or past the removed extreme is the group's extreme: no recompute
+    assert not rows["reached"]["__mt_unsafe"] and rows["reached"]["hi"] == 9
+    assert not rows["passed"]["__mt_unsafe"] and rows["passed"]["hi"] == 12
+    assert rows["short"]["__mt_unsafe"]
     assert (rows["new"]["n"], rows["new"]["s"], rows["new"]["hi"]) == (1, 2, 2)
 
 

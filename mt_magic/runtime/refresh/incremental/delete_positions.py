@@ -36,6 +36,9 @@ class PositionChange:
     """Data files at the pinned snapshot that were not there before: all their (live) rows were added."""
     removed_positions: Mapping[str, tuple[int, ...]]
     """For data files at both ends: the positions deleted at the pinned snapshot and not at the consumed one."""
+    deleted_at_pinned: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """For the files of :attr:`removed_positions`: every position deleted at the pinned snapshot (the rest of the
+    file is its live rows there)."""
     consumed_tasks: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """pyiceberg's scan task of each data file live at the consumed snapshot (the file and the deletes then)."""
     pinned_tasks: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -92,6 +95,7 @@ def plan_positions(table: Any, consumed: int, pinned: int) -> PositionChange | N
         return None
     reader = _DeleteReader(table.io)
     removed: dict[str, tuple[int, ...]] = {}
+    dead: dict[str, np.ndarray] = {}
     for path in before.keys() & after.keys():
         was = {_key(d): d for d in before[path].delete_files}
         now = {_key(d): d for d in after[path].delete_files}
@@ -100,10 +104,12 @@ def plan_positions(table: Any, consumed: int, pinned: int) -> PositionChange | N
         changed = [now[k] for k in now.keys() - was.keys()] + [was[k] for k in was.keys() - now.keys()]
         if any(d.content == DataFileContent.EQUALITY_DELETES for d in changed):
             return None
-        new = np.setdiff1d(reader.positions(path, now.values()), reader.positions(path, was.values()))
+        deleted = reader.positions(path, now.values())
+        new = np.setdiff1d(deleted, reader.positions(path, was.values()))
         if len(new):
             removed[path] = tuple(int(p) for p in new)
+            dead[path] = deleted
     change = PositionChange(
-        frozenset(before.keys() - after.keys()), frozenset(after.keys() - before.keys()), removed, before, after
+        frozenset(before.keys() - after.keys()), frozenset(after.keys() - before.keys()), removed, dead, before, after
     )
     return change if change.positions <= MAX_POSITIONS else None

@@ -490,7 +490,11 @@ def retract_sql(relation: str, keys: Sequence[str], retract: Sequence[tuple[str,
         else:
             extreme, beaten = ("greatest", ">=") if kind == "max" else ("least", "<=")
             value = f"{extreme}({old}, {added})"  # Spark's greatest and least skip NULLs
-            unsafe.append(f"({removed} IS NOT NULL AND ({old} IS NULL OR {removed} {beaten} {old}))")
+            # the extreme may have gone with a removed row, unless an added row reaches it (then it is the new one)
+            unsafe.append(
+                f"({removed} IS NOT NULL AND ({old} IS NULL OR {removed} {beaten} {old}) "
+                f"AND NOT coalesce({added} {beaten} {old}, false))"
+            )
         values.append(f"{value} AS {identifier(column)}")
     grouped = ", ".join(identifier(k) for k in keys)
     return (

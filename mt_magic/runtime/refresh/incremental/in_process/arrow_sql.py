@@ -5,7 +5,7 @@ table's time zone, a source read whole, and the at-risk sums' mass."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -138,11 +138,12 @@ def whole_source(
 
 
 def source_rows(
-    source_table: Any, snapshot: int, columns: Sequence[str] | None, info: TableInfo
+    source_table: Any, snapshot: int, columns: Sequence[str] | None, info: TableInfo, skipped: Iterable[str] = ()
 ) -> pa.Table | Iterator[pa.RecordBatch]:
     """Every row of the source at ``snapshot``: held (:func:`whole_source`) within
     :data:`~.eligibility.IN_PROCESS_MAX_ROWS`, else record batch by batch
-    (:func:`~mt_magic.catalog.rows.streamed_rows`) within :data:`~.eligibility.IN_PROCESS_MAX_SCANNED`.
+    (:func:`~mt_magic.catalog.rows.streamed_rows`) within :data:`~.eligibility.IN_PROCESS_MAX_SCANNED`; batch by
+    batch too when the caller has read some data files already (their paths ``skipped``: left out).
 
     Raises:
         DataNotExact: its row count is not recorded, or it holds more rows than both bounds.
@@ -151,11 +152,12 @@ def source_rows(
     from mt_magic.runtime.refresh.incremental.planner import total_records
 
     held = total_records(info)
-    if held is not None and held <= eligibility.IN_PROCESS_MAX_ROWS:
+    left_out = frozenset(skipped)
+    if held is not None and held <= eligibility.IN_PROCESS_MAX_ROWS and not left_out:
         return whole_source(source_table, snapshot, columns, info)()
     if held is None or held > eligibility.IN_PROCESS_MAX_SCANNED:
         raise DataNotExact(f"{info.name} is too large to scan in process")
-    return streamed_rows(source_table, snapshot, columns)
+    return streamed_rows(source_table, snapshot, columns, left_out)
 
 
 def sum_mass_after(

@@ -10,7 +10,7 @@ row removed and added again where the columns' values compare as Spark compares 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +31,22 @@ class ChangedRows:
     read: int
     """Rows read from data files whole and held to know them (files that left or came); the files that stayed are
     only scanned for their removed positions."""
+    seen: frozenset[str] = frozenset()
+    """Data files whose live rows at the pinned snapshot were handed to :func:`changed_rows`' ``live`` consumer."""
 
 
-def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: int, max_scanned: int) -> ChangedRows:
+def changed_rows(
+    change: SourceChange,
+    columns: Sequence[str] | None,
+    max_rows: int,
+    max_scanned: int,
+    live: Callable[[pa.RecordBatch], None] | None = None,
+) -> ChangedRows:
     """The change of one source between its consumed and pinned snapshots, read through its pyiceberg table.
+
+    ``live``, if given, is handed every live row at the pinned snapshot of the files read (those that stayed, as
+    they stream by; those that came), batch by batch, so a caller that needs the source's rows there need not read
+    them again (:attr:`ChangedRows.seen`).
 
     Raises:
         DataNotExact: the change cannot be read here (no table at hand, an equality delete, more than ``max_rows``
@@ -61,10 +73,18 @@ def changed_rows(change: SourceChange, columns: Sequence[str] | None, max_rows: 
     import pyarrow as pa
 
     removed = [task_rows(table, gone, columns)] if gone else []
-    removed += [rows_at_positions(table, f, planned.removed_positions[f.file_path], columns) for f in kept]
+    for f in kept:
+        fed = (planned.deleted_at_pinned[f.file_path], live) if live is not None else None
+        removed.append(rows_at_positions(table, f, planned.removed_positions[f.file_path], columns, fed))
     added = task_rows(table, came, columns) if came else None
+    if live is not None and added is not None:
+        for batch in added.to_batches():
+            live(batch)
     empty = task_rows(table, [], columns)
-    found = ChangedRows(pa.concat_tables(removed) if removed else empty, added if added is not None else empty, read)
+    seen = frozenset(f.file_path for f in kept) | planned.added_files if live is not None else frozenset()
+    found = ChangedRows(
+        pa.concat_tables(removed) if removed else empty, added if added is not None else empty, read, seen
+    )
     check_readable(found.removed, f"the rows {change.name}'s change removed")
     check_readable(found.added, f"the rows {change.name}'s change added")
     return found
@@ -86,7 +106,7 @@ def net(con: Any, rows: ChangedRows) -> ChangedRows:
     finally:
         con.unregister("__mt_removed")
         con.unregister("__mt_added")
-    return ChangedRows(removed.cast(rows.removed.schema), added.cast(rows.added.schema), rows.read)
+    return ChangedRows(removed.cast(rows.removed.schema), added.cast(rows.added.schema), rows.read, rows.seen)
 
 
 def _netted(arrow_type: pa.DataType) -> bool:

@@ -21,8 +21,9 @@ IN_PROCESS_MAX_ROWS = 1_000_000
 """Most rows a refresh reads in process, into the kernel's memory as Arrow (the delta; for a merge, plus the table)."""
 IN_PROCESS_MAX_SCANNED = 50_000_000
 """Most rows a refresh scans in process without holding them: the data files a row-level change's position deletes
-name, streamed to take the removed rows (and, for a GROUP BY whose extreme a group may have lost, the source's rows
-of those groups). They cost the refresh time, which ADAPTIVE prices, not memory."""
+name, streamed to take the removed rows (for a GROUP BY with MIN/MAX, their live rows' partial aggregates taken on
+the way), and the source's other files where a group may have lost its extreme. They cost the refresh time, which
+ADAPTIVE prices, not memory."""
 
 CASE_SENSITIVE = "spark.sql.caseSensitive"
 TIME_ZONE = "spark.sql.session.timeZone"

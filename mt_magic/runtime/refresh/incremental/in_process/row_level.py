@@ -80,12 +80,15 @@ def row_level_write(refresh: Refresh, plan: RefreshPlan) -> RowsWrite:
     with connect(ctx, definition) as con:
         for view, other in others.values():
             con.register(view, other)
+        retracting = plan.strategy is Strategy.AGGREGATE_RETRACT
+        extremes = any(kind in ("min", "max") for _, kind in plan.query.retract)
+        partials = _Partials(con, read) if retracting and extremes else None
         with phase("deltas"):
             limits = eligibility.IN_PROCESS_MAX_ROWS, eligibility.IN_PROCESS_MAX_SCANNED
-            rows = net(con, changed_rows(change, read.columns, *limits))
+            rows = net(con, changed_rows(change, read.columns, *limits, partials.add if partials else None))
         with phase("strategy"):
-            if plan.strategy is Strategy.AGGREGATE_RETRACT:
-                result, replaced, scope, mass = _retracted(con, read, rows)
+            if retracting:
+                result, replaced, scope, mass = _retracted(con, read, rows, partials)
             else:
                 result, replaced, scope, mass = _applied(con, read, rows)
     with phase("write"):
@@ -141,7 +144,7 @@ Result = tuple["pa.Table", "tuple[Any, ...] | None", str, dict[str, float]]
 """The rows to write, the files they replace (``None``: appended), the scope line, the at-risk sums' mass."""
 
 
-def _retracted(con: Any, read: _Read, rows: ChangedRows) -> Result:
+def _retracted(con: Any, read: _Read, rows: ChangedRows, partials: _Partials | None) -> Result:
     """A GROUP BY's stored groups with the removed rows' partial aggregates subtracted and the added rows' added."""
     import pyarrow as pa
 
@@ -166,7 +169,11 @@ def _retracted(con: Any, read: _Read, rows: ChangedRows) -> Result:
     kept = merged.filter(f"NOT {UNSAFE} AND NOT {GONE}").to_arrow_table().select(schema.names)
     unsafe = merged.filter(f"{UNSAFE} AND NOT {GONE}").to_arrow_table().select(keys)
     parts = [conformed(kept, schema)]
-    if unsafe.num_rows:
+    if unsafe.num_rows and partials is not None and rows.seen:
+        others = source_rows(change.iceberg, change.pinned, read.columns, read.source, skipped=rows.seen)
+        parts.append(partials.groups(unsafe, others))
+        scope = " · ".join(filter(None, (scope, f"{unsafe.num_rows} group(s) recomputed")))
+    elif unsafe.num_rows:
         source = source_rows(change.iceberg, change.pinned, read.columns, read.source)
         if isinstance(source, pa.Table):
             parts.append(_recomputed(con, read.query, change.name, source, unsafe, keys, schema))
@@ -219,9 +226,7 @@ def _over_batches(
 
     view, wanted = f"__mt_src_{uuid.uuid4().hex[:12]}", f"__mt_groups_{uuid.uuid4().hex[:12]}"
     query_sql = duckdb_sql(pin_sources(query, {}, {source: view}))
-    quoted = ['"' + k.replace('"', '""') + '"' for k in keys]
-    match = " AND ".join(f"q.{k} IS NOT DISTINCT FROM g.{k}" for k in quoted)
-    found = f"SELECT q.* FROM ({query_sql}) q WHERE EXISTS (SELECT 1 FROM {wanted} g WHERE {match})"
+    found = f"SELECT q.* FROM ({query_sql}) q WHERE {_among(wanted, keys)}"
     con.register(wanted, groups)
     parts = []
     try:
@@ -234,6 +239,13 @@ def _over_batches(
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
+def _among(groups: str, keys: Sequence[str]) -> str:
+    """DuckDB: the row ``q``'s group is one of the relation ``groups``' (keys match as GROUP BY matches them)."""
+    quoted = ['"' + k.replace('"', '""') + '"' for k in keys]
+    match = " AND ".join(f"q.{k} IS NOT DISTINCT FROM g.{k}" for k in quoted)
+    return f"EXISTS (SELECT 1 FROM {groups} g WHERE {match})"
+
+
 def _recomputed_by_batch(
     con: Any, read: _Read, batches: Iterator[pa.RecordBatch], groups: pa.Table, keys: Sequence[str]
 ) -> pa.Table:
@@ -241,7 +253,7 @@ def _recomputed_by_batch(
     ``groups``, combined as appends' partials are (:func:`~..strategies.combine_sql`: counts and sums add, minima
     and maxima take theirs), so memory holds one batch and the groups' partials."""
     schema = read.schema
-    chunks = _chunks(batches, eligibility.IN_PROCESS_MAX_ROWS // 4)
+    chunks = _chunks(batches, _chunk_rows())
     parts = _over_batches(con, read.query, read.change.name, chunks, groups, keys, schema)
     view = f"__mt_parts_{uuid.uuid4().hex[:12]}"
     con.register(view, parts)
@@ -250,6 +262,81 @@ def _recomputed_by_batch(
         return conformed(con.sql(duckdb_sql(merged)).to_arrow_table(), schema)
     finally:
         con.unregister(view)
+
+
+class _Partials:
+    """The query's partial aggregates of every group over the source's live rows at the pinned snapshot, gathered
+    while the change's files stream by (:func:`.change_rows.changed_rows`' ``live``). A spread change reads every
+    file for its removed positions anyway: a group that lost its extreme is then recomputed from these partials and
+    the files the change did not touch, not from the whole source read a second time."""
+
+    def __init__(self, con: Any, read: _Read) -> None:
+        self._con, self._read = con, read
+        self._view = f"__mt_live_{uuid.uuid4().hex[:12]}"
+        self._sql = duckdb_sql(pin_sources(read.query, {}, {read.change.name: self._view}))
+        self._held: list[pa.Table] = []
+        self._parts: list[pa.Table] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Take one batch of live rows; every :func:`_chunk_rows` rows run the query over them."""
+        import pyarrow as pa
+
+        self._held.append(pa.Table.from_batches([batch]))
+        if sum(t.num_rows for t in self._held) >= _chunk_rows():
+            self._flush()
+
+    def groups(self, groups: pa.Table, others: pa.Table | Iterator[pa.RecordBatch]) -> pa.Table:
+        """The ``groups`` (their keys) recomputed over the rows taken and ``others`` (the source's rows in the files
+        not taken), their partials combined as appends' are (:func:`~..strategies.combine_sql`)."""
+        import pyarrow as pa
+
+        for chunk in [others] if isinstance(others, pa.Table) else _chunks(others, _chunk_rows()):
+            self._held.append(chunk)
+            self._flush()
+        self._flush()
+        schema = self._read.schema
+        names = {field.name.lower(): field.name for field in schema}
+        keys = [names[k.lower()] for k in self._read.plan.query.merge_keys]
+        partials = pa.concat_tables(self._parts) if self._parts else schema.empty_table()
+        view, wanted = f"__mt_parts_{uuid.uuid4().hex[:12]}", f"__mt_groups_{uuid.uuid4().hex[:12]}"
+        self._con.register(view, partials)
+        self._con.register(wanted, groups)
+        try:
+            found = self._con.sql(f"SELECT q.* FROM {view} q WHERE {_among(wanted, keys)}").to_arrow_table()
+        finally:
+            self._con.unregister(view)
+            self._con.unregister(wanted)
+        return self._combined(conformed(found, schema))
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._held:
+            return
+        rows = pa.concat_tables([t.cast(self._held[0].schema) for t in self._held])
+        self._held = []
+        self._con.register(self._view, rows)
+        try:
+            self._parts.append(conformed(self._con.sql(self._sql).to_arrow_table(), self._read.schema))
+        finally:
+            self._con.unregister(self._view)
+        if len(self._parts) >= 8:  # memory holds about the groups, not one partial per chunk
+            self._parts = [self._combined(pa.concat_tables(self._parts))]
+
+    def _combined(self, parts: pa.Table) -> pa.Table:
+        view = f"__mt_parts_{uuid.uuid4().hex[:12]}"
+        self._con.register(view, parts)
+        try:
+            merged = combine_sql(view, self._read.plan.query.merge_keys, self._read.plan.query.merge)
+            return conformed(self._con.sql(duckdb_sql(merged)).to_arrow_table(), self._read.schema)
+        finally:
+            self._con.unregister(view)
+
+
+def _chunk_rows() -> int:
+    """Rows run through the query at a time when a source is read batch by batch (a quarter of the in-process
+    bound): fewer, larger queries, memory still bounded."""
+    return max(1, eligibility.IN_PROCESS_MAX_ROWS // 4)
 
 
 def _chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
