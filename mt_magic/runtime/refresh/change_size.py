@@ -23,9 +23,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mt_magic.catalog.tables import SnapshotInfo
+from mt_magic.runtime.status import SourceDelta
 
 TOUCHING_DELETE_FILES = ("added-position-delete-files", "added-dvs")
 """Summary keys counting delete files that each name (at most) one data file, with file-scoped deletes."""
+REMOVED_ROWS = ("deleted-records", "added-position-deletes", "added-equality-deletes")
+"""Summary keys counting rows a snapshot removed: rewritten away, or deleted by delete files (equality deletes:
+the keys)."""
+
+
+def source_change(name: str, logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> SourceDelta:
+    """One source's change over ``logical`` (the snapshots that changed data, oldest first; ``pinned`` the newest)
+    as its summaries count it — rows and files added and removed, and the rows reading it costs: the one count the
+    planner (:func:`.incremental.changes.classify`) and the decision record (:mod:`.decision_summary`) share."""
+    return SourceDelta(
+        name,
+        sum(_count(s, "added-records") for s in logical),
+        sum(_count(s, key) for s in logical for key in REMOVED_ROWS),
+        sum(_count(s, "added-data-files") for s in logical),
+        sum(_count(s, "deleted-data-files") for s in logical),
+        rows_read(logical, pinned),
+    )
 
 
 def rows_read(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> int:

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.refresh.change_size import rows_read
+from mt_magic.runtime.refresh.change_size import source_change
 from mt_magic.runtime.status import Change, Decision, Estimates, Measured, RefreshOutcome, SourceDelta
 from mt_magic.vocabulary import RefreshEngine, RefreshKind
 
@@ -126,14 +126,6 @@ def _decoded(record: Mapping[str, object]) -> Decision:
     return Decision(RefreshKind(record["chosen"]), str(record["reason"]), change, estimates)
 
 
-def _summary_count(snapshot: SnapshotInfo, *keys: str) -> int:
-    total = 0
-    for key in keys:
-        raw = snapshot.summary.get(key, "0")
-        total += int(raw) if raw.isdigit() else 0
-    return total
-
-
 def _rows(info: TableInfo) -> int | None:
     """Rows of the source's pinned snapshot, from its summary (``None`` when it does not say)."""
     if not info.snapshots:
@@ -148,15 +140,7 @@ def source_delta(source: TableInfo, consumed: int | None) -> SourceDelta | None:
     after = source.snapshots_after(consumed)
     if after is None:
         return None
-    logical = [s for s in after if s.changes_data]
-    return SourceDelta(
-        source.name,
-        sum(_summary_count(s, "added-records") for s in logical),
-        sum(_summary_count(s, "deleted-records", "added-position-deletes", "added-equality-deletes") for s in logical),
-        sum(_summary_count(s, "added-data-files") for s in logical),
-        sum(_summary_count(s, "deleted-data-files") for s in logical),
-        rows_read(logical, after[-1] if after else None),
-    )
+    return source_change(source.name, [s for s in after if s.changes_data], after[-1] if after else None)
 
 
 def observed_change(info: TableInfo, sources: Sequence[TableInfo]) -> Change | None:

@@ -15,13 +15,11 @@ from typing import Any
 
 from mt_magic.catalog.definitions import SourceState
 from mt_magic.catalog.tables import SnapshotInfo, TableInfo
-from mt_magic.runtime.refresh.change_size import rows_found_by_position, rows_read
+from mt_magic.runtime.refresh.change_size import rows_found_by_position, source_change
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 
 DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
 """Summary keys that count delete files (or deletion vectors) a snapshot added: merge-on-read writes."""
-DELETED_BY_DELETE_FILES = ("added-position-deletes", "added-equality-deletes")
-"""Summary keys that count the rows (equality deletes: the keys) a snapshot's delete files delete."""
 
 
 class ChangeKind(enum.Enum):
@@ -128,8 +126,8 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         reason = FallbackReason.SNAPSHOT_EXPIRED if expired else FallbackReason.HISTORY_REWRITTEN
         return _ruled_out(name, consumed, pinned, reason)
     logical = [s for s in after if s.changes_data]
-    rows = sum(_count(s, "added-records") + _count(s, "deleted-records") for s in logical)
-    read = max(rows, rows_read(logical, after[-1] if after else None))
+    counted = source_change(name, logical, after[-1] if after else None)
+    rows, read = counted.rows_added + counted.rows_removed, counted.read
     if consumed is None:
         return SourceChange(name, ChangeKind.APPENDS, None, pinned, changes=len(logical), rows=rows, read=read)
     before = next(s for s in info.snapshots if s.snapshot_id == consumed)
@@ -141,8 +139,6 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
     if not merge_on_read and all(s.operation == "append" for s in logical):
         return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows, read=read)
     merge_on_read |= _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0
-    if merge_on_read:
-        rows += sum(_count(s, key) for s in logical for key in DELETED_BY_DELETE_FILES)
     return SourceChange(
         name,
         ChangeKind.ROW_LEVEL,
