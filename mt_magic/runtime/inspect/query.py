@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mt_magic.errors import MtMagicError, NoSuchMaterializedTableError, first_line
 from mt_magic.runtime.spark.quoting import is_temp_view
+from mt_magic.runtime.spark.shown_rows import rendered
 from mt_magic.sql.errors import QueryAnalysisError
 from mt_magic.sql.names import Position
 from mt_magic.sql.query.rewrite import QueryRewriteError, pin_sources, qualify_sources
@@ -206,7 +207,7 @@ def collect(ws: Workspace, query: ResolvedQuery, limit: int, clock: Callable[[],
     started = clock()
     pinned = pin(ws, query)
     result = frame(ws, pinned)
-    rows = _spark("run", lambda: result.limit(limit + 1).collect())
+    rows = _spark("run", lambda: rendered(result.limit(limit + 1)).collect())
     return QueryResult(
         tuple(result.columns),
         tuple(tuple(row) for row in rows[:limit]),

@@ -21,6 +21,7 @@ from mt_magic.runtime.refresh.run import query_rows
 from mt_magic.runtime.refresh.start import window_views
 from mt_magic.runtime.spark import semantics
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
+from mt_magic.runtime.spark.shown_rows import holds_time, rendered
 from mt_magic.vocabulary import is_hidden_column
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _compared(
     sides = sides.unionByName(actual.where(only).select(*columns, F.lit(-1).alias(_SIDE)))
     net = sides.groupBy(*(F.col(identifier(c)) for c in columns)).agg(F.sum(_SIDE).alias(_SIDE))
     net = net.where(F.col(_SIDE) != 0)
-    found = net.limit(COLLECTED + 1).collect()
+    found = rendered(net.limit(COLLECTED + 1)).collect()
     if len(found) <= COLLECTED:
         missing = sum(int(r[_SIDE]) for r in found if r[_SIDE] > 0)
         extra = sum(-int(r[_SIDE]) for r in found if r[_SIDE] < 0)
@@ -209,7 +210,8 @@ def _compared(
         ).first()
         missing, extra = (int((totals[0] if totals else 0) or 0), int((totals[1] if totals else 0) or 0))
         keys = net.select(*key).distinct().count() if key else 0
-        key_sample = _sample(net.select(*key).distinct().limit(SAMPLE_ROWS).collect(), list(key)) if key else ()
+        shown = rendered(net.select(*key).distinct().limit(SAMPLE_ROWS)).collect() if key else []
+        key_sample = _sample(shown, list(key))
     extra_rows = [r for r in found if r[_SIDE] < 0][:SAMPLE_ROWS]
     return Verification(
         info.name,
@@ -236,10 +238,11 @@ def _writer(info: TableInfo, table: DataFrame, extra: list[Row], columns: list[s
     """The newest snapshot that added a data file holding the first extra row (``None``: not found)."""
     from pyspark.sql import functions as F
 
-    first = extra[0]
+    first, types = extra[0], {f.name: f.dataType for f in table.schema.fields}
     match = F.lit(True)
-    for c in columns:
-        match = match & F.col(identifier(c)).eqNullSafe(F.lit(first[c]))
+    for c in columns:  # a date or timestamp as it was collected: Spark's text (shown_rows)
+        value = F.col(identifier(c))
+        match = match & (value.cast("string") if holds_time(types[c]) else value).eqNullSafe(F.lit(first[c]))
     paths = [string_literal(str(r[0])) for r in table.where(match).select("_file").distinct().limit(50).collect()]
     if not paths:
         return None

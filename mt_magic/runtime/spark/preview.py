@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mt_magic.runtime.spark.quoting import identifier
+from mt_magic.runtime.spark.shown_rows import rendered
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.vocabulary import is_hidden_column
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Preview:
-    """Up to ``limit`` rows of one snapshot of a table, as plain Python values."""
+    """Up to ``limit`` rows of one snapshot of a table, as plain Python values (dates and timestamps as Spark's
+    text: :mod:`.shown_rows`)."""
 
     table: str
     columns: tuple[str, ...]
@@ -51,5 +53,5 @@ def preview(workspace: Workspace, name: str, limit: int) -> Preview:
     ordered_by = tuple(c for c in definition.partitioned_by if c in columns)
     if ordered_by:
         frame = frame.orderBy(*[frame[c].desc() for c in ordered_by])
-    rows = tuple(tuple(row) for row in frame.limit(limit).collect())
+    rows = tuple(tuple(row) for row in rendered(frame.limit(limit)).collect())
     return Preview(name, tuple(frame.columns), rows, info.current_snapshot_id, limit, ordered_by)
