@@ -187,7 +187,7 @@ def sum_mass_after(
     names = {name: str(kind) for name, kind in types.items()}
 
     def probe(sql: str) -> list[float]:
-        found = con.sql(duckdb_sql(sql)).fetchone()
+        found = next(iter(con.sql(duckdb_sql(sql)).limit(1).fetchall()), None)  # DuckDB 2 has no fetchone() here
         return [float(v or 0.0) for v in found or ()]
 
     def over_delta(query: str) -> list[float]:
