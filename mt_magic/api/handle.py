@@ -57,6 +57,7 @@ HISTORY_COLUMNS = (
     "est_full_s",
     "estimate_basis",
     "spark_task_s",
+    "spark_jobs",
     "bytes_read",
     "bytes_written",
     "rows_removed",
@@ -71,7 +72,7 @@ table has none)."""
 def _decision_columns(decision: Decision | None) -> tuple[object, ...]:
     """The decision record's columns of :data:`HISTORY_COLUMNS` (all ``None`` without one)."""
     if decision is None:
-        return (None,) * 10
+        return (None,) * 11
     change, estimates, measured = decision.change, decision.estimates, decision.measured
     return (
         decision.chosen.value,
@@ -81,6 +82,7 @@ def _decision_columns(decision: Decision | None) -> tuple[object, ...]:
         estimates.full_s if estimates is not None else None,
         estimates.basis if estimates is not None else None,
         measured.spark_task_s,
+        measured.spark_jobs,
         measured.bytes_read,
         measured.bytes_written,
         measured.rows_removed,

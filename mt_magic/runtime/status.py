@@ -128,6 +128,8 @@ class Measured:
     bytes_removed: int | None = None
     rows_written: int | None = None
     rows_removed: int | None = None
+    spark_jobs: int | None = None
+    """Spark jobs the refresh ran; 0 in process or for a no-op (``%mt history``, ``%mt explain``)."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from mt_magic.runtime.graph import Lineage
 from mt_magic.runtime.inspect.recommendations import recommend
-from mt_magic.runtime.status import Decision, RefreshRecord, TableStatus
+from mt_magic.runtime.status import Decision, Measured, RefreshRecord, TableStatus
 from mt_magic.runtime.workspace import human_duration
 from mt_magic.widgets.badges import human_time, recommendation_text, stall_text
 from mt_magic.widgets.history_chart import history_svg
@@ -47,6 +47,18 @@ def _seconds(value: float | None) -> str:
     return NOT_MEASURED if value is None else f"{value:.2f}s"
 
 
+def _spark(measured: Measured) -> str:
+    """The Spark share of a refresh's cost: its task time and jobs.
+
+    >>> _spark(Measured(spark_task_s=0.0, spark_jobs=0)), _spark(Measured(spark_task_s=1.5, spark_jobs=4))
+    ('no Spark job', 'Spark tasks 1.50s in 4 job(s)')
+    """
+    if measured.spark_jobs == 0:
+        return "no Spark job"
+    jobs = "" if measured.spark_jobs is None else f" in {measured.spark_jobs} job(s)"
+    return f"Spark tasks {_seconds(measured.spark_task_s)}{jobs}"
+
+
 def decision_text(decision: Decision) -> str:
     """One line: the change seen, each candidate's estimate, the choice, and what it cost.
 
@@ -78,7 +90,7 @@ def decision_text(decision: Decision) -> str:
         inc = "no candidate" if estimates.incremental_s is None else _seconds(estimates.incremental_s)
         estimated = f"estimated incremental {inc}, full {_seconds(estimates.full_s)} ({estimates.basis})"
     cost = (
-        f"cost {_seconds(measured.wall_s)} wall, Spark tasks {_seconds(measured.spark_task_s)}, "
+        f"cost {_seconds(measured.wall_s)} wall, {_spark(measured)}, "
         f"read {_bytes(measured.bytes_read)}, wrote {_bytes(measured.bytes_written)}"
     )
     return f"{saw} · {estimated} → {decision.chosen.value} · {cost}"

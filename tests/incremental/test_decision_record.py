@@ -66,8 +66,10 @@ def test_spark_in_process_full_and_no_op_refreshes_record_their_decisions(mt, sp
         assert decision.measured.bytes_written is not None and decision.measured.bytes_written > 0
     on_spark = decision_of(spark_run).measured  # Spark's status store, by the run's job group
     assert on_spark.spark_task_s is not None and on_spark.bytes_read is not None and on_spark.bytes_read > 0
+    assert on_spark.spark_jobs is not None and on_spark.spark_jobs >= 1
     local = decision_of(local_run).measured
     assert local.spark_task_s == 0.0 and local.bytes_read is None  # no Spark job; pyiceberg's reads not counted
+    assert local.spark_jobs == 0
     for table in ("on_spark", "local"):
         assert_matches_oracle(mt, table)
 

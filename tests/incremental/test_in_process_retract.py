@@ -197,6 +197,10 @@ def test_a_change_the_in_process_reader_refuses_is_priced_again_for_spark(spark,
     assert FallbackReason.CHEAPER_TO_RECOMPUTE.sentence in outcome.strategy
     assert "reads 100,001 rows" in outcome.strategy  # Spark reads the touched file whole
     assert_matches_oracle(mt, "twin")
+    # %mt explain states the Spark jobs each refresh ran: none in process, the recompute's on Spark
+    assert "incremental: merge the signed delta, in process 0" in mt.explain(qualified(mt, "agg")).spark_jobs
+    jobs = mt.explain(qualified(mt, "twin")).spark_jobs
+    assert jobs.startswith("full ") and int(jobs.split(" · ")[0].split()[-1]) >= 1, jobs
 
 
 PROJECTION = "SELECT k, g, v, p FROM src WHERE v > 2 OR g IS NULL"

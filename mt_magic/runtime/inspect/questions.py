@@ -3,6 +3,7 @@ history, lineage, explain and previews — metadata from the catalog plus what t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -156,10 +157,14 @@ class Inspection:
         return graph.around(focus)
 
     def explain(self, target: CreateMaterializedTable | str) -> Explanation:
-        """How a table (by name) or a CREATE statement refreshes, and why; metadata only."""
-        from mt_magic.runtime.refresh.incremental.explain import explain
+        """How a table (by name) or a CREATE statement refreshes, and why, with the Spark jobs its refreshes in this
+        process ran; metadata only."""
+        from mt_magic.runtime.refresh.incremental.explain import explain, spark_jobs_line
 
-        return explain(self.workspace, target)
+        explained = explain(self.workspace, target)
+        if not isinstance(target, str):
+            return explained
+        return dataclasses.replace(explained, spark_jobs=spark_jobs_line(self.engine.history(explained.table)))
 
     def preview(self, name: str, limit: int) -> Preview:
         """The newest ``limit`` rows (runs Spark: never call it on the manager's thread)."""

@@ -81,6 +81,7 @@ def recorded_decision(snapshot: SnapshotInfo, state: RefreshState) -> Decision |
     measured = Measured(
         wall_s=max((snapshot.committed_at - state.refresh_start).total_seconds(), 0.0),
         spark_task_s=0.0 if state.engine is not RefreshEngine.SPARK else None,
+        spark_jobs=0 if state.engine is not RefreshEngine.SPARK else None,
         bytes_written=_count(summary, "added-files-size"),
         bytes_removed=_count(summary, "removed-files-size"),
         rows_written=_count(summary, "added-records"),
@@ -188,10 +189,13 @@ class SparkCostsSeen:
                 self._costs.popitem(last=False)
 
     def added(self, decision: Decision | None, snapshot_id: int | None) -> Decision | None:
-        """``decision`` (read from the commit) with its Spark task time and bytes read, where this process ran it."""
+        """``decision`` (read from the commit) with its Spark jobs, task time and bytes read, where this process ran
+        it."""
         with self._lock:
             seen = self._costs.get(snapshot_id) if snapshot_id is not None else None
         if decision is None or seen is None or decision.measured.spark_task_s is not None:
             return decision
-        measured = replace(decision.measured, spark_task_s=seen.spark_task_s, bytes_read=seen.bytes_read)
+        measured = replace(
+            decision.measured, spark_task_s=seen.spark_task_s, spark_jobs=seen.spark_jobs, bytes_read=seen.bytes_read
+        )
         return replace(decision, measured=measured)

@@ -190,14 +190,17 @@ def run_refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool =
 def _measured(
     decision: Decision, ctx: RefreshContext, request: RefreshRequest, outcome: RefreshOutcome, wall_s: float
 ) -> Decision:
-    """``decision`` with the refresh's wall time and, where Spark ran, its jobs' task time and bytes read (in
-    process: no Spark task, and the bytes pyiceberg read are not counted; a no-op read nothing)."""
+    """``decision`` with the refresh's wall time and, where Spark ran, its jobs, their task time and bytes read (in
+    process: no Spark job, and the bytes pyiceberg read are not counted; a no-op read nothing)."""
     task_s: float | None = 0.0
+    jobs: int | None = 0
     read: int | None = 0 if outcome.engine is RefreshEngine.NONE else None
     if outcome.engine is RefreshEngine.SPARK:
         cost = spark_cost(ctx.jobs, request.job_group)
-        task_s, read = (cost.task_seconds, cost.bytes_read) if cost is not None else (None, None)
-    measured = dataclasses.replace(decision.measured, wall_s=wall_s, spark_task_s=task_s, bytes_read=read)
+        task_s, read, jobs = (cost.task_seconds, cost.bytes_read, cost.jobs) if cost is not None else (None,) * 3
+    measured = dataclasses.replace(
+        decision.measured, wall_s=wall_s, spark_task_s=task_s, spark_jobs=jobs, bytes_read=read
+    )
     return dataclasses.replace(decision, measured=measured)
 
 

@@ -20,11 +20,12 @@ from mt_magic.runtime.refresh.incremental.planner import plan_refresh
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.row_identity import storage_query
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, QueryShape, plan_query
+from mt_magic.runtime.status import RefreshRecord
 from mt_magic.sql.ddl.options import CONVERT_OPTION
 from mt_magic.sql.ddl.statements import CreateMaterializedTable
 from mt_magic.sql.query.analysis import analyze_query
 from mt_magic.sql.query.in_process_gate import spark_sql_type
-from mt_magic.vocabulary import RefreshMode, is_hidden_column
+from mt_magic.vocabulary import RefreshEngine, RefreshKind, RefreshMode, is_hidden_column
 
 if TYPE_CHECKING:
     from mt_magic.catalog.definitions import MaterializedTableDefinition
@@ -58,6 +59,9 @@ class Explanation:
     """For an existing table: what a refresh started now would do."""
     engine: str = ""
     """Where incremental refreshes of appends run (:func:`.in_process.engine_line`); empty when none do."""
+    spark_jobs: str = ""
+    """How many Spark jobs the table's newest refreshes of each kind ran (:func:`spark_jobs_line`); empty when this
+    process measured none."""
 
     @property
     def on_appends(self) -> Strategy | None:
@@ -114,6 +118,8 @@ class Explanation:
         lines += self._strategy_lines()
         if self.engine:
             lines.append(f"  {'engine:':<20}{self.engine}")
+        if self.spark_jobs:
+            lines.append(f"  {'spark jobs:':<20}{self.spark_jobs}")
         lines.append("  sources:")
         for source in self.sources:
             lines.append(f"    {source.name}: appends → {source.on_appends}; updates/deletes → {source.on_changes}")
@@ -121,6 +127,33 @@ class Explanation:
         if self.next_refresh:
             lines.append(f"  {'next refresh:':<20}{self.next_refresh}")
         return "\n".join(lines)
+
+
+def spark_jobs_line(records: Sequence[RefreshRecord]) -> str:
+    """The Spark jobs the newest measured refresh of each strategy ran, from ``records`` (newest first), e.g.
+    "full 2 · incremental: apply inserts and deletes 4 · incremental: merge the signed delta, in process 0"
+    (empty: none measured; another process's refreshes are not measured here).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from mt_magic.runtime.status import Decision, Measured
+    >>> from mt_magic.vocabulary import RefreshKind, RefreshTrigger
+    >>> def record(strategy, jobs):
+    ...     kind = RefreshKind.FULL if strategy.startswith("full") else RefreshKind.INCREMENTAL
+    ...     decision = Decision(kind, strategy, measured=Measured(spark_jobs=jobs))
+    ...     return RefreshRecord(kind, RefreshTrigger.MANUAL, datetime.now(timezone.utc), timedelta(0), 0, 1,
+    ...                          strategy=strategy, decision=decision)
+    >>> spark_jobs_line([record("full recompute", 2), record("full: fallback — …", 3), record("incremental: x", 4)])
+    'full 2 · incremental: x 4'
+    """
+    newest: dict[str, int] = {}
+    for record in records:
+        jobs = record.decision.measured.spark_jobs if record.decision is not None else None
+        strategy = "full" if record.kind is RefreshKind.FULL else record.strategy.split(" · ")[0]
+        if record.engine is RefreshEngine.IN_PROCESS:
+            strategy += ", in process"
+        if jobs is not None and strategy and strategy not in newest:
+            newest[strategy] = jobs
+    return " · ".join(f"{strategy} {jobs}" for strategy, jobs in newest.items())
 
 
 def _source_plan(info: TableInfo | None, name: str) -> SourcePlan:
