@@ -22,6 +22,7 @@ from mt_magic.runtime.refresh.start import window_views
 from mt_magic.runtime.spark import semantics
 from mt_magic.runtime.spark.quoting import identifier, qualified, string_literal
 from mt_magic.runtime.spark.shown_rows import holds_time, rendered
+from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.vocabulary import is_hidden_column
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def verify(ws: Workspace, name: str) -> Verification:
     snapshot, state = last
     spark = ws.spark
     with semantics.applied(f"verify {name}", spark, definition.sql_settings or {}):
-        table = spark.read.option("snapshot-id", str(info.current_snapshot_id)).table(qualified(name))
+        table = table_at(spark, name, info.current_snapshot_id)
         with window_views(spark, ws.catalog, definition, state.source_states) as windows:
             expected = query_rows(spark, info, definition, state.source_states, windows, table)
             columns = [c for c in table.columns if not is_hidden_column(c)]
