@@ -6,7 +6,7 @@ Spark ('incremental.engine' = 'spark': a table with expectations never runs in p
 
 Everything runs against a private embedded catalog in a temporary ``MT_MAGIC_HOME``.
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_expectations.py [--rows 10000000] [--delta 100000]
-[--repeat 3]``.
+[--repeat 3] [--phases]``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--delta", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--phases", action="store_true", help="also print each refresh's phases (medians)")
     args = parser.parse_args()
     from mt_magic.runtime.refresh.run import run_refresh
     from mt_magic.runtime.status import RefreshRequest
@@ -62,11 +63,14 @@ def main() -> None:
         )
         bench.create(cell)
 
+    phases: dict[tuple[str, bool], list[tuple[tuple[str, float], ...]]] = {}
+
     def timed(table: str, full: bool) -> float:
         trigger = RefreshTrigger.MANUAL if full else RefreshTrigger.SCHEDULED
         request = RefreshRequest(f"bench.b.{table}", trigger, datetime.now(timezone.utc))
         started = time.perf_counter()
-        run_refresh(service.engine.context, request, force_full=full)
+        outcome = run_refresh(service.engine.context, request, force_full=full)
+        phases.setdefault((table, full), []).append(outcome.phases)
         return time.perf_counter() - started
 
     for table in ("plain", "expected"):  # warm-up
@@ -84,6 +88,14 @@ def main() -> None:
         print(
             f"{label:20s} plain {figures['plain']:7.2f}  3 expectations {figures['expected']:7.2f}  ratio {ratio:.2f}x"
         )
+    if args.phases:  # where each refresh's time went (medians per phase, seconds)
+        for (table, full), runs in phases.items():
+            names = dict.fromkeys(name for run in runs for name, _ in run)
+            spent = {n: statistics.median(sum(t for m, t in run if m == n) for run in runs) for n in names}
+            print(
+                f"{table:9s} {'full' if full else 'incremental':12s}",
+                "  ".join(f"{n} {t:.2f}" for n, t in spent.items()),
+            )
     bench.close()
 
 

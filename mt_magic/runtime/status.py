@@ -37,6 +37,9 @@ class ManagedTable:
     """Why this mode / strategy (e.g. "incremental (aggregate merge)" or "fallback: window function")."""
     scheduler: WorkflowSchedulerKind = WorkflowSchedulerKind.KERNEL
     """Who runs its refreshes: on Airflow the manager shows it but never schedules it or takes its lease."""
+    held: HeldRefresh | None = None
+    """A refresh held by its expectations as the catalog shows it (``refresh.audit.held_in_catalog``): what the
+    manager shows for a table this process did not refresh itself (on Airflow, or by another process)."""
 
 
 @dataclass(frozen=True)

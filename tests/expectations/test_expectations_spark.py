@@ -214,3 +214,23 @@ def test_drop_row_over_groups_moves_a_group_out_and_back_in(mt, spark) -> None:
         groups = _rows(spark, f"({body})")
         negative = sum(1 for _, total in groups if total < 0)
         assert _counts(mt, name) == [("nonneg", len(groups) - negative, negative, 0)], outcome.strategy
+
+
+def test_counts_are_of_the_rows_written_computed_once_also_where_the_write_samples_them(mt, spark) -> None:
+    """The write counts its own rows (observed metrics): a non-deterministic query's counts are those of the rows
+    on ``main``, and a table with a sort order, whose write reads the rows twice (range sampling), counts each once."""
+    spark.sql("CREATE TABLE ex_nd (id INT) USING iceberg")
+    spark.sql("INSERT INTO ex_nd SELECT CAST(id AS INT) FROM range(400)")
+    run(
+        mt,
+        "CREATE MATERIALIZED TABLE ex_rand (CONSTRAINT seen EXPECT (amount >= 0), CONSTRAINT keyed EXPECT "
+        "(id % 10 <> 0) ON VIOLATION DROP ROW) FRESHNESS = INTERVAL '1' HOUR "
+        "AS SELECT id, CAST(rand() * 10 AS INT) - 5 AS amount FROM ex_nd",
+    )
+    name = _name(mt, "ex_rand")
+    spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY amount")
+    for _ in range(2):
+        _refresh(mt, "ex_rand")
+        negative = len(_rows(spark, f"{name} WHERE amount < 0"))
+        assert 0 < negative < 360
+        assert _counts(mt, name) == [("seen", 360 - negative, 0, negative), ("keyed", 360, 40, 0)]

@@ -434,10 +434,13 @@ class SchedulerState:
             try:
                 if entry is None and table.name not in self.removed:
                     self.insert(table, last_refresh.get(table.name), now, (recent or {}).get(table.name, ()))
-                elif entry is not None and replace(table, last_refresh_at=None) != replace(
-                    entry.table, last_refresh_at=None
+                elif entry is not None and replace(table, last_refresh_at=None, held=None) != replace(
+                    entry.table, last_refresh_at=None, held=None
                 ):
                     effects.absorb(self.redefine(entry, table, now, local=False))
+                elif entry is not None and table.held != entry.table.held:  # held or published by another process
+                    entry.table = replace(entry.table, held=table.held)
+                    self.publish(EventKind.STATE_CHANGED, entry, now, "held" if table.held else "no longer held")
             except ValueError as exc:
                 log.error("cannot schedule materialized table %s: %s", table.name, exc)
         for name in [name for name in self.tables if name not in seen]:

@@ -273,6 +273,7 @@ class ScheduledTable:
         """Record a completed refresh and schedule the next one from it."""
         self.failures, self.last_error, self.not_before, self.gave_up = 0, None, None, False
         self.conflicts, self.missing_source, self.held_refresh, self.refused = 0, None, None, False
+        self.table = replace(self.table, held=None)  # what the catalog showed is this run's to say now
         self.last_refresh = RefreshRecord(
             kind=outcome.kind,
             trigger=job.request.trigger,
@@ -303,6 +304,7 @@ class ScheduledTable:
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
         self.held_refresh = error.held if isinstance(error, ExpectationsHeldError) else None
+        self.table = replace(self.table, held=None)  # what the catalog showed is this run's to say now
         self.record_failure(job, self.last_error, now)
         self.refused = isinstance(error, InvalidTableError)
         if self.refused:  # held (see held) until a statement redefines the table: retrying cannot mend it
@@ -422,5 +424,5 @@ class ScheduledTable:
             stall=job.stall_at(now) if job is not None and not job.cancelled else None,
             recent=tuple(self.recent),
             missing_source=self.missing_source,
-            held=self.held_refresh,
+            held=self.held_refresh or self.table.held,
         )

@@ -1,14 +1,15 @@
 """Write, audit, publish: a table with expectations never shows ``main`` a row that fails a ``FAIL UPDATE`` one.
 
-The refresh's rows are counted against every expectation (one Spark aggregation over the rows it computed: the delta
-where it is incremental, the table or partition where it recomputes), the ``DROP ROW`` ones before their filter, which
-the commit applies (:func:`kept`), so their failing rows are counted as dropped; the others are counted on the rows
-kept. The kept rows are written to the staging branch
-:data:`BRANCH` (replaced at ``main``'s snapshot first) with the counts in the snapshot summary beside the refresh
-state, and ``main`` is fast-forwarded to that snapshot only when no ``FAIL UPDATE`` expectation failed. Otherwise
-the refresh is **held**: :class:`ExpectationsHeldError`, ``main`` stays on the last good snapshot, and its refresh
-state still names the source snapshots consumed before, so the next refresh reads the same change again (and a
-later publish of the held snapshot, :func:`publish_held`, carries its own state: nothing is read twice).
+The refresh's rows (the delta where it is incremental, the table or partition where it recomputes) are written to the
+staging branch :data:`BRANCH` (replaced at ``main``'s snapshot first) by one Spark job that also counts them against
+every expectation (:mod:`.audit_write`): the ``DROP ROW`` ones before their filter, which the write applies
+(:func:`kept`), so their failing rows are counted as dropped; the others on the rows kept. The counts follow the
+refresh's snapshot on the branch in an empty snapshot of their own (``mt.expectations``), and ``main`` is
+fast-forwarded to it only when no ``FAIL UPDATE`` expectation failed. Otherwise the refresh is **held**:
+:class:`ExpectationsHeldError`, ``main`` stays on the last good snapshot, and its refresh state still names the
+source snapshots consumed before, so the next refresh reads the same change again (and a later publish of the held
+snapshot, :func:`publish_held`, carries its own state: nothing is read twice). Any process reads a held refresh
+from the catalog (:func:`held_in_catalog`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
@@ -27,12 +28,17 @@ from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefre
 from mt_magic.vocabulary import Expectation, OnViolation
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyiceberg.table.snapshots import Snapshot
+    from pyspark.sql import SparkSession
 
 BRANCH = "mt_staging"
 """The staging branch every audited refresh writes to before ``main`` is moved."""
 EXPECTATIONS_KEY = "mt.expectations"
 """Snapshot-summary key: the refresh's counts per expectation (JSON, :meth:`Audit.summary`)."""
+COUNTS_OF_KEY = "mt.expectations-of"
+"""Snapshot-summary key of the snapshot that follows a refresh's on the staging branch with its counts (and its
+refresh state, so ``main``'s current snapshot carries the state as the materialized-view spec reads it): the
+refresh's snapshot id (:func:`.audit_write.record`)."""
 SAMPLE_ROWS = 3
 ALIAS = "__mt_expected"
 """The stored query's alias where its ``DROP ROW`` filter reads it (``runtime.statements.expectations``)."""
@@ -85,6 +91,7 @@ class Audit:
                 "passed": c.passed,
                 "dropped": c.dropped,
                 "failed": c.failed,
+                **({"sample": list(c.sample)} if c.sample else {}),
             }
             for c in self.counts
         ]
@@ -98,7 +105,11 @@ class Audit:
         return cls(
             tuple(
                 Counted(
-                    r["name"], OnViolation(r["on-violation"]), int(r["passed"]) + int(r["failed"]), int(r["failed"])
+                    r["name"],
+                    OnViolation(r["on-violation"]),
+                    int(r["passed"]) + int(r["failed"]),
+                    int(r["failed"]),
+                    tuple(r.get("sample", ())),
                 )
                 for r in json.loads(raw)
             )
@@ -136,7 +147,7 @@ def kept(expectations: tuple[Expectation, ...]) -> str | None:
 
 def without_dropped_rows(expanded: str) -> str:
     """The stored query before its ``DROP ROW`` filter wrapped it (its own text, so found exactly): what a refresh
-    computes on Spark, the commit filtering and counting the rows (:func:`count`, :func:`kept`)."""
+    computes on Spark, the commit filtering and counting the rows (:mod:`.audit_write`, :func:`kept`)."""
     head, tail = "SELECT * FROM (", f") AS {ALIAS} WHERE "
     cut = expanded.rfind(tail)
     return expanded[len(head) : cut] if expanded.startswith(head) and cut > 0 else expanded
@@ -157,43 +168,6 @@ class ExpectationsHeldError(RefreshError):
 
 def _rebuild_held(problem: str, held: HeldRefresh) -> ExpectationsHeldError:
     return ExpectationsHeldError(problem, held=held)
-
-
-def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
-    """Each expectation's failing rows among ``df``'s, in one aggregation, and a sample of those that failed.
-
-    ``df`` holds the rows before the ``DROP ROW`` filter (:func:`kept`; rows already filtered count the same, none
-    dropped): a ``DROP ROW`` expectation is counted on all of them, its failing rows are the dropped ones; every
-    other expectation is counted on the rows the ``DROP ROW`` ones keep, the rows the table receives."""
-    from pyspark.sql import functions as F
-
-    keeps = kept(expectations)
-    stays = F.lit(True) if keeps is None else F.expr(keeps)
-    failing = [
-        ~F.expr(passes(e)) if e.on_violation is OnViolation.DROP_ROW else stays & ~F.expr(passes(e))
-        for e in expectations
-    ]
-    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum(F.when(stays, 1).otherwise(0)).alias("kept")]
-    aggregates += [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
-    row = df.agg(*aggregates).first()
-    total = int(row["rows"]) if row is not None else 0
-    kept_rows = int((row["kept"] if row is not None else 0) or 0)
-    counts = []
-    for i, expectation in enumerate(expectations):
-        failed = int((row[f"f{i}"] if row is not None else 0) or 0)
-        sample: tuple[str, ...] = ()
-        if failed:
-            visible = [c for c in df.columns if not c.startswith("__mt_")]
-            # as Spark renders each value: no Python conversion (a timestamp in year 1 may fall in year 0 in the
-            # session's zone, which Python's datetime cannot hold)
-            shown = df.where(failing[i]).select(*(df[c].cast("string").alias(c) for c in visible))
-            sample = tuple(
-                ", ".join(f"{c}={'NULL' if r[c] is None else r[c]}" for c in visible)
-                for r in shown.limit(SAMPLE_ROWS).collect()
-            )
-        checked = total if expectation.on_violation is OnViolation.DROP_ROW else kept_rows
-        counts.append(Counted(expectation.name, expectation.on_violation, checked, failed, sample))
-    return Audit(tuple(counts))
 
 
 def branch_table(table: str) -> str:
@@ -233,10 +207,9 @@ def _split(table: str) -> tuple[str, str, str]:
     return catalog, namespace, rest.replace("'", "''")
 
 
-def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> ExpectationsHeldError:
-    """What a held refresh says: which expectation, how many rows, a sample, and how to go on; the same facts in
-    its :attr:`ExpectationsHeldError.held` for the manager's status."""
-    held = HeldRefresh(
+def held_refresh(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> HeldRefresh:
+    """The facts of a held refresh (which expectations, rows, a sample, the Fix) that the card and ``%mt`` show."""
+    return HeldRefresh(
         tuple(HeldExpectation(c.name, c.failed, c.checked, c.sample) for c in audit.blocking),
         main_snapshot,
         staged,
@@ -245,6 +218,12 @@ def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int)
             f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
         ),
     )
+
+
+def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> ExpectationsHeldError:
+    """What a held refresh says: which expectation, how many rows, a sample, and how to go on; the same facts in
+    its :attr:`ExpectationsHeldError.held` for the manager's status."""
+    held = held_refresh(table, audit, main_snapshot, staged)
     where = "no snapshot yet" if main_snapshot is None else f"snapshot {main_snapshot}"
     return ExpectationsHeldError(
         f"refresh of {table} held: expectation {'; '.join(e.text for e in held.expectations)}. main stays at "
@@ -253,17 +232,52 @@ def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int)
     )
 
 
-def staged(info: TableInfo) -> tuple[int, int | None, dict[str, str]] | None:
-    """The staging branch's snapshot: (its id, its parent, its summary); ``None`` without a branch."""
+def held_in_catalog(info: TableInfo) -> HeldRefresh | None:
+    """The held refresh the catalog shows (the staging branch one refresh ahead of ``main``, its counts failing a
+    ``FAIL UPDATE`` expectation), whoever ran it: what a process that does not refresh the table itself shows
+    (a table on Airflow). ``None``: nothing held (published, restaged, or never audited)."""
+    found = staged(info)
+    if found is None or found.head == info.current_snapshot_id or found.parent_id != info.current_snapshot_id:
+        return None
+    counted = Audit.from_summary(found.summary)
+    if counted is None or not counted.blocking or RefreshState.from_summary(found.summary) is None:
+        return None
+    return held_refresh(info.name, counted, info.current_snapshot_id, found.snapshot_id)
+
+
+class Staged(NamedTuple):
+    """What the staging branch holds: the refresh's snapshot and the counts' snapshot after it (:data:`COUNTS_OF_KEY`),
+    or the refresh's alone."""
+
+    snapshot_id: int
+    """The refresh's snapshot (its rows and refresh state)."""
+    parent_id: int | None
+    summary: dict[str, str]
+    """Its summary with the counts' (:data:`EXPECTATIONS_KEY`)."""
+    head: int
+    """The branch's snapshot: what a publish moves ``main`` to."""
+
+
+def staged(info: TableInfo) -> Staged | None:
+    """The staging branch's refresh; ``None`` without a branch."""
     if info.iceberg is None:
         return None
     meta = info.iceberg.metadata
     ref = meta.refs.get(BRANCH)
-    snap = None if ref is None else meta.snapshot_by_id(ref.snapshot_id)
-    if snap is None:
+    head = None if ref is None else meta.snapshot_by_id(ref.snapshot_id)
+    if head is None:
         return None
-    summary = {} if snap.summary is None else {k: str(v) for k, v in snap.summary.additional_properties.items()}
-    return snap.snapshot_id, snap.parent_snapshot_id, summary
+    summary = _summary(head)
+    counted = summary.get(COUNTS_OF_KEY)
+    snap = head if counted is None or head.parent_snapshot_id != int(counted) else meta.snapshot_by_id(int(counted))
+    if snap is None or snap is head:
+        return Staged(head.snapshot_id, head.parent_snapshot_id, summary, head.snapshot_id)
+    own = {k: v for k, v in summary.items() if k == EXPECTATIONS_KEY}
+    return Staged(snap.snapshot_id, snap.parent_snapshot_id, {**_summary(snap), **own}, head.snapshot_id)
+
+
+def _summary(snap: Snapshot) -> dict[str, str]:
+    return {} if snap.summary is None else {k: str(v) for k, v in snap.summary.additional_properties.items()}
 
 
 def publish_held(session: SparkSession, catalog: MaterializedCatalog, table: str) -> int:
@@ -276,14 +290,14 @@ def publish_held(session: SparkSession, catalog: MaterializedCatalog, table: str
     info = catalog.load(table)
     found = staged(info)
     statement = f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
-    if found is None or found[0] == info.current_snapshot_id or RefreshState.from_summary(found[2]) is None:
+    if found is None or found.head == info.current_snapshot_id or RefreshState.from_summary(found.summary) is None:
         raise MtMagicError(f"{table} has no held refresh to publish", statement=statement, fix="nothing to do")
-    if found[1] != info.current_snapshot_id:
+    if found.parent_id != info.current_snapshot_id:
         raise MtMagicError(
-            f"the held refresh of {table} (snapshot {found[0]}) no longer follows main (snapshot "
+            f"the held refresh of {table} (snapshot {found.snapshot_id}) no longer follows main (snapshot "
             f"{info.current_snapshot_id}): a later commit replaced it",
             statement=statement,
             fix=f"refresh again (ALTER MATERIALIZED TABLE {table} REFRESH); if it is held, publish that one",
         )
-    publish(session, table, info.current_snapshot_id, found[0])
-    return found[0]
+    publish(session, table, info.current_snapshot_id, found.head)
+    return found.snapshot_id

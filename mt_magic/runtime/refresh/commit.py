@@ -28,7 +28,7 @@ from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError, RefreshError
-from mt_magic.runtime.refresh import audit
+from mt_magic.runtime.refresh import audit, audit_write
 from mt_magic.runtime.refresh.decision_summary import decision_summary
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import identifier, qualified
@@ -200,39 +200,43 @@ def _audited(
     read_snapshot: int | None,
     expectations: tuple[Expectation, ...],
 ) -> Committed:
-    """Write, audit, publish (:mod:`.audit`): the rows counted (kept in Spark's cache for the write: one pass over
-    them, the ``DROP ROW`` ones' dropped rows counted in it too), the rows they keep staged on the audit branch with
-    the counts, and ``main`` moved to them only when no ``FAIL UPDATE`` expectation failed.
+    """Write, audit, publish (:mod:`.audit`): the rows staged on the audit branch by one job that also counts them
+    (:mod:`.audit_write`, the ``DROP ROW`` ones' dropped rows too), the counts in a snapshot after theirs, and
+    ``main`` moved there only when no ``FAIL UPDATE`` expectation failed.
 
     Raises:
         ExpectationsHeldError: one did; ``main`` was not moved.
     """
-    from pyspark import StorageLevel
-
     session = write.df.sparkSession
-    df = write.df.persist(StorageLevel.MEMORY_AND_DISK)
+    observed = audit_write.Observed.on(write.df, expectations, through_sql=write.mode is WriteMode.REPLACE_ROWS)
     try:
-        with phase("audit"):
-            counted = audit.count(df, expectations)
-        properties = {**properties, **counted.summary()}
         with phase("write"):
             current = audit.staged(info)
-            if current is None or current[0] != read_snapshot:  # after a publish the branch is at main already
+            if current is None or current.head != read_snapshot:  # after a publish the branch is at main already
                 audit.stage(session, table)
-            rows = df if write.kept is None else df.where(write.kept)
+            rows = observed.rows if write.kept is None else observed.rows.where(write.kept)
             _write(replace(write, df=rows), audit.branch_table(table), properties, read_snapshot)
-            staged = audit.staged(catalog.load(table))
-            if staged is None or staged[2].get(REFRESH_ID_KEY) != refresh_id:  # a MERGE that changed nothing
-                _writer(df.limit(0), audit.branch_table(table), properties).append()
-                staged = audit.staged(catalog.load(table))
+            staged = audit.staged(loaded := catalog.load(table))
+            if staged is None or staged.summary.get(REFRESH_ID_KEY) != refresh_id:  # a MERGE that changed nothing
+                _writer(write.df.limit(0), audit.branch_table(table), properties).append()
+                staged = audit.staged(loaded := catalog.load(table))
     finally:
-        df.unpersist()
-    if staged is None or staged[2].get(REFRESH_ID_KEY) != refresh_id:
+        observed.release()
+    if staged is None or staged.summary.get(REFRESH_ID_KEY) != refresh_id:
         raise RefreshError(f"{table}: the refresh's staged snapshot is not on branch {audit.BRANCH}; main not moved")
+    with phase("audit"):
+        added = staged.summary.get("added-records", "0")
+        counted = observed.audit(int(added) if write.mode is not WriteMode.REPLACE_ROWS else None)
+        appended = read_snapshot if write.mode is WriteMode.APPEND else None
+        counted = audit_write.sampled(session, table, counted, expectations, staged.snapshot_id, appended)
+        state = {k: v for k, v in properties.items() if k != REFRESH_ID_KEY}
+        head = audit.staged(audit_write.record(catalog, loaded, state, counted, staged.snapshot_id))
+    if head is None or head.snapshot_id != staged.snapshot_id:
+        raise RefreshError(f"{table}: the refresh's counts are not on branch {audit.BRANCH}; main not moved")
     if counted.blocking:
-        raise audit.held_error(table, counted, read_snapshot, staged[0])
+        raise audit.held_error(table, counted, read_snapshot, staged.snapshot_id)
     with phase("publish"):
-        audit.publish(session, table, read_snapshot, staged[0])
+        audit.publish(session, table, read_snapshot, head.head)
     with phase("read back"):
         return committed_snapshot(catalog, table, refresh_id)
 

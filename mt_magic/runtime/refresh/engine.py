@@ -14,6 +14,7 @@ from mt_magic.catalog.tables import TableInfo
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import MtMagicError, RefreshConflictError, first_line
 from mt_magic.lineage import RefreshSummary, lineage_from_environment
+from mt_magic.runtime.refresh.audit import held_in_catalog
 from mt_magic.runtime.refresh.context import load_source
 from mt_magic.runtime.refresh.decision_summary import SparkCostsSeen
 from mt_magic.runtime.refresh.recorded import refresh_records
@@ -80,6 +81,7 @@ def managed_table(info: TableInfo, materialized: set[str]) -> ManagedTable:
         last_refresh_at=last[0].committed_at if last else None,
         mode_reason=definition.mode_reason,
         scheduler=scheduler_of(definition.options),
+        held=held_in_catalog(info),
     )
 
 

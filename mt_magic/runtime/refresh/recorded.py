@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.runtime.refresh.audit import Audit
+from mt_magic.runtime.refresh.audit import COUNTS_OF_KEY, Audit
 from mt_magic.runtime.refresh.decision_summary import recorded_decision
 from mt_magic.runtime.status import ExpectationCount, RefreshRecord
 
@@ -21,11 +21,14 @@ def refresh_records(info: TableInfo, limit: int | None = None) -> list[RefreshRe
     """The newest ``limit`` (``None``: every) refresh commits of ``info``, newest first; snapshots without a refresh
     state (a compaction, another writer's commit) are not refreshes."""
     records: list[RefreshRecord] = []
+    counts = {  # a refresh with expectations: its counts follow it in a snapshot of their own (.audit_write)
+        int(s.summary[COUNTS_OF_KEY]): s.summary for s in info.snapshots if COUNTS_OF_KEY in s.summary
+    }
     for snap in reversed(info.snapshots):
         if limit is not None and len(records) >= limit:
             break
         state = snap.refresh_state
-        if state is None:
+        if state is None or COUNTS_OF_KEY in snap.summary:  # a refresh's counts, after its own snapshot
             continue
         records.append(
             RefreshRecord(
@@ -39,7 +42,7 @@ def refresh_records(info: TableInfo, limit: int | None = None) -> list[RefreshRe
                 engine=state.engine,
                 decision=recorded_decision(snap, state),
                 definition_version=state.definition_version,
-                expectations=expectation_counts(snap.summary),
+                expectations=expectation_counts(counts.get(snap.snapshot_id, snap.summary)),
             )
         )
     return records

@@ -1,0 +1,207 @@
+"""Counting a refresh's expectations on its own write: Spark's observed metrics (``DataFrame.observe``) count every
+expectation's failing rows as the write to the staging branch passes them, so the rows are computed once.
+
+The counts are known after the write's commit, so they cannot be in its snapshot: they follow it on the staging
+branch in an empty snapshot of their own (:func:`record`), with the sample of failing rows read from the staged
+snapshot only where a ``FAIL UPDATE`` expectation failed (:func:`sampled`), and ``main`` is moved to that snapshot.
+A Connect ``MERGE`` (a SQL command, whose observed metrics do not reach the client) is counted first on the rows
+kept in Spark's cache instead (:func:`count`).
+
+Where Spark runs part of the write twice (a table with a sort order: its range partitioning reads the rows once to
+sample them; a stage retried in a cluster) the observation sees those rows again: a count that is an exact multiple
+of the rows the write added is divided back (:meth:`Observed.audit`); the hold itself depends only on whether a
+``FAIL UPDATE`` expectation failed at all, which repeating rows does not change.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
+from mt_magic.errors import RefreshConflictError
+from mt_magic.runtime.refresh.audit import BRANCH, COUNTS_OF_KEY, SAMPLE_ROWS, Audit, Counted, kept, passes
+from mt_magic.runtime.spark.connect import is_connect
+from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.spark.shown_rows import rendered
+from mt_magic.runtime.spark.time_travel import table_at
+from mt_magic.vocabulary import Expectation, OnViolation
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+@dataclass
+class Observed:
+    """A refresh's rows with every expectation counted on the job that writes them."""
+
+    rows: DataFrame
+    """Write these (the ``DROP ROW`` filter goes on top): the job that writes them counts them."""
+    expectations: tuple[Expectation, ...]
+    observation: Any = None
+    counted: Audit | None = None
+    """Counted before the write (a Connect ``MERGE``: the rows cached, :func:`count`)."""
+
+    @classmethod
+    def on(cls, df: DataFrame, expectations: tuple[Expectation, ...], *, through_sql: bool) -> Observed:
+        """``df`` observed; ``through_sql``: the rows are written by a SQL command (a ``MERGE``)."""
+        if through_sql and is_connect(df.sparkSession):
+            from pyspark import StorageLevel
+
+            cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+            return cls(cached, expectations, counted=count(cached, expectations))
+        if is_connect(df.sparkSession):
+            from pyspark.sql.connect.observation import Observation as ConnectObservation
+
+            observation: Any = ConnectObservation(f"mt_audit_{uuid.uuid4().hex}")
+        else:
+            from pyspark.sql import Observation
+
+            observation = Observation(f"mt_audit_{uuid.uuid4().hex}")
+        return cls(df.observe(observation, *_aggregates(expectations)), expectations, observation)
+
+    def release(self) -> None:
+        if self.counted is not None:
+            self.rows.unpersist()
+
+    def audit(self, written: int | None) -> Audit:
+        """The counts the write's job observed; ``written``: the rows its snapshot added where that is exactly the
+        kept rows (an append or a whole-table overwrite), to undo a repeated reading (see the module)."""
+        if self.counted is not None:
+            return self.counted
+        metrics = self.observation.get
+        if "rows" not in metrics:
+            raise RuntimeError("the refresh's write returned no observed counts")
+        total, kept = int(metrics["rows"] or 0), int(metrics["kept"] or 0)
+        failed = [int(metrics[f"f{i}"] or 0) for i in range(len(self.expectations))]
+        repeats = kept // written if written and kept > written and kept % written == 0 else 1
+        return Audit(
+            tuple(
+                Counted(
+                    e.name,
+                    e.on_violation,
+                    (total if e.on_violation is OnViolation.DROP_ROW else kept) // repeats,
+                    failed[i] // repeats,
+                )
+                for i, e in enumerate(self.expectations)
+            )
+        )
+
+
+def _aggregates(expectations: tuple[Expectation, ...]) -> list[Any]:
+    """Rows, kept rows and each expectation's failing rows (the aggregation :func:`count` runs)."""
+    from pyspark.sql import functions as F
+
+    stays, failing = failing_conditions(expectations)
+    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum(F.when(stays, 1).otherwise(0)).alias("kept")]
+    return aggregates + [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
+
+
+def failing_conditions(expectations: tuple[Expectation, ...]) -> tuple[Column, list[Column]]:
+    """(TRUE for a row the ``DROP ROW`` expectations keep, TRUE for a row failing each expectation): a ``DROP ROW``
+    one fails on any row, its failing rows are the dropped ones; every other one on the rows the table receives."""
+    from pyspark.sql import functions as F
+
+    keeps = kept(expectations)
+    stays = F.lit(True) if keeps is None else F.expr(keeps)
+    failing = [
+        ~F.expr(passes(e)) if e.on_violation is OnViolation.DROP_ROW else stays & ~F.expr(passes(e))
+        for e in expectations
+    ]
+    return stays, failing
+
+
+def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
+    """Each expectation's failing rows among ``df``'s in one aggregation (a job of its own: the rows must be cached;
+    the refresh's write counts them itself where it can, :mod:`.audit_write`).
+
+    ``df`` holds the rows before the ``DROP ROW`` filter (:func:`kept`; rows already filtered count the same, none
+    dropped): a ``DROP ROW`` expectation is counted on all of them, every other one on the rows they keep."""
+    from pyspark.sql import functions as F
+
+    stays, failing = failing_conditions(expectations)
+    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum(F.when(stays, 1).otherwise(0)).alias("kept")]
+    aggregates += [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
+    row = df.agg(*aggregates).first()
+    total = int(row["rows"]) if row is not None else 0
+    kept_rows = int((row["kept"] if row is not None else 0) or 0)
+    return Audit(
+        tuple(
+            Counted(
+                e.name,
+                e.on_violation,
+                total if e.on_violation is OnViolation.DROP_ROW else kept_rows,
+                int((row[f"f{i}"] if row is not None else 0) or 0),
+            )
+            for i, e in enumerate(expectations)
+        )
+    )
+
+
+def staged_table_rows(session: SparkSession, table: str, snapshot: int, added_since: int | None) -> DataFrame:
+    """``table``'s rows at ``snapshot`` (a staged one), or only those appended after ``added_since``."""
+    if added_since is None:
+        return table_at(session, table, snapshot)
+    reader = session.read.option("start-snapshot-id", str(added_since)).option("end-snapshot-id", str(snapshot))
+    return reader.table(qualified(table))
+
+
+def sampled(
+    session: SparkSession,
+    table: str,
+    counted: Audit,
+    expectations: tuple[Expectation, ...],
+    staged: int,
+    added_since: int | None,
+) -> Audit:
+    """``counted`` with a few failing rows of each ``FAIL UPDATE`` expectation that failed, read from the staged
+    snapshot (the rows it added after ``added_since`` where the refresh appended): only a held refresh reads here."""
+    from pyspark.sql import functions as F
+
+    if not counted.blocking:
+        return counted
+    rows = staged_table_rows(session, table, staged, added_since)
+    visible = [c for c in rows.columns if not c.startswith("__mt_")]
+    conditions = {e.name: e for e in expectations}
+    shown = []
+    for c in counted.counts:
+        if c.blocks:
+            failing = rows.where(~F.expr(passes(conditions[c.name]))).select(*visible)
+            c = replace(c, sample=tuple(_shown(r, visible) for r in rendered(failing).limit(SAMPLE_ROWS).collect()))
+        shown.append(c)
+    return Audit(tuple(shown))
+
+
+def _shown(row: Any, columns: list[str]) -> str:
+    return ", ".join(f"{c}={'NULL' if row[c] is None else row[c]}" for c in columns)
+
+
+def record(
+    catalog: MaterializedCatalog, staged: TableInfo, state: Mapping[str, str], counted: Audit, refreshed: int
+) -> TableInfo:
+    """The counts of the refresh committed as snapshot ``refreshed`` in an empty snapshot after it on the staging
+    branch of ``staged`` (the table as read after that commit), with the refresh's ``state`` again (what ``main``'s
+    current snapshot must carry): what history, the card and a held refresh's readers find (:func:`.audit.staged`).
+    One catalog commit through pyiceberg, no Spark job; it fails if the branch moved since ``staged``.
+
+    Returns:
+        The table as the commit left it.
+    """
+    from pyiceberg.exceptions import CommitFailedException
+
+    from mt_magic.catalog.rows import _without_retries
+
+    table = _without_retries(catalog.iceberg_table_of(staged))
+    properties = {**state, **counted.summary(), COUNTS_OF_KEY: str(refreshed)}
+    try:
+        with reaching(staged.name), table.transaction() as transaction:
+            with transaction.update_snapshot(snapshot_properties=properties, branch=BRANCH).fast_append():
+                pass  # no files: the snapshot carries the summary
+    except CommitFailedException as exc:
+        raise RefreshConflictError(
+            f"{staged.name}'s branch {BRANCH} moved while its refresh was audited (another writer?); main was not "
+            f"moved, the next refresh starts from the new state. ({exc})"
+        ) from exc
+    return table_info(staged.name, table)
