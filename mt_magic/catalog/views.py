@@ -91,8 +91,12 @@ def invalid_since(
     return max(refreshed_at, view.current_since())
 
 
-def invalid_table(table: str, view: ViewInfo) -> InvalidTableError:
-    """The refusal of a refresh whose view's current version holds what mt_magic's refresh cannot record."""
+def refusal(table: str, view: ViewInfo | None, definition_version: int) -> InvalidTableError | None:
+    """Why a refresh of ``table`` (invalid: see :func:`invalid_since`) running ``definition_version`` must not run:
+    it could not record the view's current version (:meth:`ViewInfo.version_for`: another engine's query,
+    namespace or ``storage-table``), so the table would stay invalid. ``None``: the refresh makes it valid."""
+    if view is None or view.version_for(definition_version) == view.current_version_id:
+        return None
     current = view.current
     engine = current.engine or "an engine that names none"
     return InvalidTableError(
@@ -321,14 +325,13 @@ class MaterializedViews:
 
         Raises:
             InvalidTableError: the view's current version is another engine's that the refresh cannot adopt
-                (:func:`invalid_table`); nothing is written.
+                (:func:`refusal`); nothing is written.
         """
         since, view = self._checked(table, uuid, last)
-        if since is None:
-            return True
-        if view is not None and view.version_for(definition_version) != view.current_version_id:
-            raise invalid_table(table, view)
-        return False
+        refused = None if since is None else refusal(table, view, definition_version)
+        if refused is not None:
+            raise refused
+        return since is None
 
     def upstream_views(self, state: RefreshState) -> tuple[ViewState, ...]:
         """The spec's ``view`` entries for the sources of ``state`` that are materialized tables of this catalog:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from mt_magic.catalog.definitions import NO_SNAPSHOT, RefreshState, SourceState, ViewState
-from mt_magic.catalog.views import ViewInfo, ViewVersionInfo, invalid_since
+from mt_magic.catalog.views import ViewInfo, ViewVersionInfo, invalid_since, refusal
 from mt_magic.vocabulary import RefreshKind, RefreshTrigger
 
 AT = datetime(2026, 11, 28, tzinfo=timezone.utc)
@@ -118,3 +118,24 @@ def test_a_storage_table_is_invalid_from_when_the_view_moved_past_its_recorded_v
     )
     early = version(4, "SELECT a FROM t", None, at=AT - timedelta(days=1))  # current before the refresh ran
     assert invalid_since(state(), summary, AT, view(ours, early)) == AT
+
+
+def test_a_refresh_is_refused_only_when_it_could_not_record_the_views_current_version() -> None:
+    ours, table = version(1, "SELECT a FROM t", 1), "mtit.sales.revenue"
+    assert refusal(table, None, 1) is None  # no view to check against
+    assert refusal(table, view(ours, version(2, "SELECT a FROM t", None)), 1) is None  # another engine's, adopted
+    assert refusal(table, view(ours, version(2, "SELECT b FROM t", 2)), 2) is None  # ALTER … AS: it records it
+    theirs = replace(version(2, "SELECT b FROM t", None), engine="trino")
+    refused = refusal(table, view(ours, theirs), 1)
+    assert refused is not None
+    with pytest.raises(
+        type(refused), match=r"^mtit\.sales\.revenue: its view mtit\.sales\.revenue__mv is at version 2, "
+    ):
+        raise refused
+    assert "written by trino" in str(refused) and "Nothing was refreshed" in str(refused)
+    assert str(refused).endswith(
+        "Fix: CREATE OR ALTER MATERIALIZED TABLE mtit.sales.revenue … AS SELECT … to make mt_magic's definition the "
+        "view's current version again, or DROP MATERIALIZED TABLE mtit.sales.revenue."
+    )
+    unnamed = refusal(table, view(ours, version(2, "SELECT b FROM t", None)), 1)
+    assert unnamed is not None and "written by an engine that names none" in str(unnamed)
