@@ -11,7 +11,7 @@ import pytest
 from mt_testing import run
 
 from mt_magic.errors import DefinitionError
-from mt_magic.runtime.refresh import audit
+from mt_magic.runtime.refresh import audit, audit_write
 from mt_magic.runtime.refresh.audit import ExpectationsHeldError
 from mt_magic.runtime.status import RefreshRequest
 from mt_magic.vocabulary import RefreshTrigger
@@ -131,14 +131,14 @@ def test_a_bad_batch_is_held_off_main_for_every_reader_and_published_once_fixed(
 
     spark.sql("INSERT INTO ex_orders VALUES (4, 40)")
     seen: list[list[tuple]] = []
-    real_publish = audit.publish
+    real_record = audit_write.record
 
-    def read_then_publish(session, table, main_snapshot, staged):  # type: ignore[no-untyped-def]
-        seen.append(_rows(spark, table))  # between the branch commit and the publish: main is the last good
-        seen.append(_rows(spark, audit.branch_table(table)))
-        real_publish(session, table, main_snapshot, staged)
+    def read_then_publish(catalog, staged, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(_rows(spark, staged.name))  # between the branch commit and the publish: main is the last good
+        seen.append(_rows(spark, audit.branch_table(staged.name)))
+        return real_record(catalog, staged, *args, **kwargs)
 
-    monkeypatch.setattr(audit, "publish", read_then_publish)
+    monkeypatch.setattr(audit_write, "record", read_then_publish)
     _refresh(mt, "ex_clean")
     assert seen == [good, [*good, (4, 40)]]
     assert _rows(spark, clean) == [*good, (4, 40)]  # published once: nothing read twice or lost

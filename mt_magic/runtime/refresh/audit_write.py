@@ -179,29 +179,46 @@ def _shown(row: Any, columns: list[str]) -> str:
 
 
 def record(
-    catalog: MaterializedCatalog, staged: TableInfo, state: Mapping[str, str], counted: Audit, refreshed: int
+    catalog: MaterializedCatalog,
+    staged: TableInfo,
+    state: Mapping[str, str],
+    counted: Audit,
+    refreshed: int,
+    publish_over: int | None | bool = False,
 ) -> TableInfo:
     """The counts of the refresh committed as snapshot ``refreshed`` in an empty snapshot after it on the staging
     branch of ``staged`` (the table as read after that commit), with the refresh's ``state`` again (what ``main``'s
     current snapshot must carry): what history, the card and a held refresh's readers find (:func:`.audit.staged`).
-    One catalog commit through pyiceberg, no Spark job; it fails if the branch moved since ``staged``.
+    Unless ``publish_over`` is ``False``, the same commit moves ``main`` to that snapshot, asserting ``main`` is still
+    at ``publish_over`` (``None``: the table has no snapshot yet). One catalog commit through pyiceberg, no Spark job.
 
     Returns:
         The table as the commit left it.
+
+    Raises:
+        RefreshConflictError: the branch or ``main`` moved since (another writer); nothing was committed.
     """
     from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table.refs import MAIN_BRANCH
+    from pyiceberg.table.update.snapshot import ManageSnapshots
 
     from mt_magic.catalog.rows import _without_retries
 
     table = _without_retries(catalog.iceberg_table_of(staged))
     properties = {**state, **counted.summary(), COUNTS_OF_KEY: str(refreshed)}
+    moved = publish_over is not False and table.metadata.current_snapshot_id != publish_over
     try:
+        if moved:
+            raise CommitFailedException(f"main is at {table.metadata.current_snapshot_id}, not {publish_over}")
         with reaching(staged.name), table.transaction() as transaction:
             with transaction.update_snapshot(snapshot_properties=properties, branch=BRANCH).fast_append():
                 pass  # no files: the snapshot carries the summary
+            if publish_over is not False:  # main fast-forwarded to it (its parent's parent is main)
+                with ManageSnapshots(transaction) as refs:
+                    refs.create_branch(transaction.table_metadata.refs[BRANCH].snapshot_id, MAIN_BRANCH)
     except CommitFailedException as exc:
         raise RefreshConflictError(
-            f"{staged.name}'s branch {BRANCH} moved while its refresh was audited (another writer?); main was not "
-            f"moved, the next refresh starts from the new state. ({exc})"
+            f"{staged.name} changed while its refresh was audited (another writer?); main was not moved, the next "
+            f"refresh starts from the new state. ({exc})"
         ) from exc
     return table_info(staged.name, table)

@@ -230,15 +230,12 @@ def _audited(
         appended = read_snapshot if write.mode is WriteMode.APPEND else None
         counted = audit_write.sampled(session, table, counted, expectations, staged.snapshot_id, appended)
         state = {k: v for k, v in properties.items() if k != REFRESH_ID_KEY}
-        head = audit.staged(audit_write.record(catalog, loaded, state, counted, staged.snapshot_id))
-    if head is None or head.snapshot_id != staged.snapshot_id:
-        raise RefreshError(f"{table}: the refresh's counts are not on branch {audit.BRANCH}; main not moved")
+    with phase("publish"):  # the counts, and main moved to them unless one FAIL UPDATE expectation failed
+        over = False if counted.blocking else read_snapshot
+        done = audit_write.record(catalog, loaded, state, counted, staged.snapshot_id, publish_over=over)
     if counted.blocking:
         raise audit.held_error(table, counted, read_snapshot, staged.snapshot_id)
-    with phase("publish"):
-        audit.publish(session, table, read_snapshot, head.head)
-    with phase("read back"):
-        return committed_snapshot(catalog, table, refresh_id)
+    return _tagged(done, refresh_id)
 
 
 def _writer(df: DataFrame, target: str, properties: Mapping[str, str]):  # type: ignore[no-untyped-def]
