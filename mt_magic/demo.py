@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mt_magic.catalog.embedded import mt_home, read_state, running_server, state_path, stop_embedded_server
+from mt_magic.loopback import owner_only, private_dir
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "01_quickstart.ipynb"
 SHOWN_LINES = 6
@@ -80,7 +81,10 @@ def run_notebook(path: Path, log: Path) -> float:
         notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     started = time.monotonic()
-    with open(log, "ab") as kernel_log, client.setup_kernel(env=_kernel_env(), stderr=kernel_log, stdout=kernel_log):
+    with owner_only():  # Spark's log names paths, users and queries: its owner's only, as the home it is in
+        kernel_log = open(log, "ab")  # noqa: SIM115 (closed below, after the kernel that writes it)
+    os.chmod(log, 0o600)  # a log an older version left open to others
+    with kernel_log, client.setup_kernel(env=_kernel_env(), stderr=kernel_log, stdout=kernel_log):
         for number, cell in enumerate(notebook.cells, start=1):
             if cell.cell_type != "code":
                 continue
@@ -97,8 +101,7 @@ def run_demo(keep_catalog: bool = False, notebook: Path = QUICKSTART) -> int:
     if not notebook.exists():
         print(f"error: {notebook} is missing; the demo runs the repository's examples/ notebooks", file=sys.stderr)
         return 1
-    home = mt_home(None)
-    home.mkdir(parents=True, exist_ok=True)
+    home = private_dir(mt_home(None))
     was_running = running_server(home) is not None
     log = home / "demo-kernel.log"
     print(f"mt_magic demo: running {notebook.name} headless in a Jupyter kernel (MT_MAGIC_HOME={home})")

@@ -64,3 +64,26 @@ def test_report_names_the_cell_by_its_first_statement(
     _report(cell(source), 7, 1.25)
     first = capsys.readouterr().out.splitlines()[0]
     assert first == f"[ 7]   1.2s  {head}"
+
+
+@pytest.mark.kernel
+def test_the_kernel_log_is_its_owners_only_from_creation(tmp_path) -> None:
+    """The demo's kernel log (Spark's: paths, users, queries) is created 0600 whatever the umask, and an older one
+    left open to others is closed."""
+    import os
+    import stat
+
+    from mt_magic.demo import run_notebook
+
+    notebook = tmp_path / "one.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), notebook)
+    previous = os.umask(0o022)
+    try:
+        fresh, older = tmp_path / "fresh.log", tmp_path / "older.log"
+        older.write_text("an older run\n")
+        os.chmod(older, 0o644)
+        for log in (fresh, older):
+            run_notebook(notebook, log)
+            assert stat.S_IMODE(log.stat().st_mode) == 0o600, log
+    finally:
+        os.umask(previous)
