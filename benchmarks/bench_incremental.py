@@ -38,6 +38,7 @@ Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_incremental.py [--rows 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import statistics
 import tempfile
@@ -124,6 +125,8 @@ class Bench:
         )
         self.spark = self.conn.spark
         self.service = self.conn.service
+        self._closed = False
+        atexit.register(self.close)  # a benchmark that ends without close(), or fails, leaves no catalog server behind
         self._batch = 0
         self._runs = 0
         self.engines: Counter = Counter()
@@ -133,9 +136,12 @@ class Bench:
         return f"bench.b.{table}"
 
     def close(self) -> None:
-        """Stop Spark and the private ``MT_MAGIC_HOME``'s catalog server."""
+        """Stop Spark and the private ``MT_MAGIC_HOME``'s catalog server (once; also at exit)."""
         from mt_magic.catalog.embedded import stop_embedded_server
 
+        if self._closed:
+            return
+        self._closed = True
         self.conn.close()
         stop_embedded_server()
 
