@@ -192,12 +192,12 @@ def _run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     raise AssertionError("Run All Cells did not start the notebook")
 
 
-def snap(locator, path: str | Path, attempts: int = 10) -> None:  # type: ignore[no-untyped-def]
-    """Save a picture of ``locator``, taken again if its element is replaced while Playwright waits for it.
+def on_current(locator, act, attempts: int = 10) -> None:  # type: ignore[no-untyped-def]
+    """``act(locator)``, done again if its element is replaced while Playwright waits for it.
 
     A live view re-sends its display whenever what it shows changes (``widgets/saved_output.py``), and
-    JupyterLab then renders the widget again: the element a screenshot waits on can leave the DOM for its
-    successor (detached, or for a moment not visible while it is swapped). The locator finds the new one on the
+    JupyterLab then renders the widget again: the element a scroll or a screenshot waits on can leave the DOM for
+    its successor (detached, or for a moment not visible while it is swapped). The locator finds the new one on the
     next attempt; anything else is raised at once.
     """
     from playwright.sync_api import Error
@@ -205,12 +205,22 @@ def snap(locator, path: str | Path, attempts: int = 10) -> None:  # type: ignore
     replaced = ("not attached to the DOM", "Node is either not visible or not an HTMLElement")
     for attempt in range(attempts):
         try:
-            locator.screenshot(path=str(path))
+            act(locator)
             return
         except Error as error:
             if not any(text in str(error) for text in replaced) or attempt == attempts - 1:
                 raise
             locator.page.wait_for_timeout(250)
+
+
+def scroll_to(locator) -> None:  # type: ignore[no-untyped-def]
+    """Scroll ``locator``'s element into view (:func:`on_current`: its successor if it is re-rendered meanwhile)."""
+    on_current(locator, lambda current: current.scroll_into_view_if_needed())
+
+
+def snap(locator, path: str | Path) -> None:  # type: ignore[no-untyped-def]
+    """Save a picture of ``locator`` (:func:`on_current`: of its successor if it is re-rendered meanwhile)."""
+    on_current(locator, lambda current: current.screenshot(path=str(path)))
 
 
 def launch_chromium(playwright, tmp_path: Path, width: int = 1400, height: int = 1100):  # type: ignore[no-untyped-def]
@@ -240,7 +250,7 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
 
             card = page.locator(CARD)
             card.wait_for(state="attached", timeout=150_000)  # kernel start, Spark, first refresh
-            card.scroll_into_view_if_needed()
+            scroll_to(card)
             assert "CONTINUOUS" in page.locator(f"{CARD} .mt-mode").inner_text()
             assert "10 seconds < 30 minutes threshold" in page.locator(f"{CARD} .mt-mode").inner_text()
             assert "mt.default.live_page_views" in page.locator(f"{CARD} .mt-title").inner_text()
@@ -259,7 +269,7 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
                 page, lambda: _level(page) in ("late", "stale"), "the badge turns amber or red after the append", 60
             )
             assert "behind" in page.locator(BADGE).inner_text()
-            card.scroll_into_view_if_needed()
+            scroll_to(card)
             snap(card, str(ARTIFACTS / "02-badge-after-append.png"))
 
             before = _last_refresh(page)
@@ -283,13 +293,13 @@ def test_the_card_renders_follows_staleness_and_refreshes_on_click(lab: Lab, tmp
             )
             chart = page.locator(CHART)
             assert "refresh duration by strategy" in chart.inner_html() and "rows written" in chart.inner_html()
-            chart.scroll_into_view_if_needed()
+            scroll_to(chart)
             snap(chart, str(ARTIFACTS / "03b-card-history-chart.png"))
             snap(chart, str(DOCS / "card_history_chart.png"))
             if os.environ.get(SCREENSHOT_ENV):  # the README's picture: `MT_MAGIC_SCREENSHOT=docs/live_card.png`
                 snap(card, os.environ[SCREENSHOT_ENV])
             page.screenshot(path=str(ARTIFACTS / "04-notebook.png"))
-            page.locator(".mt-lineage").scroll_into_view_if_needed()
+            scroll_to(page.locator(".mt-lineage"))
             assert page.locator(".mt-lineage .mt-node[data-level='source']").count() == 1  # the plain Iceberg table
             page.screenshot(path=str(ARTIFACTS / "05-lineage-and-dashboard.png"))
         except Exception:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_jupyterlab import ARTIFACTS, REPO, Lab, _wait_for, lab, launch_chromium, snap  # noqa: F401 - the fixture
+from test_jupyterlab import ARTIFACTS, REPO, Lab, _wait_for, lab, launch_chromium, scroll_to, snap  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1200)]
 
@@ -65,7 +65,7 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
             assert "mt.default.revenue_per_company" in view.locator("tr.mt-as-of").first.inner_text()
             snapshot = view.locator("tr.mt-as-of").first.get_attribute("data-snapshot")
             assert view.locator("button.mt-live-pause").is_visible()
-            view.scroll_into_view_if_needed()
+            scroll_to(view)
             snap(view, str(ARTIFACTS / "live_query_before.png"))
             snap(view, str(DOCS / "live_query_before.png"))
 
@@ -77,7 +77,7 @@ def test_the_live_query_renders_and_its_rows_change_after_a_refresh(lab: Lab, tm
             assert view.locator("tr.mt-as-of").first.get_attribute("data-snapshot") != snapshot
             runs = view.locator(".mt-live-run")
             _wait_for(page, lambda: int(runs.get_attribute("data-runs") or 0) > 1, "the header counts the re-run", 120)
-            view.scroll_into_view_if_needed()
+            scroll_to(view)
             snap(view, str(ARTIFACTS / "live_query_after.png"))
             snap(view, str(DOCS / "live_query_after.png"))
         except Exception:

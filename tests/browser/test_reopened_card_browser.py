@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_jupyterlab import ARTIFACTS, REPO, Lab, lab, launch_chromium, snap  # noqa: F401 - the fixture
+from test_jupyterlab import ARTIFACTS, REPO, Lab, lab, launch_chromium, scroll_to, snap  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
@@ -111,7 +111,7 @@ def test_a_reopened_notebook_shows_its_card_as_saved_not_model_not_found(
             page.locator(".jp-Notebook").wait_for(state="visible", timeout=60_000)
             card = page.locator(".mt-card")
             card.wait_for(state="visible", timeout=60_000)
-            card.scroll_into_view_if_needed()
+            scroll_to(card)
             snap(card, str(ARTIFACTS / "07-reopened-card.png"))
             assert "model not found" not in page.locator(".jp-Notebook").inner_text()
             assert "mt.default.reopened_views" in page.locator(".mt-card .mt-title").inner_text()
