@@ -29,8 +29,8 @@ pytestmark = pytest.mark.spark
 
 
 class OneNamespace:
-    """The real engine, discovering this test's namespace only, its daily cron twelve hours from the test's clock
-    (no scheduled refresh starts within the test)."""
+    """The real engine, discovering this test's namespace only, its daily cron 22 to 23 hours from the test's clock
+    (no scheduled refresh starts within the test, whose polls move the clock about 12 hours)."""
 
     def __init__(self, engine: Any, prefix: str, cron: str) -> None:
         self._engine, self._prefix, self._cron = engine, prefix, cron
@@ -60,7 +60,7 @@ def watched(mt) -> Iterator[Watched]:  # type: ignore[no-untyped-def]
 
     prefix = f"{mt.workspace.catalog.spark_name}.{mt.workspace.default_namespace}."
     clock = FakeClock(utc_now())
-    cron = f"0 {(clock().hour + 12) % 24} * * *"
+    cron = f"0 {(clock().hour + 23) % 24} * * *"  # twelve hours ahead was crossed when the test began late in an hour
     manager = RefreshManager(OneNamespace(mt.engine, prefix, cron), clock=clock, executor=InlineExecutor())
     yield Watched(MaterializedTables(mt.engine, manager, background=False), clock)
     manager.stop()
