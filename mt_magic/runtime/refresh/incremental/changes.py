@@ -4,15 +4,12 @@ Read from snapshot metadata only (operations and summaries through pyiceberg), n
 classification decides which delta reader is correct before any Spark job runs. Iceberg's incremental
 append scan silently skips overwrite and delete snapshots, so it may only be used when every logical change
 in the range is an append; row-level changes need the changelog, which cannot read delete files, so a range
-with delete files at either end is marked ``merge_on_read`` and read from the data files it touches. A range
-whose added or removed data files have a STRING bound Iceberg wrote with U+FFFD (read from their manifests) is
-ruled out (:func:`text_bounds_replaced`).
+with delete files at either end is marked ``merge_on_read`` and read from the data files it touches.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,8 +133,6 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
     before = next(s for s in info.snapshots if s.snapshot_id == consumed)
     if None not in (before.schema_id, after[-1].schema_id) and before.schema_id != after[-1].schema_id:
         return _ruled_out(name, consumed, pinned, FallbackReason.SCHEMA_CHANGED)
-    if text_bounds_replaced(info.iceberg, after):
-        return _ruled_out(name, consumed, pinned, FallbackReason.TEXT_BOUNDS_NOT_UTF8)
     if not logical:
         return SourceChange(name, ChangeKind.NONE, consumed, pinned)
     merge_on_read = any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS)
@@ -156,38 +151,3 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         merge_on_read=merge_on_read,
         iceberg=info.iceberg,
     )
-
-
-REPLACED = "\ufffd".encode()
-"""U+FFFD as UTF-8: what Iceberg writes into a STRING bound for the bytes of a value that is not valid UTF-8."""
-
-
-def text_bounds_replaced(table: Any, snapshots: Sequence[SnapshotInfo]) -> bool:
-    """Whether a data file that ``snapshots`` added or removed has a STRING bound holding U+FFFD (manifests only).
-
-    Iceberg decodes a Parquet min or max that is not valid UTF-8 as text, U+FFFD for the stray bytes: a file holding
-    'é' (C3 A9) and CAST(unhex('C328') AS STRING) gets the lower bound U+FFFD '(' (EF BF BD 28), above 'é', so a
-    pushed ``s = 'é'`` skips the file. Spark's answer then depends on which files hold the rows: the incremental
-    append scan reads the appended file, the query at the pinned snapshot the file a compaction wrote (issue 46).
-    ``table`` is the source's pyiceberg ``Table`` (``None``: not loaded, nothing checked); top-level columns only.
-    """
-    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
-    from pyiceberg.types import StringType
-
-    if table is None or not snapshots:
-        return False
-    texts = {f.field_id for s in table.schemas().values() for f in s.fields if isinstance(f.field_type, StringType)}
-    if not texts:
-        return False
-    for info in snapshots:
-        snapshot = table.snapshot_by_id(info.snapshot_id)
-        for manifest in snapshot.manifests(table.io) if snapshot is not None else ():
-            if manifest.content != ManifestContent.DATA or manifest.added_snapshot_id != info.snapshot_id:
-                continue
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
-                if entry.status == ManifestEntryStatus.EXISTING:
-                    continue
-                bounds = (entry.data_file.lower_bounds or {}, entry.data_file.upper_bounds or {})
-                if any(REPLACED in side.get(i, b"") for side in bounds for i in texts):
-                    return True
-    return False

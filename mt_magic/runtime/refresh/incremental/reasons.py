@@ -170,14 +170,6 @@ class FallbackReason(enum.Enum):
         "(rollback or replace), so the change since is unknown"
     )
     """The consumed snapshot exists but is not an ancestor of the current one."""
-    TEXT_BOUNDS_NOT_UTF8 = (
-        "a data file the change added or removed holds a STRING that is not valid UTF-8 as its lowest or highest "
-        "value, which Iceberg keeps as other text (U+FFFD), so a filter skips the file or not depending on which "
-        "files hold the rows and Spark's answer is only the query's own"
-    )
-    """A data file added or removed since the consumed snapshot has a STRING bound holding U+FFFD
-    (:func:`.changes.text_bounds_replaced`): its bounds may exclude its own values, so a delta read from the
-    appended files and the query over compacted ones disagree."""
     SOURCE_RECREATED = "a source was dropped and re-created since the last refresh (its table uuid changed)"
     """The source's uuid differs from the one in the refresh state."""
     CHEAPER_TO_RECOMPUTE = "a full recompute is cheaper than applying this much change"
