@@ -1,8 +1,7 @@
 """Run-wide isolation for every test item, notebooks included (nbval items do not get fixtures).
 
 Each run gets its own ``MT_MAGIC_HOME`` (embedded catalog, warehouse, server state), inherited by the
-kernels nbval and the browser test start, so tests never touch the user's ``~/.mt_magic``. Every JVM the tests
-start through ``spark-submit`` gets :data:`TEST_JVM_OPTIONS`.
+kernels nbval and the browser test start, so tests never touch the user's ``~/.mt_magic``.
 
 ``ast.parse`` runs one call at a time: CPython before 3.11.8/3.12.1 (gh-106905) kept the AST converter's recursion
 depth in shared state, so two threads parsing at once — pytest rendering a failure's source while a refresh
@@ -19,14 +18,6 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""Java options of every JVM the tests start through ``spark-submit`` (``SPARK_SUBMIT_OPTS``, inherited: the test
-process's Spark, the kernels', runners', one-shots' and Airflow tasks' Sparks, the Spark Connect server): the quick
-compiler only and one garbage-collector thread. These JVMs live seconds to minutes on small data, where the
-optimizing compiler's and the collector's threads cost CPU that never pays back on 2 cores (CPU before and after:
-test_change_contract + 01_quickstart on PySpark 3.5, 176 s and 138 s; test_change_contract + test_in_process_fuzz +
-test_adaptive on 4.1, 198 s and 178 s). Spark's settings are unchanged; a caller's own SPARK_SUBMIT_OPTS is kept."""
 
 _OWN_HOME: list[str] = []
 _PARSING = threading.RLock()
@@ -49,7 +40,6 @@ def pytest_configure(config) -> None:  # type: ignore[no-untyped-def]
     home = tempfile.mkdtemp(prefix="mt_home_")
     _OWN_HOME.append(home)
     os.environ["MT_MAGIC_HOME"] = home
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
     if _connect_line().enabled():  # the Spark Connect line: a server for the whole run (tests/spark_connect/line.py)
         _connect_line().start(Path(home))
 
