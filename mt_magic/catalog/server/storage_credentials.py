@@ -155,7 +155,14 @@ class CredentialVendor:
             region_name=storage.region,
         )
         self._storage = storage
-        config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2})
+        from urllib.parse import urlparse
+
+        from mt_magic.loopback import is_loopback
+
+        # a store on this machine is reached directly: the server's key never goes through the environment's proxy
+        loopback = is_loopback(urlparse(storage.endpoint or "").hostname)
+        direct: dict[str, dict[str, str]] = {"proxies": {}} if loopback else {}
+        config = Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2}, **direct)
         self._iam = session.client("iam", endpoint_url=storage.endpoint, config=config)
         self._sts = session.client("sts", endpoint_url=storage.endpoint, config=config)
         self._lock = threading.Lock()
