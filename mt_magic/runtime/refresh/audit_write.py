@@ -119,12 +119,7 @@ def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
 
     ``df`` holds the rows before the ``DROP ROW`` filter (:func:`kept`; rows already filtered count the same, none
     dropped): a ``DROP ROW`` expectation is counted on all of them, every other one on the rows they keep."""
-    from pyspark.sql import functions as F
-
-    stays, failing = failing_conditions(expectations)
-    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum(F.when(stays, 1).otherwise(0)).alias("kept")]
-    aggregates += [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
-    row = df.agg(*aggregates).first()
+    row = df.agg(*_aggregates(expectations)).first()
     total = int(row["rows"]) if row is not None else 0
     kept_rows = int((row["kept"] if row is not None else 0) or 0)
     return Audit(
