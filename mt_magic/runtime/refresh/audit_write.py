@@ -4,8 +4,10 @@ expectation's failing rows as the write to the staging branch passes them, so th
 The counts are known after the write's commit, so they cannot be in its snapshot: they follow it on the staging
 branch in an empty snapshot of their own (:func:`record`), with the sample of failing rows read from the staged
 snapshot only where a ``FAIL UPDATE`` expectation failed (:func:`sampled`), and ``main`` is moved to that snapshot.
-A Connect ``MERGE`` (a SQL command, whose observed metrics do not reach the client) is counted first on the rows
-kept in Spark's cache instead (:func:`count`).
+On Spark Connect the rows are counted first on the rows kept in Spark's cache instead (:func:`count`): a ``MERGE``'s
+observed metrics (a SQL command's) never reach the client, and a write's reach it only if the server's listener
+delivered them within the 100 ms Spark 4's Connect server waits for them (``Observation.getRowOrEmpty``), which a
+loaded machine misses.
 
 Where Spark runs part of the write twice (a table with a sort order: its range partitioning reads the rows once to
 sample them; a stage retried in a cluster) the observation sees those rows again: a count that is an exact multiple
@@ -42,24 +44,19 @@ class Observed:
     expectations: tuple[Expectation, ...]
     observation: Any = None
     counted: Audit | None = None
-    """Counted before the write (a Connect ``MERGE``: the rows cached, :func:`count`)."""
+    """Counted before the write (on Connect: the rows cached, :func:`count`)."""
 
     @classmethod
-    def on(cls, df: DataFrame, expectations: tuple[Expectation, ...], *, through_sql: bool) -> Observed:
-        """``df`` observed; ``through_sql``: the rows are written by a SQL command (a ``MERGE``)."""
-        if through_sql and is_connect(df.sparkSession):
+    def on(cls, df: DataFrame, expectations: tuple[Expectation, ...]) -> Observed:
+        """``df`` observed (on Connect: cached and counted, see the module)."""
+        if is_connect(df.sparkSession):
             from pyspark import StorageLevel
 
             cached = df.persist(StorageLevel.MEMORY_AND_DISK)
             return cls(cached, expectations, counted=count(cached, expectations))
-        if is_connect(df.sparkSession):
-            from pyspark.sql.connect.observation import Observation as ConnectObservation
+        from pyspark.sql import Observation
 
-            observation: Any = ConnectObservation(f"mt_audit_{uuid.uuid4().hex}")
-        else:
-            from pyspark.sql import Observation
-
-            observation = Observation(f"mt_audit_{uuid.uuid4().hex}")
+        observation = Observation(f"mt_audit_{uuid.uuid4().hex}")
         return cls(df.observe(observation, *_aggregates(expectations)), expectations, observation)
 
     def release(self) -> None:

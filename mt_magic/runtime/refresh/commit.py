@@ -208,7 +208,7 @@ def _audited(
         ExpectationsHeldError: one did; ``main`` was not moved.
     """
     session = write.df.sparkSession
-    observed = audit_write.Observed.on(write.df, expectations, through_sql=write.mode is WriteMode.REPLACE_ROWS)
+    observed = audit_write.Observed.on(write.df, expectations)
     try:
         with phase("write"):
             current = audit.staged(info)
