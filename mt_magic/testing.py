@@ -121,6 +121,9 @@ class FakeBackend:
         self.progress_by_group: dict[str, JobProgress] = {}
         self.unavailable: str | None = None
         """While set, every catalog call raises CatalogUnavailableError with this message."""
+        self.refusal: BaseException | None = None
+        """While set, every refresh is received and raises it (a refusal the engine repeats: an invalid table, a
+        missing source)."""
         self.calls: list[tuple[str, str]] = []
         """``(method, argument)`` of every call, in order."""
         self.requests: list[RefreshRequest] = []
@@ -187,6 +190,8 @@ class FakeBackend:
             self._running[request.job_group] = request
             self._cond.notify_all()
         try:
+            if self.refusal is not None:
+                raise self.refusal
             self._wait_while_blocked(request)
             result = self._scripts[request.table].popleft() if self._scripts[request.table] else RefreshKind.FULL
             if isinstance(result, BaseException):

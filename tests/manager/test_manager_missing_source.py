@@ -22,29 +22,24 @@ class SourceBackend(FakeBackend):
     """A backend whose tables read ``SOURCE``: while it is dropped, staleness polls and refreshes raise as the
     engine's do (``NoSuchSourceTableError``)."""
 
-    def __init__(self, clock: FakeClock) -> None:
-        super().__init__(clock=clock)
-        self.source_exists = True
+    @property
+    def source_exists(self) -> bool:
+        return self.refusal is None
 
-    def _missing(self, table: str) -> None:
-        if not self.source_exists:
-            raise NoSuchSourceTableError(table, SOURCE)
+    @source_exists.setter
+    def source_exists(self, exists: bool) -> None:
+        self.refusal = None if exists else NoSuchSourceTableError(TABLE, SOURCE)
 
     def pending_since(self, table: str) -> datetime | None:
         since = super().pending_since(table)
-        self._missing(table)
+        if self.refusal is not None:
+            raise self.refusal
         return since
-
-    def refresh(self, request):  # type: ignore[no-untyped-def]
-        if not self.source_exists:
-            self.requests.append(request)
-            raise NoSuchSourceTableError(request.table, SOURCE)
-        return super().refresh(request)
 
 
 @pytest.fixture
 def backend(clock: FakeClock) -> SourceBackend:
-    return SourceBackend(clock)
+    return SourceBackend(clock=clock)
 
 
 def test_a_missing_source_holds_the_schedule_without_giving_up_and_it_resumes_when_the_source_is_back(

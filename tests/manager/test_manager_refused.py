@@ -16,34 +16,20 @@ TABLE = "c.db.t"
 REFUSAL = InvalidTableError("its view is another engine's", statement=TABLE, fix="CREATE OR ALTER … AS, or DROP it")
 
 
-class ViewBackend(FakeBackend):
-    """A backend whose refreshes are refused while ``invalid``, as the engine refuses them."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        super().__init__(clock=clock)
-        self.invalid = False
-
-    def refresh(self, request):  # type: ignore[no-untyped-def]
-        if self.invalid:
-            self.requests.append(request)
-            raise REFUSAL
-        return super().refresh(request)
-
-
 @pytest.fixture
-def backend(clock: FakeClock) -> ViewBackend:
-    return ViewBackend(clock)
+def backend(clock: FakeClock) -> FakeBackend:
+    return FakeBackend(clock=clock)
 
 
 def test_a_refused_refresh_is_not_retried_until_the_table_is_redefined(
-    backend: ViewBackend, clock: FakeClock, make_manager: ManagerFactory
+    backend: FakeBackend, clock: FakeClock, make_manager: ManagerFactory
 ) -> None:
     backend.put(continuous(TABLE, MINUTE, last_refresh_at=T0))
     manager = make_manager()
     events: list[RefreshEvent] = []
     manager.subscribe(events.append)
     manager.step()
-    backend.invalid = True
+    backend.refusal = REFUSAL
     clock.set(T0 + MINUTE)
     manager.step()
     assert ran(backend) == [(TABLE, "scheduled")]
@@ -63,7 +49,7 @@ def test_a_refused_refresh_is_not_retried_until_the_table_is_redefined(
         future.result(0)
     assert len(ran(backend)) == 2
 
-    backend.invalid = False  # CREATE OR ALTER … AS took the view over: the manager adopts the definition
+    backend.refusal = None  # CREATE OR ALTER … AS took the view over: the manager adopts the definition
     manager.upsert(continuous(TABLE, MINUTE, last_refresh_at=T0))
     clock.advance(minutes=1)
     manager.step()
