@@ -17,7 +17,9 @@ from mt_magic.runtime.refresh.context import DEFAULT_MAX_CHANGE
 from mt_magic.runtime.refresh.incremental.changes import ChangeKind, SourceChange, classify
 from mt_magic.runtime.refresh.incremental.reasons import Fallback, FallbackReason, Strategy
 from mt_magic.runtime.refresh.incremental.shape import QueryPlan, plan_query
+from mt_magic.runtime.refresh.incremental.text_bounds import replaced_bound
 from mt_magic.sql.query.analysis import analyze_query
+from mt_magic.sql.query.filtered_columns import filtered_columns
 
 if TYPE_CHECKING:
     from mt_magic.runtime.refresh.cost_model import CostModel
@@ -112,6 +114,9 @@ def plan_refresh(
     if ruled_out:
         reasons = tuple(dict.fromkeys(c.reason for c in ruled_out if c.reason is not None))
         return Fallback(reasons, ", ".join(c.name for c in ruled_out))
+    bound = replaced_bound(sources, changes, filtered_columns(definition.expanded_query))
+    if bound is not None:
+        return Fallback((FallbackReason.TEXT_BOUNDS_NOT_UTF8,), bound)
     kinds = {c.kind for c in changes}
     if not kinds & {ChangeKind.APPENDS, ChangeKind.ROW_LEVEL}:
         return RefreshPlan(Strategy.NO_LOGICAL_CHANGE, query, changes, info.current_snapshot_id, (), last[1].sum_mass)

@@ -170,6 +170,15 @@ class FallbackReason(enum.Enum):
         "(rollback or replace), so the change since is unknown"
     )
     """The consumed snapshot exists but is not an ancestor of the current one."""
+    TEXT_BOUNDS_NOT_UTF8 = (
+        "a data file the change added, removed or deleted rows from holds a STRING that is not valid UTF-8 as the "
+        "lowest or highest value of a column the query filters or joins on, which Iceberg keeps as other text "
+        "(U+FFFD), so a pushed filter skips the file or not depending on which files hold the rows and only the "
+        "query itself gives Spark's answer"
+    )
+    """A file of the change has a replaced STRING bound on a column a condition of the query names
+    (:func:`.text_bounds.replaced_bound`): its bounds may exclude its own values, so a delta read from the changed
+    files and the query over other files (a compaction's) disagree."""
     SOURCE_RECREATED = "a source was dropped and re-created since the last refresh (its table uuid changed)"
     """The source's uuid differs from the one in the refresh state."""
     CHEAPER_TO_RECOMPUTE = "a full recompute is cheaper than applying this much change"
