@@ -7,7 +7,9 @@ snapshot only where a ``FAIL UPDATE`` expectation failed (:func:`sampled`), and 
 On Spark Connect the rows are counted first on the rows kept in Spark's cache instead (:func:`count`): a ``MERGE``'s
 observed metrics (a SQL command's) never reach the client, and a write's reach it only if the server's listener
 delivered them within the 100 ms Spark 4's Connect server waits for them (``Observation.getRowOrEmpty``), which a
-loaded machine misses.
+loaded machine misses. On classic Spark the counts come on Spark's listener bus after the write returns: the refresh
+waits for them at most :data:`OBSERVATION_WAIT_S` (then a :class:`~mt_magic.errors.RefreshError`, ``main`` not moved),
+and an observation whose write failed before running leaves no listener behind (:meth:`Observed.release`).
 
 Where Spark runs part of the write twice (a table with a sort order: its range partitioning reads the rows once to
 sample them; a stage retried in a cluster) the observation sees those rows again: a count that is an exact multiple
@@ -17,13 +19,14 @@ of the rows the write added is divided back (:meth:`Observed.audit`); the hold i
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
-from mt_magic.errors import RefreshConflictError
+from mt_magic.errors import RefreshConflictError, RefreshError
 from mt_magic.runtime.refresh.audit import BRANCH, COUNTS_OF_KEY, SAMPLE_ROWS, Audit, Counted, kept, passes
 from mt_magic.runtime.spark.connect import is_connect
 from mt_magic.runtime.spark.quoting import qualified
@@ -32,7 +35,11 @@ from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.vocabulary import Expectation, OnViolation
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+OBSERVATION_WAIT_S = 120.0
+"""How long a refresh waits, once its write returned, for Spark's listener to hand over the write's counts (classic
+Spark delivers them on its listener bus, after the write; a bus that never does would otherwise hang the refresh)."""
 
 
 @dataclass
@@ -45,6 +52,8 @@ class Observed:
     observation: Any = None
     counted: Audit | None = None
     """Counted before the write (on Connect: the rows cached, :func:`count`)."""
+    delivered: bool = False
+    """The observation's counts were read: Spark removed its listener itself."""
 
     @classmethod
     def on(cls, df: DataFrame, expectations: tuple[Expectation, ...]) -> Observed:
@@ -60,15 +69,25 @@ class Observed:
         return cls(df.observe(observation, *_aggregates(expectations)), expectations, observation)
 
     def release(self) -> None:
+        """Let go of what counting holds, whether the write ran or failed: the cached rows (Connect), or the
+        observation's listener when no write delivered its counts (Spark 3.5 registers one per observation and
+        removes it only then, :func:`_forget`)."""
         if self.counted is not None:
             self.rows.unpersist()
+        elif self.observation is not None and not self.delivered:
+            _forget(self.rows.sparkSession, self.observation)
 
-    def audit(self, written: int | None) -> Audit:
+    def audit(self, written: int | None, wait_s: float = OBSERVATION_WAIT_S) -> Audit:
         """The counts the write's job observed; ``written``: the rows its snapshot added where that is exactly the
-        kept rows (an append or a whole-table overwrite), to undo a repeated reading (see the module)."""
+        kept rows (an append or a whole-table overwrite), to undo a repeated reading (see the module).
+
+        Raises:
+            RefreshError: Spark did not hand over the counts within ``wait_s`` (``main`` not moved).
+        """
         if self.counted is not None:
             return self.counted
-        metrics = self.observation.get
+        metrics = _delivered(self.observation, wait_s)
+        self.delivered = True
         if "rows" not in metrics:
             raise RuntimeError("the refresh's write returned no observed counts")
         total, kept = int(metrics["rows"] or 0), int(metrics["kept"] or 0)
@@ -87,24 +106,64 @@ class Observed:
         )
 
 
+def _delivered(observation: Any, wait_s: float) -> dict[str, Any]:
+    """A classic observation's counts, once Spark's listener delivered them (waiting at most ``wait_s``), read in one
+    call as JSON: pyspark's ``Observation.get`` waits without a limit and reads Spark's map entry by entry (a py4j
+    round trip each, and a Java exception to end the iteration: ~80 round trips for three expectations).
+
+    Raises:
+        RefreshError: not delivered within ``wait_s``.
+    """
+    jo, jvm = observation._jo, observation._jvm  # pyspark's handle on Spark's Observation (3.5 and 4.x classic)
+    future = jo.future()
+    if not future.isCompleted():
+        try:
+            jvm.scala.concurrent.Await.ready(future, jvm.scala.concurrent.duration.Duration.create(f"{wait_s} s"))
+        except Exception:  # Spark's TimeoutException, as py4j hands it over: the check below tells what happened
+            pass
+        if not future.isCompleted():
+            raise RefreshError(
+                f"the refresh's write committed its rows to branch {BRANCH}, but Spark's listener did not hand over "
+                f"the expectations' counts within {wait_s:g} s; main was not moved",
+                fix="refresh again (the staged rows are replaced); if it repeats, Spark's listener bus is stalled or "
+                "dropping events (see the driver log for 'Dropping event'): restart the Spark session",
+            )
+    try:
+        return dict(json.loads(jo.getRow().json()))
+    except Exception:  # Row.empty, which has no schema to write: the query ended without the counts
+        return {}
+
+
+def _forget(session: SparkSession, observation: Any) -> None:
+    """Remove the listener a classic Spark 3.5 observation registered when no query delivered its counts (a write
+    that failed before it ran): Spark removes it only on delivery, and a kept one sees every later query of the
+    session. Spark 4 keeps one listener per session instead (nothing to remove here)."""
+    jo = observation._jo
+    if jo is None or jo.future().isCompleted():
+        return
+    manager = session._jsparkSession.listenerManager()
+    for listener in manager.listListeners():
+        if listener.getClass().getName() == "org.apache.spark.sql.ObservationListener" and listener.observation() == jo:
+            manager.unregister(listener)
+
+
 def _aggregates(expectations: tuple[Expectation, ...]) -> list[Any]:
-    """Rows, kept rows and each expectation's failing rows (the aggregation :func:`count` runs)."""
+    """Rows, kept rows and each expectation's failing rows (the aggregation :func:`count` runs), each one SQL
+    expression: a few py4j calls, not one per operator."""
     from pyspark.sql import functions as F
 
     stays, failing = failing_conditions(expectations)
-    aggregates = [F.count(F.lit(1)).alias("rows"), F.sum(F.when(stays, 1).otherwise(0)).alias("kept")]
-    return aggregates + [F.sum(F.when(f, 1).otherwise(0)).alias(f"f{i}") for i, f in enumerate(failing)]
+    sums = [("kept", stays), *((f"f{i}", f) for i, f in enumerate(failing))]
+    return [F.expr("count(1) AS `rows`")] + [F.expr(f"sum(CASE WHEN {c} THEN 1 ELSE 0 END) AS `{n}`") for n, c in sums]
 
 
-def failing_conditions(expectations: tuple[Expectation, ...]) -> tuple[Column, list[Column]]:
-    """(TRUE for a row the ``DROP ROW`` expectations keep, TRUE for a row failing each expectation): a ``DROP ROW``
-    one fails on any row, its failing rows are the dropped ones; every other one on the rows the table receives."""
-    from pyspark.sql import functions as F
-
-    keeps = kept(expectations)
-    stays = F.lit(True) if keeps is None else F.expr(keeps)
+def failing_conditions(expectations: tuple[Expectation, ...]) -> tuple[str, list[str]]:
+    """(Spark SQL TRUE for a row the ``DROP ROW`` expectations keep, TRUE for a row failing each expectation): a
+    ``DROP ROW`` one fails on any row, its failing rows are the dropped ones; every other one on the rows the table
+    receives."""
+    stays = kept(expectations) or "TRUE"
     failing = [
-        ~F.expr(passes(e)) if e.on_violation is OnViolation.DROP_ROW else stays & ~F.expr(passes(e))
+        f"NOT {passes(e)}" if e.on_violation is OnViolation.DROP_ROW else f"({stays}) AND NOT {passes(e)}"
         for e in expectations
     ]
     return stays, failing

@@ -210,26 +210,28 @@ def _audited(
     session = write.df.sparkSession
     observed = audit_write.Observed.on(write.df, expectations)
     try:
-        with phase("write"):
+        with phase("stage"):
             current = audit.staged(info)
             if current is None or current.head != read_snapshot:  # after a publish the branch is at main already
                 audit.stage(session, table)
+        with phase("write"):
             rows = observed.rows if write.kept is None else observed.rows.where(write.kept)
             _write(replace(write, df=rows), audit.branch_table(table), properties, read_snapshot)
+        with phase("read back"):
             staged = audit.staged(loaded := catalog.load(table))
             if staged is None or staged.summary.get(REFRESH_ID_KEY) != refresh_id:  # a MERGE that changed nothing
                 _writer(write.df.limit(0), audit.branch_table(table), properties).append()
                 staged = audit.staged(loaded := catalog.load(table))
+        if staged is None or staged.summary.get(REFRESH_ID_KEY) != refresh_id:
+            raise RefreshError(f"{table}: the refresh's staged snapshot is not on branch {audit.BRANCH}; main kept")
+        with phase("audit"):
+            added = staged.summary.get("added-records", "0")
+            counted = observed.audit(int(added) if write.mode is not WriteMode.REPLACE_ROWS else None)
+            appended = read_snapshot if write.mode is WriteMode.APPEND else None
+            counted = audit_write.sampled(session, table, counted, expectations, staged.snapshot_id, appended)
     finally:
         observed.release()
-    if staged is None or staged.summary.get(REFRESH_ID_KEY) != refresh_id:
-        raise RefreshError(f"{table}: the refresh's staged snapshot is not on branch {audit.BRANCH}; main not moved")
-    with phase("audit"):
-        added = staged.summary.get("added-records", "0")
-        counted = observed.audit(int(added) if write.mode is not WriteMode.REPLACE_ROWS else None)
-        appended = read_snapshot if write.mode is WriteMode.APPEND else None
-        counted = audit_write.sampled(session, table, counted, expectations, staged.snapshot_id, appended)
-        state = {k: v for k, v in properties.items() if k != REFRESH_ID_KEY}
+    state = {k: v for k, v in properties.items() if k != REFRESH_ID_KEY}
     with phase("publish"):  # the counts, and main moved to them unless one FAIL UPDATE expectation failed
         over = False if counted.blocking else read_snapshot
         done = audit_write.record(catalog, loaded, state, counted, staged.snapshot_id, publish_over=over)
