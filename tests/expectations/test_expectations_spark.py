@@ -183,6 +183,9 @@ def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_pu
         assert _rows(spark, name) == _rows(spark, f"({query})")
         assert outcome.strategy == "incremental: append the delta"  # the filter keeps it incremental
         assert _counts(mt, name)[0] == ("keyed", 2 - dropped, dropped, 0)  # counted on the delta
+        assert mt.history(name).records[0].decision is not None  # read from the refresh's own snapshot
+        summary = mt.workspace.catalog.load(name).snapshots[-1].summary  # main's: the counts', with the state again
+        assert "mt.decision" not in summary and audit.COUNTS_OF_KEY in summary
 
     spark.sql("INSERT INTO ex_events VALUES (5, -1)")
     with pytest.raises(ExpectationsHeldError):

@@ -29,7 +29,7 @@ from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, ta
 from mt_magic.catalog.views import MaterializedViews
 from mt_magic.errors import RefreshConflictError, RefreshError
 from mt_magic.runtime.refresh import audit, audit_write
-from mt_magic.runtime.refresh.decision_summary import decision_summary
+from mt_magic.runtime.refresh.decision_summary import DECISION_KEY, decision_summary
 from mt_magic.runtime.refresh.phases import phase
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import Decision
@@ -231,7 +231,7 @@ def _audited(
             counted = audit_write.sampled(session, table, counted, expectations, staged.snapshot_id, appended)
     finally:
         observed.release()
-    state = {k: v for k, v in properties.items() if k != REFRESH_ID_KEY}
+    state = {k: v for k, v in properties.items() if k not in (REFRESH_ID_KEY, DECISION_KEY)}  # the decision: once
     with phase("publish"):  # the counts, and main moved to them unless one FAIL UPDATE expectation failed
         over = False if counted.blocking else read_snapshot
         done = audit_write.record(catalog, loaded, state, counted, staged.snapshot_id, publish_over=over)
