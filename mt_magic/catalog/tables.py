@@ -39,6 +39,24 @@ LIST_WORKERS = 8
 """Tables a listing asks the catalog about at once (their requests wait on the server, not on this process)."""
 
 
+ROW_COUNTS = (
+    "added-data-files",
+    "deleted-data-files",
+    "added-records",
+    "deleted-records",
+    "added-delete-files",
+    "removed-delete-files",
+    "added-position-deletes",
+    "removed-position-deletes",
+    "added-equality-deletes",
+    "removed-equality-deletes",
+    "added-dvs",
+    "removed-dvs",
+)
+"""Summary keys that count the files, rows and deletes a snapshot added or removed
+(:attr:`SnapshotInfo.changes_rows`)."""
+
+
 @dataclass(frozen=True)
 class SnapshotInfo:
     """One snapshot of a table, with the summary as plain strings."""
@@ -55,10 +73,33 @@ class SnapshotInfo:
     def refresh_state(self) -> RefreshState | None:
         return RefreshState.from_summary(self.summary)
 
+    def count(self, key: str) -> int:
+        """The summary's count under ``key``, 0 where it keeps none (Iceberg writes only the counts that are not zero,
+        and the totals always) or not a count: the one reading of a summary count."""
+        raw = self.summary.get(key, "0")
+        return int(raw) if raw.isdigit() else 0
+
     @property
     def changes_data(self) -> bool:
-        """False for snapshots that rewrite files without changing rows (compaction, manifest rewrites)."""
+        """Whether the snapshot is a commit of data, not a rewrite of files (compaction, manifest rewrites): an empty
+        append counts. Staleness reads it (:meth:`TableInfo.data_changes`: ``mt_status``, ``engine.pending_since``,
+        history), as do the planner's TABLE_MODIFIED check and the decision record's change, because the Iceberg
+        materialized-view spec's freshness compares source snapshots: a spec reader calls a table over a source
+        that appended nothing stale too (``tests/interop/test_mv_spec_agreement.py``)."""
         return self.operation != "replace"
+
+    @property
+    def changes_rows(self) -> bool:
+        """Whether the snapshot may change the table's rows: :attr:`changes_data`, and its summary counts a file, a
+        row or a delete it added or removed (a summary without totals may not count: taken as a change). The
+        incremental planner reads it (``incremental/changes.py: classify``): an empty append (an upstream table's
+        refresh recording its state) changes no rows, and counted as a change it made a join's other table look
+        changed and sent its refresh to Spark where ``%mt explain`` said in process (issue 46)."""
+        if not self.changes_data:
+            return False
+        if "total-records" not in self.summary:
+            return True
+        return any(self.count(key) for key in ROW_COUNTS)
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,18 @@ for C3 28), above the 'é' it also holds, so Spark's pushed ``s = 'é'`` skips t
 decides Spark's answer: after a compaction rewrites that file with good bounds, the query finds the rows an
 incremental refresh never saw. A table whose query compares such a column recomputes when its change adds or
 removes such a file (:mod:`mt_magic.runtime.refresh.incremental.text_bounds`); a table over the same source that
-compares another column keeps its strategy."""
+compares another column keeps its strategy. A join's unchanged table needs no such rule: the in-process path refuses
+its text (``guards.check_readable``) and Spark's delta join reads it through the same files as the query."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
-from incremental_testing import COW, assert_matches_oracle, insert_values, qualified, refresh, run
+from incremental_testing import COW, assert_matches_oracle, insert_values, oracle, qualified, refresh, run
 
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
+from mt_magic.vocabulary import RefreshEngine
 
 pytestmark = pytest.mark.spark
 
@@ -47,3 +51,31 @@ def test_a_filter_on_text_whose_file_bounds_are_not_utf8_recomputes_to_sparks_an
     insert_values(spark, txt, "(4, 'é')")  # a file whose bounds are text: incremental again
     assert refresh(mt, "picked").strategy.startswith("incremental")
     assert_matches_oracle(mt, "picked")
+
+
+def test_a_join_whose_unchanged_table_has_such_bounds_refuses_in_process_and_equals_spark(spark, mt, caplog) -> None:
+    facts, dims = qualified(mt, "facts"), qualified(mt, "dims")
+    spark.sql(f"CREATE TABLE {facts} (id BIGINT, k INT, s STRING) USING iceberg")
+    spark.sql(f"CREATE TABLE {dims} (k INT, s STRING) USING iceberg")
+    spark.sql(  # one file of the dimension, lower bound U+FFFD '(' above its 'é'
+        f"INSERT INTO {dims} SELECT /*+ COALESCE(1) */ * FROM VALUES "
+        "(1, 'é'), (2, CAST(unhex('C328') AS STRING)) AS v(k, s)"
+    )
+    insert_values(spark, facts, "(1, 1, 'é')")
+    run(  # Spark pushes f.s = 'é' through the ON equality into the dimension's scan; d.s = 'é' directly
+        mt,
+        f"CREATE MATERIALIZED TABLE on_s FRESHNESS = INTERVAL '1' MINUTE AS "
+        f"SELECT f.id, d.k FROM {facts} f JOIN {dims} d ON f.s = d.s WHERE f.s = 'é';"
+        f"CREATE MATERIALIZED TABLE by_k FRESHNESS = INTERVAL '1' MINUTE AS "
+        f"SELECT f.id, d.s FROM {facts} f JOIN {dims} d ON f.k = d.k WHERE d.s = 'é'",
+    )
+    insert_values(spark, facts, "(10, 1, 'é')", "(11, 2, 'é')")
+    caplog.set_level(logging.INFO, logger="mt_magic.runtime.refresh.incremental.in_process.run")
+    for name in ("on_s", "by_k"):
+        outcome = refresh(mt, name)
+        assert outcome.engine is RefreshEngine.SPARK, f"{name}: {outcome.strategy}"
+        assert "delta join (1 of 2 sources changed)" in outcome.strategy, f"{name}: {outcome.strategy}"
+        assert f"the source {dims}" in caplog.text and "UTF" in caplog.text, f"{name}: {caplog.text}"
+        caplog.clear()
+        assert_matches_oracle(mt, name)
+        assert oracle(mt, name)[1] == {}  # Spark's answer skips the dimension's file: in process it found rows

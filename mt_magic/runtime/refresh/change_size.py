@@ -38,10 +38,10 @@ def source_change(name: str, logical: Sequence[SnapshotInfo], pinned: SnapshotIn
     planner (:func:`.incremental.changes.classify`) and the decision record (:mod:`.decision_summary`) share."""
     return SourceDelta(
         name,
-        sum(_count(s, "added-records") for s in logical),
-        sum(_count(s, key) for s in logical for key in REMOVED_ROWS),
-        sum(_count(s, "added-data-files") for s in logical),
-        sum(_count(s, "deleted-data-files") for s in logical),
+        sum(s.count("added-records") for s in logical),
+        sum(s.count(key) for s in logical for key in REMOVED_ROWS),
+        sum(s.count("added-data-files") for s in logical),
+        sum(s.count("deleted-data-files") for s in logical),
         rows_read(logical, pinned),
     )
 
@@ -49,10 +49,10 @@ def source_change(name: str, logical: Sequence[SnapshotInfo], pinned: SnapshotIn
 def rows_read(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> int:
     """Rows a reader of these snapshots' changes reads (``logical``: the snapshots that changed data, oldest
     first; ``pinned``: the newest, whose totals size a data file)."""
-    total = _count(pinned, "total-records") if pinned is not None else 0
+    total = pinned.count("total-records") if pinned is not None else 0
     read = rows_found_by_position(logical, pinned)
     for snapshot in logical:
-        read += _count(snapshot, "added-records") + _count(snapshot, "deleted-records")
+        read += snapshot.count("added-records") + snapshot.count("deleted-records")
         if _equality(snapshot):
             read += total
     return read
@@ -61,22 +61,17 @@ def rows_read(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> i
 def rows_found_by_position(logical: Sequence[SnapshotInfo], pinned: SnapshotInfo | None) -> int:
     """Of :func:`rows_read`, the rows of data files that stayed, read to find the positions position deletes and
     deletion vectors removed (each delete file names one data file, sized at the source's mean rows per file)."""
-    total = _count(pinned, "total-records") if pinned is not None else 0
-    files = _count(pinned, "total-data-files") if pinned is not None else 0
+    total = pinned.count("total-records") if pinned is not None else 0
+    files = pinned.count("total-data-files") if pinned is not None else 0
     per_file = total / files if files else 0.0
     found = 0
     for snapshot in (s for s in logical if not _equality(s)):
-        touching = max(_count(snapshot, key) for key in TOUCHING_DELETE_FILES)
-        if touching == 0 and _count(snapshot, "added-position-deletes"):
+        touching = max(snapshot.count(key) for key in TOUCHING_DELETE_FILES)
+        if touching == 0 and snapshot.count("added-position-deletes"):
             touching = 1
         found += min(total, round(touching * per_file))
     return found
 
 
 def _equality(snapshot: SnapshotInfo) -> bool:
-    return bool(_count(snapshot, "added-equality-delete-files") or _count(snapshot, "added-equality-deletes"))
-
-
-def _count(snapshot: SnapshotInfo, key: str) -> int:
-    raw = snapshot.summary.get(key, "0")
-    return int(raw) if raw.isdigit() else 0
+    return bool(snapshot.count("added-equality-delete-files") or snapshot.count("added-equality-deletes"))

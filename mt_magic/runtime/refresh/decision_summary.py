@@ -77,15 +77,14 @@ def recorded_decision(snapshot: SnapshotInfo, state: RefreshState) -> Decision |
         decision = _decoded(json.loads(raw))
     except (ValueError, KeyError, TypeError):
         return None
-    summary = snapshot.summary
     measured = Measured(
         wall_s=max((snapshot.committed_at - state.refresh_start).total_seconds(), 0.0),
         spark_task_s=0.0 if state.engine is not RefreshEngine.SPARK else None,
         spark_jobs=0 if state.engine is not RefreshEngine.SPARK else None,
-        bytes_written=_count(summary, "added-files-size"),
-        bytes_removed=_count(summary, "removed-files-size"),
-        rows_written=_count(summary, "added-records"),
-        rows_removed=_count(summary, "deleted-records"),
+        bytes_written=_said(snapshot, "added-files-size"),
+        bytes_removed=_said(snapshot, "removed-files-size"),
+        rows_written=_said(snapshot, "added-records"),
+        rows_removed=_said(snapshot, "deleted-records"),
     )
     return replace(decision, measured=measured)
 
@@ -94,9 +93,9 @@ def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 4)
 
 
-def _count(summary: Mapping[str, str], key: str) -> int | None:
-    raw = summary.get(key)
-    return int(raw) if raw is not None and raw.isdigit() else None
+def _said(snapshot: SnapshotInfo, key: str) -> int | None:
+    """The summary's count under ``key``, ``None`` where it keeps none (an old commit's summary may not count)."""
+    return snapshot.count(key) if key in snapshot.summary else None
 
 
 def _decoded(record: Mapping[str, object]) -> Decision:
@@ -131,8 +130,7 @@ def _rows(info: TableInfo) -> int | None:
     """Rows of the source's pinned snapshot, from its summary (``None`` when it does not say)."""
     if not info.snapshots:
         return 0
-    raw = info.snapshots[-1].summary.get("total-records", "")
-    return int(raw) if raw.isdigit() else None
+    return _said(info.snapshots[-1], "total-records")
 
 
 def source_delta(source: TableInfo, consumed: int | None) -> SourceDelta | None:

@@ -6,7 +6,8 @@ append scan silently skips overwrite and delete snapshots, so it may only be use
 in the range is an append; row-level changes need the changelog, which cannot read delete files, so a range
 with delete files at either end is marked ``merge_on_read`` and read from the data files it touches. A snapshot
 that adds and removes no rows (an empty append: an upstream table's refresh recording its state) is no change, as a
-compaction is not (:func:`changes_rows`).
+compaction is not (:attr:`~mt_magic.catalog.tables.SnapshotInfo.changes_rows`, where staleness reads
+:attr:`~mt_magic.catalog.tables.SnapshotInfo.changes_data`).
 """
 
 from __future__ import annotations
@@ -16,29 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mt_magic.catalog.definitions import SourceState
-from mt_magic.catalog.tables import SnapshotInfo, TableInfo
+from mt_magic.catalog.tables import TableInfo
 from mt_magic.runtime.refresh.change_size import rows_found_by_position, source_change
 from mt_magic.runtime.refresh.incremental.reasons import FallbackReason
 
 DELETE_FILE_KEYS = ("added-delete-files", "added-position-delete-files", "added-equality-delete-files", "added-dvs")
 """Summary keys that count delete files (or deletion vectors) a snapshot added: merge-on-read writes."""
-
-ROW_COUNTS = (
-    "added-data-files",
-    "deleted-data-files",
-    "added-records",
-    "deleted-records",
-    "added-delete-files",
-    "removed-delete-files",
-    "added-position-deletes",
-    "removed-position-deletes",
-    "added-equality-deletes",
-    "removed-equality-deletes",
-    "added-dvs",
-    "removed-dvs",
-)
-"""Summary keys that count the files, rows and deletes a snapshot added or removed (Iceberg writes only those that
-are not zero, and the totals always)."""
 
 
 class ChangeKind(enum.Enum):
@@ -113,25 +97,6 @@ class SourceChange:
         return f"{self.name}: {self.kind.value} ({self.changes} snapshot(s))"
 
 
-def _count(snapshot: SnapshotInfo, key: str) -> int:
-    try:
-        return int(snapshot.summary.get(key, "0"))
-    except ValueError:
-        return 0
-
-
-def changes_rows(snapshot: SnapshotInfo) -> bool:
-    """Whether ``snapshot`` may change the source's rows: not a compaction, and its summary counts a file, a row or a
-    delete it added or removed. An empty append (an upstream table's refresh that records its state and no rows)
-    changes none: counted as a change, it made a join's other table look changed and sent its refresh to Spark where
-    ``%mt explain`` says in process (issue 46). A summary without totals is taken as a change (it may not count)."""
-    if not snapshot.changes_data:
-        return False
-    if "total-records" not in snapshot.summary:
-        return True
-    return any(snapshot.summary.get(key, "0") != "0" for key in ROW_COUNTS)
-
-
 def _ruled_out(name: str, recorded: int | None, pinned: int | None, reason: FallbackReason) -> SourceChange:
     return SourceChange(name, ChangeKind.RULES_OUT, recorded, pinned, reason)
 
@@ -156,7 +121,7 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         expired = consumed not in info.known_snapshot_ids
         reason = FallbackReason.SNAPSHOT_EXPIRED if expired else FallbackReason.HISTORY_REWRITTEN
         return _ruled_out(name, consumed, pinned, reason)
-    logical = [s for s in after if changes_rows(s)]
+    logical = [s for s in after if s.changes_rows]
     counted = source_change(name, logical, after[-1] if after else None)
     rows, read = counted.rows_added + counted.rows_removed, counted.read
     if consumed is None:
@@ -166,10 +131,10 @@ def classify(info: TableInfo, recorded: SourceState | None) -> SourceChange:
         return _ruled_out(name, consumed, pinned, FallbackReason.SCHEMA_CHANGED)
     if not logical:
         return SourceChange(name, ChangeKind.NONE, consumed, pinned)
-    merge_on_read = any(_count(s, key) > 0 for s in logical for key in DELETE_FILE_KEYS)
+    merge_on_read = any(s.count(key) for s in logical for key in DELETE_FILE_KEYS)
     if not merge_on_read and all(s.operation == "append" for s in logical):
         return SourceChange(name, ChangeKind.APPENDS, consumed, pinned, changes=len(logical), rows=rows, read=read)
-    merge_on_read |= _count(before, "total-delete-files") > 0 or _count(after[-1], "total-delete-files") > 0
+    merge_on_read |= before.count("total-delete-files") > 0 or after[-1].count("total-delete-files") > 0
     return SourceChange(
         name,
         ChangeKind.ROW_LEVEL,

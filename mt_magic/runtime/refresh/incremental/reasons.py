@@ -171,12 +171,13 @@ class FallbackReason(enum.Enum):
     )
     """The consumed snapshot exists but is not an ancestor of the current one."""
     TEXT_BOUNDS_NOT_UTF8 = (
-        "a data file the change added, removed or deleted rows from holds a STRING that is not valid UTF-8 as the "
-        "lowest or highest value of a column the query filters or joins on, which Iceberg keeps as other text "
-        "(U+FFFD), so a pushed filter skips the file or not depending on which files hold the rows and only the "
-        "query itself gives Spark's answer"
+        "a data file the change added, removed or deleted rows from has a lowest or highest STRING value holding "
+        "U+FFFD on a column the query filters or joins on (Iceberg writes U+FFFD there for text that is not valid "
+        "UTF-8, whose bound may then exclude the file's own values), so a pushed filter skips the file or not "
+        "depending on which files hold the rows and only the query itself gives Spark's answer"
     )
-    """A file of the change has a replaced STRING bound on a column a condition of the query names
+    """A file of the change has a STRING bound holding U+FFFD (the check cannot tell a replaced byte from a U+FFFD
+    the text held) on a column a condition of the query names
     (:func:`.text_bounds.replaced_bound`): its bounds may exclude its own values, so a delta read from the changed
     files and the query over other files (a compaction's) disagree."""
     SOURCE_RECREATED = "a source was dropped and re-created since the last refresh (its table uuid changed)"

@@ -30,13 +30,19 @@ def replaced_bound(
     sources: Sequence[TableInfo], changes: Sequence[SourceChange], compared: Collection[str]
 ) -> str | None:
     """The first ``source.column`` whose change reaches a file with a replaced STRING bound on a ``compared`` column
-    (lower-case names a condition of the query names), ``None`` when there is none (manifests only; a source
-    whose pyiceberg table was not loaded is not checked)."""
+    (lower-case names a condition of the query names), ``None`` when there is none (manifests only).
+
+    Every source reaches the planner through :func:`~mt_magic.catalog.tables.table_info`, which keeps the pyiceberg
+    table it read: one without it was built by hand, and checking nothing would skip the rule silently."""
     if not compared:
         return None
     for source, change in zip(sources, changes, strict=True):
-        if change.consumed == change.pinned or source.iceberg is None:
+        if change.consumed == change.pinned:
             continue
+        assert source.iceberg is not None, (
+            f"{source.name} reached the planner without its pyiceberg table: its STRING bounds cannot be checked "
+            "(build it with catalog.tables.table_info)"
+        )
         fields = _text_fields(source.iceberg, compared)
         after = source.snapshots_after(change.consumed) or ()
         column = _replaced_in(source.iceberg, after, fields) if fields else None
@@ -80,8 +86,8 @@ def _replaced_in(table: Any, snapshots: Sequence[SnapshotInfo], fields: dict[int
     when one of them added delete files (which file a delete names is not read here: every live one counts)."""
     seen: set[str] = set()
     for info in snapshots:
-        deletes = any(info.summary.get(key, "0") != "0" for key in DELETE_FILE_KEYS)
-        if not deletes and all(info.summary.get(key, "0") == "0" for key in FILE_COUNTS):
+        deletes = any(info.count(key) for key in DELETE_FILE_KEYS)
+        if not deletes and not any(info.count(key) for key in FILE_COUNTS):
             continue
         for entry in _data_entries(table, info.snapshot_id, every_live=deletes, seen=seen):
             bounds = (entry.data_file.lower_bounds or {}, entry.data_file.upper_bounds or {})
