@@ -150,6 +150,10 @@ def test_a_readers_credentials_read_only_its_table_and_a_writers_write_only_ther
     writer = _s3(team, _ok(team.load("writer", "events"))["config"])
     writer.put_object(Bucket=BUCKET, Key=_key(location) + "/data/written-by-the-writer", Body=b"w")
     writer.delete_object(Bucket=BUCKET, Key=_key(location) + "/data/written-by-the-writer")
+    own_metadata = _ok(team.admin.get("/v1/namespaces/a/tables/events"))["metadata-location"]  # only the server's
+    assert _refused(lambda: writer.put_object(Bucket=BUCKET, Key=_key(own_metadata), Body=b"{}")) == "AccessDenied"
+    assert _refused(lambda: writer.delete_object(Bucket=BUCKET, Key=_key(own_metadata))) == "AccessDenied"
+    assert writer.get_object(Bucket=BUCKET, Key=_key(own_metadata))["Body"].read()[:1] == b"{"
 
     other = _ok(team.admin.get("/v1/namespaces/b/tables/other"))["metadata-location"]
     for credentials in (reader, writer):
@@ -262,6 +266,18 @@ def test_a_key_file_others_may_read_is_refused(tmp_path: Path) -> None:
     assert S3Storage.load("http://127.0.0.1:9000", "us-east-1", key_file).access_key_id == "AKIA"
 
 
+def test_a_missing_key_file_or_a_bad_duration_is_refused_with_a_fix(tmp_path: Path) -> None:
+    from mt_magic.catalog.server.storage_credentials import S3Storage
+
+    missing = tmp_path / "nowhere.json"
+    with pytest.raises(ValueError, match=f"--s3-credentials-file {missing} cannot be read .*Fix: "):
+        S3Storage.load("http://127.0.0.1:9000", "us-east-1", missing)
+    with pytest.raises(ValueError, match="cannot be read .*Fix: "):
+        S3Storage.load("http://127.0.0.1:9000", "us-east-1", tmp_path)  # a folder (mode 700 under pytest's tmp)
+    with pytest.raises(ValueError, match="--s3-credentials-seconds 60 is outside .*Fix: "):
+        S3Storage.load("http://127.0.0.1:9000", "us-east-1", None, duration_seconds=60)
+
+
 SPARK_READER = """
 import sys
 from pyspark.sql import SparkSession
@@ -326,3 +342,75 @@ def test_serve_refuses_s3_settings_it_cannot_use(tmp_path: Path, capsys: pytest.
         assert main(["serve", *args]) == 2
         err = capsys.readouterr().err
         assert expected in err and "Fix" in err and "secret inside" not in err, err
+
+
+def _tables_and_locations(team: Team) -> dict[str, str]:
+    """Every table's current metadata file, as the admin sees it: what a refused request must leave as it was."""
+    found = {}
+    for ns in ("a", "b"):
+        for ident in _ok(team.admin.get(f"/v1/namespaces/{ns}/tables"))["identifiers"]:
+            name = ".".join([*ident["namespace"], ident["name"]])
+            found[name] = _ok(team.admin.get(f"/v1/namespaces/{ns}/tables/{ident['name']}"))["metadata-location"]
+    return found
+
+
+def _assert_refused_with_no_credentials(answer: httpx.Response) -> None:
+    assert answer.status_code in (400, 403), answer.text
+    assert "Fix" in answer.text and "s3.session-token" not in answer.text and "storage-credentials" not in answer.text
+
+
+WIDE_PLACES = {
+    "the warehouse root": f"s3://{BUCKET}/wh",
+    "another namespace's folder": f"s3://{BUCKET}/wh/b",
+    "another table's folder": f"s3://{BUCKET}/wh/b/other",
+    "a folder of another table": f"s3://{BUCKET}/wh/a/events/data",
+}
+
+
+@pytest.mark.parametrize("where", WIDE_PLACES)
+def test_a_staged_create_over_anothers_folders_is_refused_and_vends_nothing(team: Team, where: str) -> None:
+    """Exploit A: CREATE (and write) on a namespace must not buy credentials for the warehouse or another table."""
+    before = _tables_and_locations(team)
+    for properties in ({}, {"write.data.path": WIDE_PLACES[where]}):
+        location = WIDE_PLACES[where] if not properties else f"s3://{BUCKET}/wh/a/wide"
+        body = {"name": "wide", "schema": ICEBERG_SCHEMA, "location": location, "properties": properties}
+        for staged in (True, False):
+            with team.http("writer") as client:
+                answer = client.post(
+                    "/v1/namespaces/a/tables", json={**body, "stage-create": staged}, headers=DELEGATION
+                )
+            team.seen.append(answer.text)
+            _assert_refused_with_no_credentials(answer)
+    assert _tables_and_locations(team) == before
+
+
+@pytest.mark.parametrize("key", ["write.data.path", "write.metadata.path"])
+def test_a_commit_pointing_a_tables_paths_at_anothers_folders_is_refused(team: Team, key: str) -> None:
+    """Exploit B: WRITE on one table must not redirect its folders over the warehouse and then load credentials."""
+    before = _tables_and_locations(team)
+    for place in [p for p in WIDE_PLACES.values() if not p.startswith(f"s3://{BUCKET}/wh/a/events")]:  # not its own
+        update = {"action": "set-properties", "updates": {key: place}}
+        with team.http("writer") as client:
+            answer = client.post("/v1/namespaces/a/tables/events", json={"requirements": [], "updates": [update]})
+        _assert_refused_with_no_credentials(answer)
+    assert _tables_and_locations(team) == before
+    loaded = _ok(team.load("writer", "events"))
+    assert [c["prefix"] for c in loaded["storage-credentials"]] == [loaded["metadata"]["location"] + "/"]
+    writer = _s3(team, loaded["config"])
+    other = _ok(team.admin.get("/v1/namespaces/b/tables/other"))["metadata-location"]
+    assert _refused(lambda: writer.put_object(Bucket=BUCKET, Key=_key(other) + ".evil", Body=b"x")) == "AccessDenied"
+
+
+def test_the_lease_tables_credentials_are_never_vended(team: Team) -> None:
+    """The lease table needs no grant to load, so a delegated load of it hands out no credentials at all."""
+    leases = {"name": "refresh_leases", "schema": ICEBERG_SCHEMA}
+    if team.admin.head("/v1/namespaces/mt_magic").status_code == 404:
+        _ok(team.admin.post("/v1/namespaces", json={"namespace": ["mt_magic"]}))
+    if team.admin.head("/v1/namespaces/mt_magic/tables/refresh_leases").status_code == 404:
+        _ok(team.admin.post("/v1/namespaces/mt_magic/tables", json=leases))
+    with team.http("lister") as client:
+        answer = client.get("/v1/namespaces/mt_magic/tables/refresh_leases", headers=DELEGATION)
+        fresh = client.get("/v1/namespaces/mt_magic/tables/refresh_leases/credentials")
+    loaded = _ok(answer)
+    assert loaded["config"] == {} and not loaded.get("storage-credentials"), answer.text
+    assert fresh.status_code == 403 or _ok(fresh)["storage-credentials"] == [], fresh.text

@@ -120,6 +120,20 @@ class NamespaceStore:
         removed = sorted(k for k in set(removals) if k in before)
         return {"updated": sorted(updates), "removed": removed, "missing": missing}
 
+    def folders(self, parent: Identifier = ()) -> list[tuple[Identifier, str]]:
+        """(namespace, folder) of every namespace below ``parent``: its ``location``, else ``<warehouse>/<ns>/…``;
+        no table may keep its files over one (:mod:`~mt_magic.catalog.server.own_places`)."""
+        found = []
+        for namespace in self.children(parent):
+            base = self.properties(namespace).get(LOCATION)
+            warehouse = self.catalog.properties.get(WAREHOUSE_LOCATION)
+            if base:
+                found.append((namespace, str(base).rstrip("/")))
+            elif warehouse:
+                found.append((namespace, "/".join([warehouse.rstrip("/"), *map(directory_name, namespace)])))
+            found += self.folders(namespace)
+        return found
+
     def default_location(self, ident: Identifier) -> str:
         """Where a new table or view lives: the namespace's ``location``, else ``<warehouse>/<ns>/…/<name>``."""
         props = self.properties(ident[:-1])

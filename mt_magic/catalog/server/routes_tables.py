@@ -74,10 +74,15 @@ def _vend(
     svc: CatalogService, caller: Caller, ident: tuple[str, ...], metadata: TableMetadata, delegation: str | None
 ) -> VendedCredentials | None:
     """Scoped credentials for the table's folders when the request asks for them and the server has a store that
-    issues them: read and write with WRITE on the table, read only otherwise (the authorizer already required
-    READ_DATA). Each one handed out is audited (``credentials-vended``: read or write, the prefix, the expiry)."""
+    issues them: read and write with WRITE on the table, read only otherwise; none without READ_DATA (the lease
+    table, which every principal may load). A 403 for folders that reach another object's (a table made before
+    :mod:`~mt_magic.catalog.server.own_places`). Each one handed out is audited (``credentials-vended``: read or
+    write, the prefix, the expiry)."""
     if svc.vendor is None or not delegation_wanted(delegation):
         return None
+    if not caller.holds(Privilege.READ_DATA, table_object(*ident)):
+        return None  # the lease table: every principal may load it, its folder's credentials need the grant
+    svc.tables.check_own_places(ident, metadata.location, metadata.properties)  # a table made before the rule
     write = caller.holds(Privilege.WRITE, table_object(*ident))
     try:
         vended = svc.vendor.vend(caller.principal, table_places(metadata.location, metadata.properties), write)

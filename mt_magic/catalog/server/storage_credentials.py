@@ -4,9 +4,10 @@ vended-credentials``).
 The server keeps the storage's own credentials (an IAM user's key: :class:`S3Storage`) to itself: it writes
 metadata with them and never sends them. A client that asks for delegated access gets temporary credentials from
 STS ``AssumeRole`` that reach only the table's folders (its location and the folders its ``write.*.path`` properties
-name): ``s3:GetObject`` there for a reader, and ``PutObject``/``DeleteObject`` too for a writer. The scope is in the
-assumed role's own policy (a role per scope, made on first use: ``mt-read-…``/``mt-write-…``) and again in the
-session policy: a store that checks either one (moto checks the role's; AWS checks both) refuses everything else.
+name): ``s3:GetObject`` there for a reader, and ``PutObject``/``DeleteObject`` too for a writer, except on the
+``*.metadata.json`` files only the server writes. The scope is in the assumed role's own policy (a role per scope,
+made on first use: ``mt-read-…``/``mt-write-…``) and again in the session policy: a store that checks either one
+(moto checks the role's; AWS checks both) refuses everything else.
 """
 
 from __future__ import annotations
@@ -80,9 +81,15 @@ class S3Storage:
                 f"--s3-endpoint {endpoint!r} is not an http(s) URL. Fix: e.g. --s3-endpoint http://127.0.0.1:9000"
             )
         if not 900 <= duration_seconds <= 43200:
-            raise ValueError(f"--s3-credentials-seconds {duration_seconds} is outside STS's 900..43200")
+            raise ValueError(
+                f"--s3-credentials-seconds {duration_seconds} is outside STS's 900..43200 seconds. "
+                f"Fix: e.g. --s3-credentials-seconds {DEFAULT_DURATION_SECONDS}"
+            )
         if credentials_file is not None:
-            mode = credentials_file.stat().st_mode
+            try:
+                mode = credentials_file.stat().st_mode
+            except OSError as exc:
+                raise _unreadable(credentials_file, exc) from None
             if mode & (stat.S_IRWXG | stat.S_IRWXO):
                 raise ValueError(
                     f"{credentials_file} is readable by others (mode {oct(mode & 0o777)}). "
@@ -92,6 +99,8 @@ class S3Storage:
                 data = json.loads(credentials_file.read_text())
             except json.JSONDecodeError:
                 data = None  # refused below, without echoing the file's text
+            except OSError as exc:  # a folder, or a file the server's user may not read
+                raise _unreadable(credentials_file, exc) from None
             key, secret = (
                 data.get(k) if isinstance(data, dict) else None for k in ("access-key-id", "secret-access-key")
             )
@@ -104,6 +113,13 @@ class S3Storage:
                 f'{{"access-key-id": …, "secret-access-key": …}}, or export {ACCESS_KEY_ENV} and {SECRET_KEY_ENV}'
             )
         return cls(endpoint.rstrip("/"), region, key, secret, duration_seconds)
+
+
+def _unreadable(credentials_file: Path, exc: OSError) -> ValueError:
+    return ValueError(
+        f"--s3-credentials-file {credentials_file} cannot be read ({exc.strerror}). Fix: give the path of an "
+        'existing file (mode 600) holding {"access-key-id": …, "secret-access-key": …}'
+    )
 
 
 @dataclass(frozen=True)
@@ -121,24 +137,29 @@ class VendedCredentials:
         return [{"prefix": self.prefix, "config": dict(self.config)}]
 
 
-def _resources(places: Sequence[str]) -> list[str]:
-    """``arn:aws:s3:::bucket/path/*`` for each ``s3://bucket/path`` place (other schemes have no S3 scope)."""
+def _resources(places: Sequence[str], objects: str = "*") -> list[str]:
+    """``arn:aws:s3:::bucket/path/<objects>`` for each ``s3://bucket/path`` place (other schemes have no S3 scope)."""
     arns = []
     for place in places:
         parts = urlsplit(place)
         if parts.scheme not in ("s3", "s3a") or not parts.netloc:
             raise ValueError(f"{place!r} is not an s3:// location; only S3 locations get vended credentials")
-        arns.append(f"arn:aws:s3:::{parts.netloc}/{parts.path.strip('/')}/*")
+        arns.append(f"arn:aws:s3:::{parts.netloc}/{parts.path.strip('/')}/{objects}")
     return sorted(set(arns))
 
 
 def scope_policy(places: Sequence[str], write: bool) -> dict[str, Any]:
-    """The IAM policy that allows reading (and with ``write``, writing and deleting) objects under ``places`` only."""
-    actions = list(_WRITE if write else _READ)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": actions, "Resource": _resources(places)}],
-    }
+    """The IAM policy that allows reading (and with ``write``, writing and deleting) objects under ``places`` only.
+
+    A writer is denied the ``*.metadata.json`` files there: only the server writes those (a REST commit), and one
+    replaced behind its back would change the table (its folders, its snapshots) with no commit, grant or audit.
+    """
+    statements: list[dict[str, Any]] = [{"Effect": "Allow", "Action": list(_WRITE if write else _READ)}]
+    statements[0]["Resource"] = _resources(places)
+    if write:
+        denied = [action for action in _WRITE if action not in _READ]
+        statements.append({"Effect": "Deny", "Action": denied, "Resource": _resources(places, "*.metadata.json")})
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 class CredentialVendor:

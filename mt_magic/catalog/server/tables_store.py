@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from pyiceberg.catalog import delete_files
+from pyiceberg.catalog import WAREHOUSE_LOCATION, delete_files
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.io import FileIO, load_file_io
@@ -36,12 +36,14 @@ from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.commits import apply_commit, check_format_version, is_create, metadata_version
 from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest
 from mt_magic.catalog.server.format_v3 import read_metadata, with_column_defaults, with_row_lineage, write_metadata
-from mt_magic.catalog.server.locations import StorageRoots
+from mt_magic.catalog.server.locations import StorageRoots, table_places
 from mt_magic.catalog.server.names import namespace_from_storage, namespace_key
 from mt_magic.catalog.server.namespaces import NamespaceStore
+from mt_magic.catalog.server.own_places import check_own_places, view_folder
 from mt_magic.catalog.server.purge import purge_table
 from mt_magic.catalog.server.register import check_not_anothers
 from mt_magic.catalog.server.table_updates import AnyTableUpdate
+from mt_magic.catalog.server.views_store import VIEWS
 from mt_magic.catalog.server.wire import CreateTableBody, display
 
 _T = cast(Table, IcebergTables.__table__)
@@ -166,6 +168,26 @@ class TableStore:
         found = [((*namespace_from_storage(tuple(ns.split("."))), name), location) for ns, name, location in rows]
         return sorted((ident, location) for ident, location in found if location)
 
+    def check_own_places(self, ident: Identifier, location: str, properties: Mapping[str, str]) -> None:
+        """Refuse a table's folders when they reach another table's or view's, hold a namespace's folder or the
+        warehouse root (:mod:`~mt_magic.catalog.server.own_places`): 403 with a Fix."""
+        others: list[tuple[str, Sequence[str]]] = []
+        for other, metadata_location in self.locations():
+            if other == ident:
+                continue
+            try:
+                theirs = self._read_cached(metadata_location)
+            except (OSError, ValueError, *INPUT_FAULTS):  # an unreadable table has no folders to protect here
+                continue
+            others.append((f"table {display(other)}", table_places(theirs.location, theirs.properties)))
+        with self.catalog.engine.connect() as conn:
+            views = conn.execute(select(VIEWS.c.metadata_location).where(VIEWS.c.catalog_name == self.catalog.name))
+            others += [(f"a view at {v!r}", [view_folder(v)]) for v in views.scalars()]
+        warehouse = self.catalog.properties.get(WAREHOUSE_LOCATION)
+        folders = [("the warehouse", warehouse)] if warehouse else []
+        folders += [(f"namespace {display(ns)}", folder) for ns, folder in self.namespaces.folders()]
+        check_own_places(f"table {display(ident)}", table_places(location, properties), others, folders)
+
     # -- creating --------------------------------------------------------------------------------
     def _check_free(self, ident: Identifier, renaming: Identifier | None = None) -> None:
         """The name is free for a new table (``renaming``: for that table's new name); Java's texts."""
@@ -190,6 +212,7 @@ class TableStore:
         self._check_free(ident)
         location = (request.location or self.namespaces.default_location(ident)).rstrip("/")
         self.roots.check_all(location, request.properties, f"table {display(ident)}")
+        self.check_own_places(ident, location, request.properties)
         check_format_version(request.properties.get("format-version", "2"))
         try:
             metadata = new_table_metadata(
@@ -252,6 +275,9 @@ class TableStore:
         if current is not None and metadata == current:
             return _Staged(change.ident, previous, previous, current, changed=False)  # type: ignore[arg-type]
         self.roots.check_all(metadata.location, metadata.properties, f"table {display(change.ident)}")
+        places = table_places(metadata.location, metadata.properties)
+        if current is None or table_places(current.location, current.properties) != places:
+            self.check_own_places(change.ident, metadata.location, metadata.properties)
         actions = tuple(str(getattr(u, "action", type(u).__name__)) for u in change.updates)
         location = self._next_location(metadata, previous)
         return _Staged(change.ident, previous, location, metadata, True, current, actions)
