@@ -212,7 +212,9 @@ def unchanged_sources(
 ) -> dict[str, tuple[str, pa.Table]]:
     """A join's other tables, read whole at their pinned snapshots (which hold the rows of the consumed ones:
     :func:`.eligibility.in_process_plan` admits only unchanged ones beside the ``changed`` source), by source name:
-    (view, rows)."""
+    (view, rows). Refusing text that is not UTF-8 here keeps Spark's answer: where such text gave a file a STRING
+    bound holding U+FFFD, Spark's pushed filter skips the file that a whole read would join (issue 46,
+    ``test_text_bounds.py``)."""
     from mt_magic.catalog.rows import appended_rows
 
     found: dict[str, tuple[str, pa.Table]] = {}
