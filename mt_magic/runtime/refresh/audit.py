@@ -285,13 +285,22 @@ def publish_held(session: SparkSession, catalog: MaterializedCatalog, table: str
     rows, counts and refresh state become the table's, so the next refresh starts after what it consumed.
 
     Raises:
-        MtMagicError: nothing is held, or ``main`` moved since the refresh was held.
+        MtMagicError: nothing is held (a staged refresh that was never counted is not held either), or ``main`` moved
+            since the refresh was held.
     """
     info = catalog.load(table)
     found = staged(info)
     statement = f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
     if found is None or found.head == info.current_snapshot_id or RefreshState.from_summary(found.summary) is None:
         raise MtMagicError(f"{table} has no held refresh to publish", statement=statement, fix="nothing to do")
+    if Audit.from_summary(found.summary) is None:  # its refresh stopped between the write and the counts
+        raise MtMagicError(
+            f"the refresh staged for {table} (snapshot {found.snapshot_id}) was never counted against its "
+            "expectations (it stopped before its audit), so it is not held: it cannot be published",
+            statement=statement,
+            fix=f"refresh again (ALTER MATERIALIZED TABLE {table} REFRESH): its rows are counted, then published or "
+            "held",
+        )
     if found.parent_id != info.current_snapshot_id:
         raise MtMagicError(
             f"the held refresh of {table} (snapshot {found.snapshot_id}) no longer follows main (snapshot "
