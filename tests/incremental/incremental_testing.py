@@ -56,6 +56,22 @@ def refresh(service, table: str, trigger: RefreshTrigger = RefreshTrigger.SCHEDU
     return service.engine.refresh(RefreshRequest(qualified(service, table), trigger, datetime.now(timezone.utc)))
 
 
+def changed_since_last_refresh(service, table: str, sources) -> tuple[set[str], bool]:  # type: ignore[no-untyped-def]
+    """Read independently of the planner: (which of ``sources`` changed rows since ``table``'s last refresh, whether
+    an overwrite or delete landed). A write that changes no rows (an empty append, a delete matching nothing) is no
+    change, as for the planner (``SnapshotInfo.changes_rows``)."""
+    catalog = service.workspace.catalog
+    _, state = catalog.load(qualified(service, table)).last_refresh()
+    changed, row_level = set(), False
+    for name in sources:
+        source = catalog.load(qualified(service, name))
+        logical = [s for s in source.snapshots_after(state.snapshot_of(source.name)) or () if s.changes_rows]
+        if logical:
+            changed.add(name)
+        row_level = row_level or any(s.operation in ("overwrite", "delete") for s in logical)
+    return changed, row_level
+
+
 def _normal(value: object) -> object:
     return round(value, 6) if isinstance(value, float) else value
 

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 
 import pytest
-from incremental_testing import SourceWriter, assert_matches_oracle, qualified, refresh, run
+from incremental_testing import SourceWriter, assert_matches_oracle, changed_since_last_refresh, refresh, run
 
 from mt_magic.runtime.refresh.incremental import Strategy
 from mt_magic.vocabulary import RefreshKind
@@ -111,20 +111,6 @@ CASES = [
 ]
 
 
-def _since_last_refresh(mt, c: Case) -> tuple[set[str], bool]:
-    """Read independently of the planner: (the case's sources that changed, an overwrite/delete landed)."""
-    catalog = mt.workspace.catalog
-    _, state = catalog.load(qualified(mt, c.table)).last_refresh()
-    changed, row_level = set(), False
-    for name in c.sources:
-        source = catalog.load(qualified(mt, name))
-        consumed = state.snapshot_of(source.name)
-        if consumed != source.current_snapshot_id:
-            changed.add(name)
-        row_level = row_level or any(s.operation in ("overwrite", "delete") for s in source.snapshots_after(consumed))
-    return changed, row_level
-
-
 def _expected(c: Case, changed: set[str], row_level: bool) -> Strategy:
     if c.preserved and changed <= set(c.preserved):
         return Strategy.APPLY_CHANGES if row_level else Strategy.APPEND_DELTA
@@ -132,7 +118,7 @@ def _expected(c: Case, changed: set[str], row_level: bool) -> Strategy:
 
 
 def _check(mt, c: Case) -> None:
-    changed, row_level = _since_last_refresh(mt, c)
+    changed, row_level = changed_since_last_refresh(mt, c.table, c.sources)
     outcome = refresh(mt, c.table)
     if outcome.kind is RefreshKind.NOOP:
         assert not changed, (c.table, outcome)

@@ -16,7 +16,15 @@ import random
 from collections import Counter
 
 import pytest
-from incremental_testing import SourceWriter, assert_matches_oracle, multiset, qualified, refresh, run
+from incremental_testing import (
+    SourceWriter,
+    assert_matches_oracle,
+    changed_since_last_refresh,
+    multiset,
+    qualified,
+    refresh,
+    run,
+)
 from shared_catalog import CATALOG
 
 from mt_magic.errors import DefinitionError
@@ -54,20 +62,6 @@ CASES = {
 }
 
 
-def _changed(mt, table: str) -> tuple[set[str], bool]:
-    """Read independently of the planner: (the sources that changed since the last refresh, any row-level)."""
-    catalog = mt.workspace.catalog
-    _, state = catalog.load(qualified(mt, table)).last_refresh()
-    changed, row_level = set(), False
-    for name in CASES[table][1]:
-        source = catalog.load(qualified(mt, name))
-        consumed = state.snapshot_of(source.name)
-        if consumed != source.current_snapshot_id:
-            changed.add(name)
-        row_level = row_level or any(s.operation in ("overwrite", "delete") for s in source.snapshots_after(consumed))
-    return changed, row_level
-
-
 def assert_users_see_their_query(mt, table: str) -> None:
     """What users read (``rows``: no hidden column) equals the query they wrote, at the recorded snapshots."""
     spark = mt.workspace.spark
@@ -82,7 +76,7 @@ def assert_users_see_their_query(mt, table: str) -> None:
 
 
 def _check(mt, table: str) -> None:
-    changed, row_level = _changed(mt, table)
+    changed, row_level = changed_since_last_refresh(mt, table, CASES[table][1])
     outcome = refresh(mt, table)
     if outcome.kind is RefreshKind.NOOP:
         assert not changed, (table, outcome)
