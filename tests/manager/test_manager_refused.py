@@ -16,11 +16,6 @@ TABLE = "c.db.t"
 REFUSAL = InvalidTableError("its view is another engine's", statement=TABLE, fix="CREATE OR ALTER … AS, or DROP it")
 
 
-@pytest.fixture
-def backend(clock: FakeClock) -> FakeBackend:
-    return FakeBackend(clock=clock)
-
-
 def test_a_refused_refresh_is_not_retried_until_the_table_is_redefined(
     backend: FakeBackend, clock: FakeClock, make_manager: ManagerFactory
 ) -> None:
