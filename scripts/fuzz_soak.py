@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from mt_magic.loopback import private_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 TEST = "tests/incremental/test_in_process_fuzz.py"
 ADDED = (
@@ -42,7 +44,7 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
     logs = ROOT / ".fuzz-soak"
-    logs.mkdir(exist_ok=True)
+    private_dir(logs)  # the owner's only, as everything mt_magic writes
     started = time.monotonic()
     runs = []
     for shard in range(args.shards):

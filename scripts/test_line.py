@@ -34,6 +34,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from mt_magic.loopback import private_dir
+
 TIMES = Path(os.environ.get("MT_TEST_TIMES", ".test-times"))
 MARKER = "MT_TEST_LINE"
 
@@ -158,7 +160,7 @@ def main(argv: list[str]) -> int:
     args, command = parser.parse_args(argv[:split]), argv[split + 1 :]
     if not command:
         parser.error("no command after --")
-    TIMES.mkdir(parents=True, exist_ok=True)
+    private_dir(TIMES)  # its logs hold the tests' output: the owner's only, as everything mt_magic writes
     junit = TIMES / f"{args.name}.xml"
     junit.unlink(missing_ok=True)
     command = [*command, f"--junitxml={junit}"]
