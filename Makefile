@@ -29,6 +29,10 @@ OTHER_LINE_TESTS ?= tests/incremental tests/interop tests/integration/test_sessi
 OTHER_LINE_ARGS ?= -m spark $(OTHER_LINE_TESTS)
 # The second line runs the differential tests with 2 rounds (the first runs their defaults) to keep the suite short.
 OTHER_LINE_ENV ?= MT_DIFFERENTIAL_ROUNDS=2
+# `make test` runs the second line as two pytest processes: these modules of it (about a third of its time) at the
+# end of the waiting chain, the rest after the main line, so that the two chains end about together.
+OTHER_LINE_WAITING ?= tests/incremental/test_change_contract.py tests/incremental/test_in_process_fuzz.py \
+	tests/incremental/test_adaptive.py
 # The Spark Connect line needs PySpark 4 (its wheel ships the server): whichever of the two lines is 4.x.
 VENV_CONNECT ?= $(if $(filter 4.%,$(PYSPARK)),.venv,$(VENV_OTHER))
 CONNECT_LINE_TESTS ?= tests/spark_connect tests/security/test_connect_server.py tests/integration/test_lifecycle.py tests/integration/test_session_settings.py tests/interop \
@@ -68,38 +72,35 @@ ISOLATED_TESTS ?= tests/spark_connect/test_jobs_contract.py
 TIMES ?= .test-times
 RUN_LINE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_line.py
 TIMING_TABLE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_times.py
-# `make test` runs three chains of lines side by side. The first line's tests that mostly wait (the kernels and
-# notebooks, the browser, Airflow, the standalone cluster: JVMs and servers starting, freshness intervals,
-# schedulers), then the Connect line, the reference-catalog line and the isolated tests; beside them the first line's
-# other tests (main); and the second PySpark line (other) at a lower CPU priority (nice), so that it takes the CPU
-# the other two leave idle while they wait and a core of its own once main ends. The machine has 2 cores and the
-# suite is CPU-bound (the timing table's CPU wait): a chain that only followed main left one core idle for its length
-# (fresh clone at 34ee97e: main then other 1,399 + 619 s while the waiting chain ended at 1,555 s). Every pytest
-# process has its own MT_MAGIC_HOME (conftest.py), catalog servers, Spark session or Connect server and free ports.
-# The waiting chain's and the second line's output is printed as each of their lines ends.
+# `make test` runs two processes side by side, each a chain of lines: the first line's tests that mostly wait (the
+# kernels and notebooks, the browser, Airflow, the standalone cluster: JVMs and servers starting, freshness
+# intervals, schedulers), then the Connect line, the reference-catalog line, the isolated tests and the second
+# PySpark line's OTHER_LINE_WAITING (line other-waiting), beside the first line's other tests (main), then the rest
+# of the second PySpark line (other). Each chain keeps about one of the 2 cores busy (CPU over wall, 0.8-1.1 in
+# the timing table), so the split is by wall time: before it, main + other (1,399 + 619 s) was the whole run's
+# length while the waiting chain ended at 1,555 s (fresh clone at 34ee97e). Every pytest process has its own
+# MT_MAGIC_HOME (conftest.py, which also gives the JVMs the tests start their Java options), catalog servers, Spark
+# session or Connect server and free ports. The waiting chain's output is printed as each of its lines ends.
 # `make test SIDE_BY_SIDE=0` runs the lines one after another.
 SIDE_BY_SIDE ?= 1
-OTHER_LINE_NICE ?= 10
 WAITING_TIERS ?= kernel or browser or airflow or cluster
 MAIN_LINE_ARGS ?= $(addprefix --ignore=,$(ISOLATED_TESTS))
 test: setup-test setup-other lint docs  ## everything, both PySpark lines (CI runs this); ends with the timing table
-	rm -rf $(TIMES); status=0; waiting_pid=; other_pid=; \
+	rm -rf $(TIMES); status=0; side=; \
 	waiting() { \
 	  s=0; \
 	  $(RUN_LINE) main-waiting --log -- .venv/bin/python -m pytest -m "$(WAITING_TIERS)" $(MAIN_LINE_ARGS) || s=1; \
 	  MT_TEST_SPARK_CONNECT=1 $(RUN_LINE) connect --log -- $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_ARGS) || s=1; \
 	  MT_TEST_CATALOG=reference $(RUN_LINE) reference --log -- .venv/bin/python -m pytest tests/reference_line -q || s=1; \
 	  $(RUN_LINE) isolated --log -- .venv/bin/python -m pytest $(ISOLATED_TESTS) || s=1; \
+	  $(OTHER_LINE_ENV) $(RUN_LINE) other-waiting --log -- $(VENV_OTHER)/bin/python -m pytest -m spark $(OTHER_LINE_WAITING) || s=1; \
 	  return $$s; \
 	}; \
-	other() { \
-	  $(OTHER_LINE_ENV) MT_TEST_TIMES=$(TIMES) nice -n $(OTHER_LINE_NICE) .venv/bin/python scripts/test_line.py other \
-	    --log -- $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_ARGS); \
-	}; \
-	if [ "$(SIDE_BY_SIDE)" = 1 ]; then waiting & waiting_pid=$$!; other & other_pid=$$!; else waiting || status=1; fi; \
+	if [ "$(SIDE_BY_SIDE)" = 1 ]; then waiting & side=$$!; else waiting || status=1; fi; \
 	$(RUN_LINE) main -- .venv/bin/python -m pytest -m "not ($(WAITING_TIERS))" $(MAIN_LINE_ARGS) || status=1; \
-	if [ -n "$$waiting_pid" ]; then wait $$waiting_pid || status=1; fi; \
-	if [ -n "$$other_pid" ]; then wait $$other_pid || status=1; else other || status=1; fi; \
+	$(OTHER_LINE_ENV) $(RUN_LINE) other -- $(VENV_OTHER)/bin/python -m pytest $(OTHER_LINE_ARGS) \
+	  $(addprefix --ignore=,$(OTHER_LINE_WAITING)) || status=1; \
+	if [ -n "$$side" ]; then wait $$side || status=1; fi; \
 	$(TIMING_TABLE); exit $$status
 
 test-connect: setup-other  ## the Spark Connect line's share of `make test` (a real Connect server on loopback)
