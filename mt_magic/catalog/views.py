@@ -35,7 +35,7 @@ from mt_magic.catalog.definitions import (
     expectations_json,
 )
 from mt_magic.catalog.tables import MaterializedCatalog, SnapshotInfo, reaching
-from mt_magic.errors import CatalogError, DefinitionError, InvalidTableError
+from mt_magic.errors import CatalogError, DefinitionError
 from mt_magic.vocabulary import Expectation, is_hidden_column
 
 if TYPE_CHECKING:
@@ -91,22 +91,26 @@ def invalid_since(
     return max(refreshed_at, view.current_since())
 
 
-def refusal(table: str, view: ViewInfo | None, definition_version: int) -> InvalidTableError | None:
+@dataclass(frozen=True)
+class ForeignVersion:
+    """The view's current version is another engine's (its query, namespace or ``storage-table`` not the table's
+    definition) and a refresh could not record it, so the table would stay invalid: the fact the runtime refuses a
+    refresh for (``runtime.refresh.run.refused``)."""
+
+    table: str
+    view: str
+    version_id: int
+    engine: str
+    """The version's ``engine-name``, empty when its writer named none."""
+
+
+def foreign_version(table: str, view: ViewInfo | None, definition_version: int) -> ForeignVersion | None:
     """Why a refresh of ``table`` (invalid: see :func:`invalid_since`) running ``definition_version`` must not run:
-    it could not record the view's current version (:meth:`ViewInfo.version_for`: another engine's query,
-    namespace or ``storage-table``), so the table would stay invalid. ``None``: the refresh makes it valid."""
+    it could not record the view's current version (:meth:`ViewInfo.version_for`). ``None``: the refresh makes it
+    valid."""
     if view is None or view.version_for(definition_version) == view.current_version_id:
         return None
-    current = view.current
-    engine = current.engine or "an engine that names none"
-    return InvalidTableError(
-        f"its view {view.name} is at version {current.version_id}, written by {engine}, whose query, namespace or "
-        f"storage-table is not the table's definition, so a refresh would leave the table invalid by the "
-        "materialized-view spec. Nothing was refreshed",
-        statement=table,
-        fix=f"CREATE OR ALTER MATERIALIZED TABLE {table} … AS SELECT … to make mt_magic's definition the view's "
-        f"current version again, or DROP MATERIALIZED TABLE {table}",
-    )
+    return ForeignVersion(table, view.name, view.current.version_id, view.current.engine)
 
 
 def view_name(table: str) -> str:
@@ -318,20 +322,13 @@ class MaterializedViews:
 
     def valid_for_refresh(
         self, table: str, uuid: str, definition_version: int, last: tuple[SnapshotInfo, RefreshState]
-    ) -> bool:
+    ) -> bool | ForeignVersion:
         """Whether ``table``'s last refresh is still valid (:meth:`invalid_since`), for a refresh about to start:
         an invalid table is refreshed (never skipped), unless the view's current version is one the refresh
-        cannot record (:meth:`ViewInfo.version_for`: another engine's query, namespace or ``storage-table``).
-
-        Raises:
-            InvalidTableError: the view's current version is another engine's that the refresh cannot adopt
-                (:func:`refusal`); nothing is written.
-        """
+        cannot record: then that version (:func:`foreign_version`), which the refresh is refused for."""
         since, view = self._checked(table, uuid, last)
-        refused = None if since is None else refusal(table, view, definition_version)
-        if refused is not None:
-            raise refused
-        return since is None
+        foreign = None if since is None else foreign_version(table, view, definition_version)
+        return foreign if foreign is not None else since is None
 
     def upstream_views(self, state: RefreshState) -> tuple[ViewState, ...]:
         """The spec's ``view`` entries for the sources of ``state`` that are materialized tables of this catalog:

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from mt_magic.catalog.definitions import NO_SNAPSHOT, RefreshState, SourceState, ViewState
-from mt_magic.catalog.views import ViewInfo, ViewVersionInfo, invalid_since, refusal
+from mt_magic.catalog.views import ForeignVersion, ViewInfo, ViewVersionInfo, foreign_version, invalid_since
+from mt_magic.runtime.refresh.run import refused
 from mt_magic.vocabulary import RefreshKind, RefreshTrigger
 
 AT = datetime(2026, 11, 28, tzinfo=timezone.utc)
@@ -122,20 +123,21 @@ def test_a_storage_table_is_invalid_from_when_the_view_moved_past_its_recorded_v
 
 def test_a_refresh_is_refused_only_when_it_could_not_record_the_views_current_version() -> None:
     ours, table = version(1, "SELECT a FROM t", 1), "mtit.sales.revenue"
-    assert refusal(table, None, 1) is None  # no view to check against
-    assert refusal(table, view(ours, version(2, "SELECT a FROM t", None)), 1) is None  # another engine's, adopted
-    assert refusal(table, view(ours, version(2, "SELECT b FROM t", 2)), 2) is None  # ALTER … AS: it records it
+    assert foreign_version(table, None, 1) is None  # no view to check against
+    assert foreign_version(table, view(ours, version(2, "SELECT a FROM t", None)), 1) is None  # another's, adopted
+    assert foreign_version(table, view(ours, version(2, "SELECT b FROM t", 2)), 2) is None  # ALTER … AS: recorded
     theirs = replace(version(2, "SELECT b FROM t", None), engine="trino")
-    refused = refusal(table, view(ours, theirs), 1)
-    assert refused is not None
+    foreign = foreign_version(table, view(ours, theirs), 1)
+    assert foreign == ForeignVersion(table, "mtit.sales.revenue__mv", 2, "trino")  # the catalog's fact
+    refusal = refused(foreign)  # the runtime's error
     with pytest.raises(
-        type(refused), match=r"^mtit\.sales\.revenue: its view mtit\.sales\.revenue__mv is at version 2, "
+        type(refusal), match=r"^mtit\.sales\.revenue: its view mtit\.sales\.revenue__mv is at version 2, "
     ):
-        raise refused
-    assert "written by trino" in str(refused) and "Nothing was refreshed" in str(refused)
-    assert str(refused).endswith(
+        raise refusal
+    assert "written by trino" in str(refusal) and "Nothing was refreshed" in str(refusal)
+    assert str(refusal).endswith(
         "Fix: CREATE OR ALTER MATERIALIZED TABLE mtit.sales.revenue … AS SELECT … to make mt_magic's definition the "
         "view's current version again, or DROP MATERIALIZED TABLE mtit.sales.revenue."
     )
-    unnamed = refusal(table, view(ours, version(2, "SELECT b FROM t", None)), 1)
-    assert unnamed is not None and "written by an engine that names none" in str(unnamed)
+    unnamed = foreign_version(table, view(ours, version(2, "SELECT b FROM t", None)), 1)
+    assert unnamed is not None and "written by an engine that names none" in str(refused(unnamed))

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition, SourceState
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.catalog.views import MaterializedViews, predates_view_versions
-from mt_magic.errors import RefreshError
+from mt_magic.catalog.views import ForeignVersion, MaterializedViews, predates_view_versions
+from mt_magic.errors import InvalidTableError, RefreshError
 from mt_magic.runtime.refresh.audit import on_spark, without_dropped_rows
 from mt_magic.runtime.refresh.commit import Write, WriteMode
 from mt_magic.runtime.refresh.context import (
@@ -204,6 +204,20 @@ def _measured(
     return dataclasses.replace(decision, measured=measured)
 
 
+def refused(foreign: ForeignVersion) -> InvalidTableError:
+    """The refusal of a refresh that could not record the view's current version (another engine's): it would
+    leave the table invalid by the materialized-view spec, and only a statement can mend it."""
+    engine = foreign.engine or "an engine that names none"
+    return InvalidTableError(
+        f"its view {foreign.view} is at version {foreign.version_id}, written by {engine}, whose query, namespace or "
+        "storage-table is not the table's definition, so a refresh would leave the table invalid by the "
+        "materialized-view spec. Nothing was refreshed",
+        statement=foreign.table,
+        fix=f"CREATE OR ALTER MATERIALIZED TABLE {foreign.table} … AS SELECT … to make mt_magic's definition the "
+        f"view's current version again, or DROP MATERIALIZED TABLE {foreign.table}",
+    )
+
+
 def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> RefreshOutcome:
     started = ctx.clock()
     with phase("metadata"):
@@ -216,6 +230,8 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     last = info.last_refresh()
     views = MaterializedViews(ctx.catalog)  # an invalid table is refreshed, or refused when that cannot mend it
     valid = last is None or views.valid_for_refresh(request.table, info.uuid, definition.definition_version, last)
+    if isinstance(valid, ForeignVersion):
+        raise refused(valid)
     if valid and is_noop(info, definition, request, states, partition):
         reason = "no source changed since the last refresh"
         return RefreshOutcome(
