@@ -3,12 +3,18 @@ credentials (:mod:`mt_magic.catalog.server.own_places`); the requests themselves
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mt_magic.catalog.server.errors_http import RestError
+from mt_magic.catalog.server.locations import resolved
 from mt_magic.catalog.server.own_places import check_own_places, view_folder
 
-OTHERS = [("table b.other", ["s3://w/wh/b/other", "s3://w/data/other"]), ("a view", ["s3://w/wh/a/v"])]
+OTHERS = [
+    (owner, [resolved(folder) for folder in folders])
+    for owner, folders in [("table b.other", ["s3://w/wh/b/other", "s3://w/data/other"]), ("a view", ["s3://w/wh/a/v"])]
+]
 FOLDERS = [("the warehouse", "s3://w/wh"), ("namespace a", "s3://w/wh/a"), ("namespace b", "s3://w/wh/b")]
 
 
@@ -34,3 +40,32 @@ def test_a_place_over_anothers_folder_is_refused_naming_it(place: str, reached: 
 def test_a_tables_own_folders_inside_its_namespace_pass() -> None:
     check_own_places("table a.t", ["s3://w/wh/a/t", "s3://w/wh/a/t/data", "s3://w/elsewhere/t"], OTHERS, FOLDERS)
     assert view_folder("s3://w/wh/a/v/metadata/00001-x.metadata.json") == "s3://w/wh/a/v"
+
+
+def test_a_create_reads_no_other_tables_metadata_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check needs every table's folders; each metadata file is read once while it is current, however many
+    tables the parsed-metadata cache holds (before: every create read each table past the cache's size again), and
+    the next check sees a table's new folders."""
+    from access_app import client, create_table, ok
+    from test_rest_locations import SCHEMA
+
+    from mt_magic.catalog.server import tables_store
+
+    monkeypatch.setattr(tables_store, "CACHED_TABLES", 2)
+    reads: list[str] = []
+    read = tables_store.read_metadata
+    monkeypatch.setattr(
+        tables_store, "read_metadata", lambda io, location: reads.append(location) or read(io, location)
+    )
+    admin = client(f"sqlite:///{tmp_path}/catalog.db", tmp_path / "warehouse")
+    ok(admin.post("/v1/namespaces", json={"namespace": ["a"]}))
+    for index in range(8):
+        create_table(admin, "a", f"t{index}")
+    reads.clear()
+    create_table(admin, "a", "new")
+    assert [location.split("/a/")[1].split("/")[0] for location in reads] == ["t7"], reads  # new since the last
+    moved = str(tmp_path / "warehouse" / "elsewhere" / "t0")
+    ok(admin.post("/v1/namespaces/a/tables/t0", json={"updates": [{"action": "set-location", "location": moved}]}))
+    under = {"name": "under", "schema": SCHEMA, "location": f"{moved}/x"}  # the moved folder is seen at once
+    refused = admin.post("/v1/namespaces/a/tables", json=under)
+    assert refused.status_code == 403 and "the files of table a.t0" in refused.text, refused.text

@@ -125,8 +125,17 @@ def resolved(location: str) -> Place | None:
 
 def overlaps(first: str, second: str) -> bool:
     """Whether one location is inside the other (or they are one)."""
-    a, b = resolved(first), resolved(second)
-    return a is not None and b is not None and (a.within(b) or b.within(a))
+    return places_overlap(resolved(first), resolved(second))
+
+
+def places_overlap(a: Place | None, b: Place | None) -> bool:
+    """Whether one resolved place is inside the other (or they are one); a place that is ``None`` overlaps nothing."""
+    return place_within(a, b) or place_within(b, a)
+
+
+def place_within(inner: Place | None, outer: Place | None) -> bool:
+    """Whether resolved ``inner`` lies inside resolved ``outer`` (or is it); ``None`` is inside nothing."""
+    return inner is not None and outer is not None and inner.within(outer)
 
 
 def inside_any(location: str, places: Iterable[str]) -> bool:

@@ -10,10 +10,56 @@ overlap anything else's, and credentials are never vended for folders that do (a
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
-from mt_magic.catalog.server.errors_http import RestError
-from mt_magic.catalog.server.locations import overlaps, resolved
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.typedef import Identifier
+
+from mt_magic.catalog.server.errors_http import INPUT_FAULTS, RestError
+from mt_magic.catalog.server.locations import Place, place_within, places_overlap, resolved, table_places
+
+
+class TableFolders(NamedTuple):
+    """Where one table keeps its files."""
+
+    table: Identifier
+    location: str
+    folders: tuple[Place | None, ...]
+    """Its location and ``write.*.path`` folders, links resolved (``None``: not comparable)."""
+
+
+class TablesFolders:
+    """Every table's location and folders (links resolved), each metadata file read once while it is its table's
+    current one: in a catalog of thousands of tables each create read all their metadata files again (the parsed
+    metadata cache holds 256). A link made inside a folder after its metadata file was read is seen at the table's
+    next commit."""
+
+    def __init__(self, read: Callable[[str], TableMetadata]) -> None:
+        self._read = read
+        self._lock = threading.Lock()
+        self._by_file: dict[str, tuple[str, tuple[Place | None, ...]]] = {}
+
+    def current(self, tables: Sequence[tuple[Identifier, str]]) -> list[TableFolders]:
+        """The folders of ``tables``, (table, current metadata file) of every table of the catalog; an unreadable table
+        has no folders to protect here and is left out."""
+        with self._lock:
+            known = dict(self._by_file)
+        found: dict[str, tuple[str, tuple[Place | None, ...]]] = {}
+        for _, metadata_file in tables:
+            entry = known.get(metadata_file)
+            if entry is None:
+                try:
+                    metadata = self._read(metadata_file)
+                except (OSError, ValueError, *INPUT_FAULTS):
+                    continue
+                places = table_places(metadata.location, metadata.properties)
+                entry = (metadata.location, tuple(resolved(place) for place in places))
+            found[metadata_file] = entry
+        with self._lock:
+            self._by_file = found
+        return [TableFolders(table, *found[file]) for table, file in tables if file in found]
 
 
 def view_folder(metadata_location: str) -> str:
@@ -23,19 +69,17 @@ def view_folder(metadata_location: str) -> str:
     return posixpath.dirname(metadata_location)
 
 
-def _holds(place: str, folder: str) -> bool:
-    """Whether ``folder`` lies inside ``place`` (or is it)."""
-    inner, outer = resolved(folder), resolved(place)
-    return inner is not None and outer is not None and inner.within(outer)
-
-
 def check_own_places(
-    what: str, places: Sequence[str], others: Iterable[tuple[str, Sequence[str]]], folders: Iterable[tuple[str, str]]
+    what: str,
+    places: Sequence[str],
+    others: Iterable[tuple[str, Sequence[Place | None]]],
+    folders: Iterable[tuple[str, str]],
 ) -> None:
     """Refuse ``places`` (``what``'s folders) when one overlaps another object's or holds a folder of ``folders``.
 
     Args:
-        others: (description, folders) of every other table and view: no overlap either way.
+        others: (description, folders resolved by :func:`~mt_magic.catalog.server.locations.resolved`) of every
+            other table and view: no overlap either way.
         folders: (description, folder) of the warehouse root and every namespace: a place may lie inside one, never
             hold one.
 
@@ -43,13 +87,14 @@ def check_own_places(
         RestError: 403 ``ForbiddenException`` naming the place, what it reaches and a Fix.
     """
     for place in places:
-        if resolved(place) is None:  # fails closed: a place we cannot compare is no table's own
+        mine = resolved(place)
+        if mine is None:  # fails closed: a place we cannot compare is no table's own
             _refuse(what, place, "no place that can be compared with other folders (not an absolute location)")
         for owner, folder in folders:
-            if _holds(place, folder):
+            if place_within(resolved(folder), mine):
                 _refuse(what, place, f"the folder of {owner} ({folder!r})")
         for owner, theirs in others:
-            if any(overlaps(place, folder) for folder in theirs):
+            if any(places_overlap(mine, folder) for folder in theirs):
                 _refuse(what, place, f"the files of {owner}")
 
 

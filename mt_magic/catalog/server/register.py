@@ -8,13 +8,14 @@ table's folders, with symbolic links resolved; re-registering a table over itsel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable
 
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Identifier
 
-from mt_magic.catalog.server.errors_http import INPUT_FAULTS, RestError
-from mt_magic.catalog.server.locations import inside_any, overlaps, table_places
+from mt_magic.catalog.server.errors_http import RestError
+from mt_magic.catalog.server.locations import place_within, places_overlap, resolved, table_places
+from mt_magic.catalog.server.own_places import TableFolders
 from mt_magic.catalog.server.wire import display
 
 
@@ -22,35 +23,30 @@ def check_not_anothers(
     ident: Identifier,
     metadata_location: str,
     metadata: TableMetadata,
-    tables: Sequence[tuple[Identifier, str]],
-    read: Callable[[str], TableMetadata],
+    tables: Iterable[TableFolders],
 ) -> None:
     """Refuse ``metadata`` for ``ident`` when it reaches another table's folders.
 
     Args:
-        tables: (identifier, current metadata file) of every table of the catalog.
-        read: reads (and caches) a metadata file.
+        tables: the folders of every table of the catalog.
 
     Raises:
         RestError: 403 ``ForbiddenException`` naming the other table and its location.
     """
-    places = table_places(metadata.location, metadata.properties)
-    for other, other_metadata in tables:
+    places = [(place, resolved(place)) for place in table_places(metadata.location, metadata.properties)]
+    metadata_place = resolved(metadata_location)
+    for other, their_location, theirs in tables:
         if other == ident:
             continue
-        try:
-            theirs = read(other_metadata)
-        except (OSError, ValueError, *INPUT_FAULTS):  # an unreadable table has no files to protect here
-            continue
-        their_places = table_places(theirs.location, theirs.properties)
-        mine = next((p for p in places for q in their_places if overlaps(p, q)), None)
-        if mine is None and not inside_any(metadata_location, their_places):
+        mine = next((p for p, here in places for there in theirs if places_overlap(here, there)), None)
+        inside = any(place_within(metadata_place, there) for there in theirs)
+        if mine is None and not inside:
             continue
         raise RestError(
             403,
             "ForbiddenException",
             f"Cannot register table {display(ident)}: its metadata {metadata_location!r} "
             f"(location {mine or metadata.location!r}) reaches the files of table {display(other)} at "
-            f"{theirs.location!r}, so dropping one with purge would delete the other's data. Fix: load "
+            f"{their_location!r}, so dropping one with purge would delete the other's data. Fix: load "
             f"{display(other)} itself, or copy its files to a location of their own and register that copy",
         )

@@ -36,10 +36,10 @@ from mt_magic.catalog.server.access_store import AccessStore
 from mt_magic.catalog.server.commits import apply_commit, check_format_version, is_create, metadata_version
 from mt_magic.catalog.server.errors_http import INPUT_FAULTS, BadRequest
 from mt_magic.catalog.server.format_v3 import read_metadata, with_column_defaults, with_row_lineage, write_metadata
-from mt_magic.catalog.server.locations import StorageRoots, table_places
+from mt_magic.catalog.server.locations import Place, StorageRoots, resolved, table_places
 from mt_magic.catalog.server.names import namespace_from_storage, namespace_key
 from mt_magic.catalog.server.namespaces import NamespaceStore
-from mt_magic.catalog.server.own_places import check_own_places, view_folder
+from mt_magic.catalog.server.own_places import TableFolders, TablesFolders, check_own_places, view_folder
 from mt_magic.catalog.server.purge import purge_table
 from mt_magic.catalog.server.register import check_not_anothers
 from mt_magic.catalog.server.table_updates import AnyTableUpdate
@@ -98,6 +98,7 @@ class TableStore:
         self.roots = roots
         self._latest: OrderedDict[str, tuple[str, TableMetadata]] = OrderedDict()
         self._cache_lock = threading.Lock()
+        self._folders = TablesFolders(self._read_cached)
 
     # -- reading ---------------------------------------------------------------------------------
     def _where(self, ident: Identifier) -> tuple[Any, ...]:
@@ -168,21 +169,19 @@ class TableStore:
         found = [((*namespace_from_storage(tuple(ns.split("."))), name), location) for ns, name, location in rows]
         return sorted((ident, location) for ident, location in found if location)
 
+    def tables_folders(self) -> list[TableFolders]:
+        """(table, location, folders with links resolved) of every table (:class:`~.own_places.TablesFolders`)."""
+        return self._folders.current(self.locations())
+
     def check_own_places(self, ident: Identifier, location: str, properties: Mapping[str, str]) -> None:
         """Refuse a table's folders when they reach another table's or view's, hold a namespace's folder or the
         warehouse root (:mod:`~mt_magic.catalog.server.own_places`): 403 with a Fix."""
-        others: list[tuple[str, Sequence[str]]] = []
-        for other, metadata_location in self.locations():
-            if other == ident:
-                continue
-            try:
-                theirs = self._read_cached(metadata_location)
-            except (OSError, ValueError, *INPUT_FAULTS):  # an unreadable table has no folders to protect here
-                continue
-            others.append((f"table {display(other)}", table_places(theirs.location, theirs.properties)))
+        others: list[tuple[str, Sequence[Place | None]]] = [
+            (f"table {display(other)}", places) for other, _, places in self.tables_folders() if other != ident
+        ]
         with self.catalog.engine.connect() as conn:
             views = conn.execute(select(VIEWS.c.metadata_location).where(VIEWS.c.catalog_name == self.catalog.name))
-            others += [(f"a view at {v!r}", [view_folder(v)]) for v in views.scalars()]
+            others += [(f"a view at {v!r}", [resolved(view_folder(v))]) for v in views.scalars()]
         warehouse = self.catalog.properties.get(WAREHOUSE_LOCATION)
         folders = [("the warehouse", warehouse)] if warehouse else []
         folders += [(f"namespace {display(ns)}", folder) for ns, folder in self.namespaces.folders()]
@@ -404,7 +403,7 @@ class TableStore:
         self.roots.check_all(metadata.location, metadata.properties, f"table {display(ident)}")
         check_format_version(metadata.format_version)
         with self.lock:
-            check_not_anothers(ident, metadata_location, metadata, self.locations(), self._read_cached)
+            check_not_anothers(ident, metadata_location, metadata, self.tables_folders())
             previous = self.location_of(ident)
             if previous is None or not overwrite:
                 self._check_free(ident)
