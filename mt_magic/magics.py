@@ -18,7 +18,7 @@ from mt_magic.runtime.connection import Connection, ConnectionSettings, connect
 from mt_magic.runtime.manager.watchdog import StallPolicy
 from mt_magic.runtime.results import StatementResult, first_error
 from mt_magic.runtime.spark.session import SparkSettings
-from mt_magic.runtime.statements.explained import PREVIEWED
+from mt_magic.runtime.statements.registry import PREVIEWED
 from mt_magic.sql.ddl.freshness import FreshnessRules, freshness_to_cron
 from mt_magic.sql.ddl.parser import parse_interval, parse_partition, parse_table_name
 from mt_magic.widgets.render import StatementResultsView, StatusListView
@@ -42,7 +42,7 @@ before Spark, so it has mostly ended): the first Tab after ``%load_ext`` offers 
 
 
 _EXPLAINED_CHANGES = " / ".join([*(f"``ALTER … {action}``" for action in PREVIEWED.values()), "``CREATE OR ALTER``"])
-"""The changes ``%mt explain`` previews, as its help names them (from the one list, ``explained.PREVIEWED``)."""
+"""The changes ``%mt explain`` previews, as its help names them (from the one list, ``registry.PREVIEWED``)."""
 
 
 def _help_naming(**names: str) -> Callable[[Callable[..., object]], Callable[..., object]]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mt_magic.runtime.inspect.change_preview import ChangePreview
     from mt_magic.runtime.refresh.incremental.explain import Explanation
     from mt_magic.runtime.service import MaterializedTables
-    from mt_magic.runtime.statements.explained import Change
+    from mt_magic.runtime.statements.registry import Change
 
 WHERE = "mt_magic.explain"
 

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from mt_magic.errors import MtMagicError
 from mt_magic.runtime.spark.quoting import identifier, string_literal
-from mt_magic.runtime.statements.explained import PREVIEWED, Change, explains
+from mt_magic.runtime.statements.registry import PREVIEWED, Change, explains
 from mt_magic.sql.ddl.freshness import FreshnessRules
 from mt_magic.sql.ddl.parser import parse_cell, parse_interval, parse_partition, parse_table_name
 from mt_magic.sql.ddl.statements import (
@@ -241,7 +241,7 @@ def option_text(value: OptionValue) -> str:
 def explained(text: str, rules: FreshnessRules, where: str = "%mt explain") -> Explained:
     """What ``%mt explain`` and ``mt_magic.explain`` are given: a table name, a query (explained as the CREATE of a
     table it would define, named :data:`QUERY_NAME`), or one statement of
-    :data:`~mt_magic.runtime.statements.explained.EXPLAINED`.
+    :data:`~mt_magic.runtime.statements.registry.EXPLAINED`.
 
     Raises:
         SqlError: a statement or query the grammar (or sqlglot, for a query) refuses, at its line and column.

@@ -16,14 +16,14 @@ from typing import Any
 
 from mt_magic.completion.grammar import ACTIONS, complete, fragment
 from mt_magic.completion.names import NameSnapshot
-from mt_magic.runtime.statements.explained import EXPLAINED, PREVIEWED
+from mt_magic.runtime.statements.registry import EXPLAINED, PREVIEWED
 
 NAMED_COMMANDS = frozenset({"status", "history", "lineage", "explain", "refresh", "suspend", "resume"})
 """``%mt`` commands whose argument is a table name."""
 EXPLAINED_STATEMENTS = (*dict.fromkeys(start for kind in EXPLAINED for start in kind.starts), "SELECT")
 """What ``%mt explain`` takes besides a table name: the starts of the statements it explains, or a query."""
 EXPLAINED_ACTIONS = tuple(a for a in ACTIONS if a in PREVIEWED.values())
-"""The ALTER actions ``%mt explain`` previews (``explained.PREVIEWED``), in the grammar's order."""
+"""The ALTER actions ``%mt explain`` previews (``registry.PREVIEWED``), in the grammar's order."""
 QUERY_WORDS = frozenset({"SELECT", "WITH"})
 STATEMENT_WORDS = frozenset(start.split()[0] for start in EXPLAINED_STATEMENTS)
 _LINE = re.compile(r"^\s*%mt\s(?P<rest>.*)$", re.DOTALL)

@@ -1,5 +1,6 @@
-"""Rule: what ``%mt explain`` takes is listed once, in ``runtime/statements/explained.py``; the API's check, the
-change preview, ``%mt``'s completion and its help derive from it.
+"""Rule: what ``%mt explain`` takes is listed once, in the statement registry (``runtime/statements/registry.py``,
+beside each statement's handler); the API's check, the change preview, ``%mt``'s completion and its help derive
+from it.
 
 A second list is code (not a docstring) naming two or more of the ALTERs explain previews and none of those it
 refuses: a tuple, list, set or dict of their classes, a ``|`` union of them, or a text (a string, an f-string, a
@@ -13,9 +14,9 @@ from typing import get_args
 
 from mt_modules import Module, docstrings, modules
 
-from mt_magic.runtime.statements.explained import CHANGES, PREVIEWED, Change
+from mt_magic.runtime.statements.registry import CHANGES, PREVIEWED, Change
 
-HOME = "mt_magic.runtime.statements.explained"
+HOME = "mt_magic.runtime.statements.registry"
 PREVIEWED_CLASSES = frozenset(kind.__name__ for kind in PREVIEWED)
 REFUSED_CLASSES = frozenset({"AlterSuspend", "AlterRefresh", "AlterRename", "AlterScheduler", "AlterConstraint"})
 PREVIEWED_WORDS = frozenset(word for word in PREVIEWED.values() if word != "AS")  # "AS" is in every query
@@ -79,7 +80,7 @@ def test_what_explain_takes_is_listed_once() -> None:
     found = [line for module in candidates for line in second_lists(module)]
     assert not found, (
         f"a second list of what %mt explain takes: {found}. Fix: derive it from "
-        "mt_magic.runtime.statements.explained (PREVIEWED, CHANGES, EXPLAINED, explains)"
+        "mt_magic.runtime.statements.registry (PREVIEWED, CHANGES, EXPLAINED, explains)"
     )
 
 

@@ -299,7 +299,7 @@ def test_mt_explain_alter_completes_as_the_cell_with_the_changes_explain_preview
     from mt_magic.completion.grammar import ACTIONS
     from mt_magic.completion.mt_line import EXPLAINED_ACTIONS, complete_mt_line, flags_of
     from mt_magic.magics import MT_COMMANDS, MaterializedMagics
-    from mt_magic.runtime.statements.explained import EXPLAINED
+    from mt_magic.runtime.statements.registry import EXPLAINED
     from mt_magic.sql import parse_cell
 
     spec = flags_of(MaterializedMagics.mt.parser, MT_COMMANDS)

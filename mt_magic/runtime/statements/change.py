@@ -17,7 +17,7 @@ from mt_magic.runtime.statements.alter_commit import (
     remoded,
     resumed,
 )
-from mt_magic.runtime.statements.explained import CHANGES, Change
+from mt_magic.runtime.statements.registry import CHANGES, Change
 from mt_magic.runtime.workspace import Workspace
 from mt_magic.sql.ddl.statements import (
     AlterFreshness,

@@ -1,4 +1,5 @@
-"""The one mapping of statement type to handler: each statement's check, apply and undo are found here.
+"""The one mapping of statement type to handler: each statement's check, apply and undo are found here, and
+which statements ``%mt explain`` takes (:data:`PREVIEWED`, :data:`EXPLAINED`).
 
 The service applies a statement through :func:`handler_for`; a cell (``runtime.cell``) checks and undoes through
 it. Every statement type of the grammar (:data:`~mt_magic.sql.ddl.statements.STATEMENT_TYPES`) has one.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 from mt_magic.runtime.statements.alter import (
     AlterAs,
@@ -57,3 +58,27 @@ def handler_for(stmt: s.AnyStatement) -> Handler[Any, Any]:
         return HANDLERS[type(stmt)]
     except KeyError:
         raise TypeError(f"unknown statement {stmt!r}") from None
+
+
+PREVIEWED: Mapping[type[s.Statement], str] = MappingProxyType(
+    {
+        s.AlterQuery: "AS",
+        s.AlterFreshness: "SET FRESHNESS",
+        s.AlterRefreshMode: "SET REFRESH_MODE",
+        s.AlterResume: "RESUME",
+    }
+)
+"""Each ALTER whose change ``%mt explain`` previews (``change.decided``), with its action as the grammar spells it
+after the table's name: the one list the API's check, the preview, ``%mt``'s completion and its help derive from
+(``tests/architecture/test_explained_statements.py`` fails on a second)."""
+Change = s.AlterQuery | s.AlterFreshness | s.AlterRefreshMode | s.AlterResume
+"""Their type, for annotations (the same statements as :data:`PREVIEWED`, which the rule test checks)."""
+CHANGES: tuple[type[s.Statement], ...] = tuple(PREVIEWED)
+EXPLAINED: tuple[type[s.Statement], ...] = (s.CreateMaterializedTable, *CHANGES)
+"""The statement types explain takes: a CREATE (before it runs; a CREATE OR ALTER of an existing table is a change
+too) and the ALTERs it previews."""
+
+
+def explains(stmt: s.Statement) -> TypeGuard[s.CreateMaterializedTable | Change]:
+    """Whether explain takes ``stmt``: a statement of one of the :data:`EXPLAINED` types."""
+    return isinstance(stmt, EXPLAINED)
