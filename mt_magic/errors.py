@@ -75,6 +75,11 @@ class MtMagicError(Exception):
         fix = f"{suggestion} Otherwise, {self.fix}" if suggestion and self.fix else suggestion or self.fix
         return f"Fix: {_ended(fix)}" if fix else ""
 
+    def without_rows(self) -> str:
+        """The message as it may leave this process (a lineage event): an error that quotes a table's rows (a held
+        refresh's sample) leaves them out."""
+        return self.message()
+
     def __str__(self) -> str:
         return self.message()
 

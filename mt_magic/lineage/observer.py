@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from mt_magic.catalog.tables import MaterializedCatalog
+from mt_magic.errors import MtMagicError
 from mt_magic.lineage import settings
 from mt_magic.lineage.emitter import BackgroundEmitter
 from mt_magic.lineage.events import LineageRun, Producer, build_event
@@ -68,7 +69,8 @@ class RefreshLineage:
         self._queue(run, "COMPLETE", self.clock(), summary=summary)
 
     def failed(self, run: LineageRun, error: BaseException) -> None:
-        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        message = error.without_rows() if isinstance(error, MtMagicError) else str(error)  # no row of a table
+        text = message.splitlines()[0] if message else type(error).__name__
         self._queue(run, "FAIL", self.clock(), error=f"{type(error).__name__}: {text}")
 
     def _queue(

@@ -7,7 +7,7 @@ Nothing here does work; these are the shared vocabulary between the engine (``re
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from mt_magic.vocabulary import JobState, RefreshEngine, RefreshKind, RefreshMode, RefreshTrigger, WorkflowSchedulerKind
@@ -259,13 +259,17 @@ class HeldExpectation:
     failed: int
     checked: int
     sample: tuple[str, ...] = ()
-    """A few failing rows as ``col=value, …``."""
+    """A few failing rows as ``col=value, …``: only in the process that ran the refresh (never in the catalog)."""
+    to_see: str = ""
+    """Where no sample is in memory (another process ran the refresh): the Spark SQL that reads a few failing rows,
+    for the reader to run with their own rights (``refresh.audit.failing_rows_sql``)."""
 
     @property
     def text(self) -> str:
-        """``positive failed on 3 of 120 rows (e.g. id=7, amount=-5)``."""
-        sample = f" (e.g. {' | '.join(self.sample)})" if self.sample else ""
-        return f"{self.name} failed on {self.failed} of {self.checked} rows{sample}"
+        """``positive failed on 3 of 120 rows (e.g. id=7, amount=-5)``, or ``… rows (see them: SELECT …)``."""
+        shown = f" (e.g. {' | '.join(self.sample)})" if self.sample else ""
+        shown = shown or (f" (see them: {self.to_see})" if self.to_see else "")
+        return f"{self.name} failed on {self.failed} of {self.checked} rows{shown}"
 
 
 @dataclass(frozen=True)
@@ -289,6 +293,10 @@ class HeldRefresh:
             f"expectation {'; '.join(e.text for e in self.expectations)}. main stays at {where}; the refresh is "
             f"staged as snapshot {self.staged_snapshot}. Fix: {self.fix}."
         )
+
+    def without_sample(self) -> HeldRefresh:
+        """The same facts without the failing rows (what may leave the process, e.g. in a lineage event)."""
+        return replace(self, expectations=tuple(replace(e, sample=()) for e in self.expectations))
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 one-shot fail (exit 1, so the task and its run fail) saying held, which expectation and the Fix; ``main`` stays on
 the last good snapshot for Spark and pyiceberg, the refresh staged on the audit branch; once the source is fixed the
 next one-shot publishes, and nothing is read twice. The kernel, which did not run either refresh, shows the held one on
-the table's card and in ``%mt status`` from the catalog alone (the staging branch and its counts), and no longer once
-it is published."""
+the table's card and in ``%mt status`` from the catalog alone (the staging branch and its counts), with the Spark SQL
+that reads the failing rows in place of a sample (rows are not in the catalog's metadata), and no longer once it is
+published."""
 
 from __future__ import annotations
 
@@ -49,8 +50,10 @@ def test_the_one_shot_holds_a_bad_batch_off_main_and_publishes_once_fixed(connec
     assert staged is not None and staged[1] == good  # the held refresh waits on the audit branch
     status = _kernel_status(connection)  # the kernel's card and %mt status, from the catalog alone
     assert status.held is not None and [(e.name, e.failed) for e in status.held.expectations] == [("positive", 1)]
-    assert status.held.expectations[0].sample == ("id=2, amount=-5",)
+    [seen] = status.held.expectations
+    assert seen.sample == () and sorted(tuple(r) for r in spark.sql(seen.to_see).collect()) == [(2, -5)]
     assert dict(detail_rows(status))["held"].startswith("expectation positive failed on 1 of")
+    assert f"(see them: {seen.to_see})" in dict(detail_rows(status))["held"]
     assert "HELD: positive" in title_html(status) and "HELD: positive" in dashboard_html([status])
 
     spark.sql(f"DELETE FROM {CATALOG}.{NS}.orders WHERE amount < 0")  # the source fixed

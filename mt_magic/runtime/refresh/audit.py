@@ -10,12 +10,17 @@ fast-forwarded to it only when no ``FAIL UPDATE`` expectation failed. Otherwise 
 source snapshots consumed before, so the next refresh reads the same change again (and a later publish of the held
 snapshot, :func:`publish_held`, carries its own state: nothing is read twice). Any process reads a held refresh
 from the catalog (:func:`held_in_catalog`).
+
+No row of the table goes into the catalog's metadata: a principal allowed to read a table's metadata but not its data
+(a team catalog's ``read-metadata``) reads snapshot summaries. The counts' summary holds names and numbers only; the
+sample of failing rows stays in the memory of the process that ran the refresh (:attr:`Counted.sample`), and another
+process shows the Spark SQL that reads them with the reader's own session and rights (:func:`failing_rows_sql`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -23,7 +28,7 @@ from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.options import ENGINE
-from mt_magic.runtime.spark.quoting import qualified
+from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefresh
 from mt_magic.vocabulary import Expectation, OnViolation
 
@@ -53,7 +58,8 @@ class Counted:
     checked: int
     failed: int
     sample: tuple[str, ...] = ()
-    """A few failing rows as ``col=value, …`` (only where some failed)."""
+    """A few failing rows as ``col=value, …`` (only where some failed): in memory only, never in :meth:`Audit.summary`
+    (catalog metadata, see the module)."""
 
     @property
     def passed(self) -> int:
@@ -84,6 +90,7 @@ class Audit:
         return tuple(c for c in self.counts if c.blocks)
 
     def summary(self) -> dict[str, str]:
+        """The counts' snapshot-summary entry: names and numbers, never a row (no :attr:`Counted.sample`)."""
         rows = [
             {
                 "name": c.name,
@@ -91,7 +98,6 @@ class Audit:
                 "passed": c.passed,
                 "dropped": c.dropped,
                 "failed": c.failed,
-                **({"sample": list(c.sample)} if c.sample else {}),
             }
             for c in self.counts
         ]
@@ -99,6 +105,7 @@ class Audit:
 
     @classmethod
     def from_summary(cls, summary: Mapping[str, str]) -> Audit | None:
+        """The counts a summary records (a ``sample`` list, which older versions wrote, is ignored)."""
         raw = summary.get(EXPECTATIONS_KEY)
         if raw is None:
             return None
@@ -109,7 +116,6 @@ class Audit:
                     OnViolation(r["on-violation"]),
                     int(r["passed"]) + int(r["failed"]),
                     int(r["failed"]),
-                    tuple(r.get("sample", ())),
                 )
                 for r in json.loads(raw)
             )
@@ -126,6 +132,22 @@ class Audit:
 def passes(expectation: Expectation) -> str:
     """Spark SQL that is TRUE exactly when a row passes (a NULL condition violates)."""
     return f"coalesce(({expectation.condition}), false)"
+
+
+def shown_columns(columns: Iterable[str]) -> list[str]:
+    """The columns a sample of rows shows: the table's own, not its hidden keys."""
+    return [c for c in columns if not c.startswith("__mt_")]
+
+
+def failing_rows_sql(table: str, columns: Iterable[str], expectation: Expectation, snapshot: int) -> str:
+    """Spark SQL reading a few rows of ``table`` at ``snapshot`` that fail ``expectation``: how a process that did
+    not run a held refresh shows its failing rows, run with the reader's own session and rights (never read into the
+    catalog's metadata)."""
+    shown = ", ".join(identifier(c) for c in shown_columns(columns))
+    return (
+        f"SELECT {shown} FROM {qualified(table)} VERSION AS OF {int(snapshot)} WHERE NOT {passes(expectation)} "
+        f"LIMIT {SAMPLE_ROWS}"
+    )
 
 
 def on_spark(options: Mapping[str, str], expectations: tuple[Expectation, ...]) -> dict[str, str]:
@@ -158,16 +180,22 @@ class ExpectationsHeldError(RefreshError):
 
     ``held`` carries the facts (which expectations, rows, a sample, the Fix) the manager's status shows."""
 
-    def __init__(self, problem: str, *, held: HeldRefresh) -> None:
-        super().__init__(problem, fix=held.fix)
+    def __init__(self, table: str, held: HeldRefresh) -> None:
+        where = "no snapshot yet" if held.main_snapshot is None else f"snapshot {held.main_snapshot}"
+        super().__init__(
+            f"refresh of {table} held: expectation {'; '.join(e.text for e in held.expectations)}. main stays at "
+            f"{where}; the refresh is staged as snapshot {held.staged_snapshot} on branch {BRANCH}",
+            fix=held.fix,
+        )
+        self.table = table
         self.held = held
 
+    def without_rows(self) -> str:
+        """The message without the sample of failing rows (what a lineage event carries)."""
+        return ExpectationsHeldError(self.table, self.held.without_sample()).message()
+
     def __reduce__(self) -> tuple[object, ...]:
-        return _rebuild_held, (self.problem, self.held)
-
-
-def _rebuild_held(problem: str, held: HeldRefresh) -> ExpectationsHeldError:
-    return ExpectationsHeldError(problem, held=held)
+        return ExpectationsHeldError, (self.table, self.held)
 
 
 def branch_table(table: str) -> str:
@@ -207,10 +235,16 @@ def _split(table: str) -> tuple[str, str, str]:
     return catalog, namespace, rest.replace("'", "''")
 
 
-def held_refresh(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> HeldRefresh:
-    """The facts of a held refresh (which expectations, rows, a sample, the Fix) that the card and ``%mt`` show."""
+def held_refresh(
+    table: str, audit: Audit, main_snapshot: int | None, staged: int, to_see: Mapping[str, str] | None = None
+) -> HeldRefresh:
+    """The facts of a held refresh (which expectations, rows, a sample, the Fix) that the card and ``%mt`` show;
+    ``to_see``: per expectation, the SQL that reads its failing rows where no sample is in memory."""
     return HeldRefresh(
-        tuple(HeldExpectation(c.name, c.failed, c.checked, c.sample) for c in audit.blocking),
+        tuple(
+            HeldExpectation(c.name, c.failed, c.checked, c.sample, (to_see or {}).get(c.name, ""))
+            for c in audit.blocking
+        ),
         main_snapshot,
         staged,
         fix=(
@@ -223,26 +257,29 @@ def held_refresh(table: str, audit: Audit, main_snapshot: int | None, staged: in
 def held_error(table: str, audit: Audit, main_snapshot: int | None, staged: int) -> ExpectationsHeldError:
     """What a held refresh says: which expectation, how many rows, a sample, and how to go on; the same facts in
     its :attr:`ExpectationsHeldError.held` for the manager's status."""
-    held = held_refresh(table, audit, main_snapshot, staged)
-    where = "no snapshot yet" if main_snapshot is None else f"snapshot {main_snapshot}"
-    return ExpectationsHeldError(
-        f"refresh of {table} held: expectation {'; '.join(e.text for e in held.expectations)}. main stays at "
-        f"{where}; the refresh is staged as snapshot {staged} on branch {BRANCH}",
-        held=held,
-    )
+    return ExpectationsHeldError(table, held_refresh(table, audit, main_snapshot, staged))
 
 
 def held_in_catalog(info: TableInfo) -> HeldRefresh | None:
     """The held refresh the catalog shows (the staging branch one refresh ahead of ``main``, its counts failing a
     ``FAIL UPDATE`` expectation), whoever ran it: what a process that does not refresh the table itself shows
-    (a table on Airflow). ``None``: nothing held (published, restaged, or never audited)."""
+    (a table on Airflow), with the SQL that reads the failing rows in place of a sample (:func:`failing_rows_sql`:
+    rows are not in the catalog's metadata, and the manager's poll runs no Spark job). ``None``: nothing held
+    (published, restaged, or never audited)."""
     found = staged(info)
     if found is None or found.head == info.current_snapshot_id or found.parent_id != info.current_snapshot_id:
         return None
     counted = Audit.from_summary(found.summary)
     if counted is None or not counted.blocking or RefreshState.from_summary(found.summary) is None:
         return None
-    return held_refresh(info.name, counted, info.current_snapshot_id, found.snapshot_id)
+    declared = {e.name: e for e in (info.definition.expectations if info.definition is not None else ())}
+    columns = [c for c, _, _ in info.columns]
+    to_see = {
+        c.name: failing_rows_sql(info.name, columns, declared[c.name], found.snapshot_id)
+        for c in counted.blocking
+        if c.name in declared
+    }
+    return held_refresh(info.name, counted, info.current_snapshot_id, found.snapshot_id, to_see)
 
 
 class Staged(NamedTuple):

@@ -2,8 +2,9 @@
 expectation's failing rows as the write to the staging branch passes them, so the rows are computed once.
 
 The counts are known after the write's commit, so they cannot be in its snapshot: they follow it on the staging
-branch in an empty snapshot of their own (:func:`record`), with the sample of failing rows read from the staged
-snapshot only where a ``FAIL UPDATE`` expectation failed (:func:`sampled`), and ``main`` is moved to that snapshot.
+branch in an empty snapshot of their own (:func:`record`), and ``main`` is moved to that snapshot. Where a ``FAIL
+UPDATE`` expectation failed, a sample of its failing rows is read from the staged snapshot (:func:`sampled`) for this
+process's held message and card only: the counts' summary never carries it (catalog metadata, see :mod:`.audit`).
 On Spark Connect the rows are counted first on the rows kept in Spark's cache instead (:func:`count`): a ``MERGE``'s
 observed metrics (a SQL command's) never reach the client, and a write's reach it only if the server's listener
 delivered them within the 100 ms Spark 4's Connect server waits for them (``Observation.getRowOrEmpty``), which a
@@ -27,7 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo, reaching, table_info
 from mt_magic.errors import RefreshConflictError, RefreshError
-from mt_magic.runtime.refresh.audit import BRANCH, COUNTS_OF_KEY, SAMPLE_ROWS, Audit, Counted, kept, passes
+from mt_magic.runtime.refresh.audit import (
+    BRANCH,
+    COUNTS_OF_KEY,
+    SAMPLE_ROWS,
+    Audit,
+    Counted,
+    kept,
+    passes,
+    shown_columns,
+)
 from mt_magic.runtime.spark.connect import is_connect
 from mt_magic.runtime.spark.quoting import qualified
 from mt_magic.runtime.spark.shown_rows import rendered
@@ -208,13 +218,14 @@ def sampled(
     added_since: int | None,
 ) -> Audit:
     """``counted`` with a few failing rows of each ``FAIL UPDATE`` expectation that failed, read from the staged
-    snapshot (the rows it added after ``added_since`` where the refresh appended): only a held refresh reads here."""
+    snapshot (the rows it added after ``added_since`` where the refresh appended): only a held refresh reads here,
+    and the sample stays in memory (:attr:`.audit.Counted.sample`)."""
     from pyspark.sql import functions as F
 
     if not counted.blocking:
         return counted
     rows = staged_table_rows(session, table, staged, added_since)
-    visible = [c for c in rows.columns if not c.startswith("__mt_")]
+    visible = shown_columns(rows.columns)
     conditions = {e.name: e for e in expectations}
     shown = []
     for c in counted.counts:
@@ -239,7 +250,8 @@ def record(
 ) -> TableInfo:
     """The counts of the refresh committed as snapshot ``refreshed`` in an empty snapshot after it on the staging
     branch of ``staged`` (the table as read after that commit), with the refresh's ``state`` again (what ``main``'s
-    current snapshot must carry): what history, the card and a held refresh's readers find (:func:`.audit.staged`).
+    current snapshot must carry): what history, the card and a held refresh's readers find (:func:`.audit.staged`);
+    names and numbers only, no sample of rows (:meth:`.audit.Audit.summary`).
     Unless ``publish_over`` is ``False``, the same commit moves ``main`` to that snapshot, asserting ``main`` is still
     at ``publish_over`` (``None``: the table has no snapshot yet). One catalog commit through pyiceberg, no Spark job.
 
