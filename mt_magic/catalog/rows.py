@@ -226,7 +226,7 @@ def commit_files(
     Raises:
         pyiceberg.exceptions.CommitFailedException: another writer committed first; nothing was written.
     """
-    once = _without_retries(table)
+    once = without_retries(table)
     with once.transaction() as transaction:
         update = transaction.update_snapshot(snapshot_properties=dict(properties))
         producer = update.fast_append() if replaced is None else _overwrite(update)
@@ -238,7 +238,7 @@ def commit_files(
     table.metadata, table.metadata_location = once.metadata, once.metadata_location  # the committed metadata
 
 
-def _without_retries(table: Table) -> Table:
+def without_retries(table: Table) -> Table:
     """``table`` as loaded, told to commit once: pyiceberg 0.12 retries a commit that lost a race on the refreshed
     table (up to ``commit.retry.num-retries`` times, default 4), which would land a refresh's rows on a state it
     never read. The retry count is set on this copy of the loaded metadata only; nothing of it is committed."""

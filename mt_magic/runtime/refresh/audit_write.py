@@ -265,7 +265,7 @@ def record(
     from pyiceberg.table.refs import MAIN_BRANCH
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
-    from mt_magic.catalog.rows import _without_retries
+    from mt_magic.catalog.rows import without_retries as _without_retries
 
     table = _without_retries(catalog.iceberg_table_of(staged))
     properties = {**state, **counted.summary(), COUNTS_OF_KEY: str(refreshed)}
