@@ -123,11 +123,6 @@ def resolved(location: str) -> Place | None:
     return Place("file", "", os.path.realpath(place.path))
 
 
-def overlaps(first: str, second: str) -> bool:
-    """Whether one location is inside the other (or they are one)."""
-    return places_overlap(resolved(first), resolved(second))
-
-
 def places_overlap(a: Place | None, b: Place | None) -> bool:
     """Whether one resolved place is inside the other (or they are one); a place that is ``None`` overlaps nothing."""
     return place_within(a, b) or place_within(b, a)
@@ -141,4 +136,4 @@ def place_within(inner: Place | None, outer: Place | None) -> bool:
 def inside_any(location: str, places: Iterable[str]) -> bool:
     """Whether ``location``, links resolved, lies inside one of ``places`` (links resolved too)."""
     place = resolved(location)
-    return place is not None and any(root is not None and place.within(root) for root in map(resolved, places))
+    return any(place_within(place, root) for root in map(resolved, places))

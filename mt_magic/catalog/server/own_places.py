@@ -33,8 +33,9 @@ class TableFolders(NamedTuple):
 class TablesFolders:
     """Every table's location and folders (links resolved), each metadata file read once while it is its table's
     current one: in a catalog of thousands of tables each create read all their metadata files again (the parsed
-    metadata cache holds 256). A link made inside a folder after its metadata file was read is seen at the table's
-    next commit."""
+    metadata cache holds 256). A table's folder that becomes a symbolic link (or lies under a folder that becomes one)
+    after its metadata file was read is seen at that table's next commit: local warehouses are their owner's alone,
+    and vended credentials, the other way in, are for S3 places only."""
 
     def __init__(self, read: Callable[[str], TableMetadata]) -> None:
         self._read = read
