@@ -83,3 +83,21 @@ def test_the_python_api_writes_the_same_clause() -> None:
     wanted = (Expectation("positive", "amount >= 0", OnViolation.FAIL_UPDATE), Expectation("keyed", "id IS NOT NULL"))
     stmt = create_or_alter("t", "SELECT id, amount FROM src", FreshnessRules(), expectations=wanted)
     assert stmt.expectations == wanted
+
+
+def test_a_window_function_makes_an_expectation_over_groups_keyed_by_its_partition() -> None:
+    from mt_magic.runtime.refresh.audit import failing_rows_sql, over_groups
+
+    (unique,) = _expectations(
+        "CONSTRAINT u EXPECT (count(*) OVER (PARTITION BY order_id) = 1) ON VIOLATION FAIL UPDATE"
+    )
+    assert unique.condition == "count(*) OVER (PARTITION BY order_id) = 1"  # as written, for SHOW CREATE
+    assert over_groups(unique) == ("`order_id`",)
+    assert over_groups(Expectation("r", "amount >= 0")) is None
+    same = "lag(amount) OVER (PARTITION BY `Day`, k ORDER BY ts) IS NULL OR count(*) OVER (PARTITION BY K, day) < 2"
+    assert over_groups(Expectation("s", same)) == ("`Day`", "`k`")  # one set of keys, however quoted or ordered
+    assert over_groups(Expectation("d", "count(*) OVER (PARTITION BY a) = count(*) OVER (PARTITION BY b)")) == ()
+    assert failing_rows_sql("mt.default.o", ["order_id"], unique, 12) == (
+        "SELECT `order_id` FROM (SELECT *, NOT coalesce((count(*) OVER (PARTITION BY order_id) = 1), false) AS "
+        "`__mt_failing` FROM `mt`.`default`.`o` VERSION AS OF 12) WHERE `__mt_failing` LIMIT 3"
+    )

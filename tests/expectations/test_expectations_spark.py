@@ -296,3 +296,74 @@ def test_undelivered_counts_end_in_a_refresh_error_and_a_failed_write_leaves_no_
         observed.audit(3, wait_s=0.2)
     observed.release()
     assert _observation_listeners(spark) == before
+
+
+def test_a_duplicated_day_is_held_off_main_over_the_touched_groups_and_published_once_fixed(
+    mt, spark, monkeypatch
+) -> None:
+    """An expectation over groups (a window function): a batch re-loading a day pairs each added row with the one
+    already published, so an incremental refresh reads the old rows of the groups it touched (4 of the 5 staged
+    rows: order 3's group is not read) and a full one the whole staged table; both are held, ``main`` never shows a
+    duplicate (read between each commit and its publish too), and the refresh after the fix publishes."""
+    spark.sql("CREATE TABLE ex_src_orders (day DATE, order_id INT, amount INT) USING iceberg")
+    day1, day2 = "(DATE'2026-12-01', 1, 10), (DATE'2026-12-01', 2, 20)", "(DATE'2026-12-02', 3, 30)"
+    spark.sql(f"INSERT INTO ex_src_orders VALUES {day1}, {day2}")
+    unique = "CONSTRAINT one_row_per_order EXPECT (count(*) OVER (PARTITION BY order_id) = 1) ON VIOLATION FAIL UPDATE"
+    seen_on_main: list[list[tuple]] = []
+    real_record = audit_write.record
+
+    def read_then_publish(catalog, staged, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen_on_main.append(_rows(spark, staged.name))  # between the branch commit and the publish
+        return real_record(catalog, staged, *args, **kwargs)
+
+    monkeypatch.setattr(audit_write, "record", read_then_publish)
+    for table, mode, checked in (("ex_days_inc", "CONTINUOUS", 4), ("ex_days_full", "FULL", 5)):
+        run(
+            mt,
+            f"CREATE MATERIALIZED TABLE {table} ({unique}) FRESHNESS = INTERVAL '1' HOUR REFRESH_MODE = {mode} "
+            "AS SELECT day, order_id, amount FROM ex_src_orders",
+        )
+        name = _name(mt, table)
+        good = _rows(spark, name)
+        assert len(good) == 3 and _counts(mt, name) == [("one_row_per_order", 3, 0, 0)]
+        shown = run(mt, f"SHOW CREATE MATERIALIZED TABLE {table}")[0]
+        assert "EXPECT (count(*) OVER (PARTITION BY order_id) = 1) ON VIOLATION FAIL UPDATE" in str(shown.listing.text)
+        spark.sql(f"INSERT INTO ex_src_orders VALUES {day1}")  # the day loaded a second time
+        with pytest.raises(
+            ExpectationsHeldError,
+            match=rf"held: expectation one_row_per_order failed on 4 of {checked} rows \(e\.g\. day=2026-12-01, "
+            r"order_id=[12], amount=[12]0.*Fix: fix the source rows",
+        ):
+            _refresh(mt, table)
+        assert _rows(spark, name) == good
+        assert _pyiceberg_rows(mt, name, ["day", "order_id", "amount"]) == good
+        elsewhere = audit.held_in_catalog(mt.workspace.catalog.load(name))  # another process: the SQL to run
+        assert elsewhere is not None and len(_rows(spark, f"({elsewhere.expectations[0].to_see})")) == 3
+        spark.sql("DELETE FROM ex_src_orders WHERE day = DATE'2026-12-01'")  # the repeated rows gone (and theirs)
+        spark.sql(f"INSERT INTO ex_src_orders VALUES {day1}")
+        _refresh(mt, table)
+        assert _rows(spark, name) == good == _pyiceberg_rows(mt, name, ["day", "order_id", "amount"])
+        assert _counts(mt, name)[0][3] == 0
+        with pytest.raises(DefinitionError, match="one_row_per_day .* cannot DROP ROW.*Fix: use ON VIOLATION FAIL"):
+            run(
+                mt,
+                f"ALTER MATERIALIZED TABLE {table} ADD CONSTRAINT one_row_per_day EXPECT (count(*) OVER "
+                "(PARTITION BY day, order_id) = 1) ON VIOLATION DROP ROW",
+            )
+        assert [e.name for e in mt.workspace.catalog.load_materialized(name)[1].expectations] == ["one_row_per_order"]
+    assert seen_on_main and all(len(set(rows)) == len(rows) for rows in seen_on_main)
+
+
+def test_a_group_expectation_that_would_drop_rows_or_has_no_groups_is_refused(mt, spark) -> None:
+    spark.sql("CREATE TABLE ex_grp_src (k INT, v INT) USING iceberg")
+    refused = {
+        "count(*) OVER (PARTITION BY k) = 1) ON VIOLATION DROP ROW": r"is over groups of rows \(a window function\) "
+        r"and cannot DROP ROW.*Fix: use ON VIOLATION FAIL UPDATE \(hold the refresh\) or no ON VIOLATION",
+        "count(*) OVER () < 10)": "without PARTITION BY.*Fix: partition the window by the keys of a group",
+        "count(*) OVER (PARTITION BY k) = count(*) OVER (PARTITION BY v))": "different keys.*one CONSTRAINT per",
+        "count(*) OVER (PARTITION BY k) = max(v))": "cannot be evaluated",
+    }
+    for condition, message in refused.items():
+        with pytest.raises(DefinitionError, match=message):
+            run(mt, f"CREATE MATERIALIZED TABLE ex_grp (CONSTRAINT c EXPECT ({condition}) AS SELECT * FROM ex_grp_src")
+        assert not mt.workspace.catalog.exists(_name(mt, "ex_grp"))

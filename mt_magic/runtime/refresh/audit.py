@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mt_magic.catalog.definitions import RefreshState
 from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
@@ -30,6 +30,7 @@ from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.options import ENGINE
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefresh
+from mt_magic.sql.query.group_condition import window_partitions
 from mt_magic.vocabulary import Expectation, OnViolation
 
 if TYPE_CHECKING:
@@ -139,14 +140,33 @@ def shown_columns(columns: Iterable[str]) -> list[str]:
     return [c for c in columns if not c.startswith("__mt_")]
 
 
+def over_groups(expectation: Expectation) -> tuple[str, ...] | None:
+    """The ``PARTITION BY`` keys of an expectation over groups of rows (its condition holds a window function:
+    :mod:`.audit_groups` counts it on the staged table, group by group); ``None`` for a row condition. ``()``: its
+    windows do not share one set of keys (refused at CREATE), so the whole table is read as one group."""
+    windows = window_partitions(expectation.condition)
+    if not windows:
+        return None
+    same = all(sorted(k.lower() for k in w) == sorted(k.lower() for k in windows[0]) for w in windows)
+    return windows[0] if same else ()
+
+
+def shown_row(row: Any, columns: Iterable[str]) -> str:
+    """A sampled row as ``col=value, …`` (what a held message shows)."""
+    return ", ".join(f"{c}={'NULL' if row[c] is None else row[c]}" for c in columns)
+
+
 def failing_rows_sql(table: str, columns: Iterable[str], expectation: Expectation, snapshot: int) -> str:
     """Spark SQL reading a few rows of ``table`` at ``snapshot`` that fail ``expectation``: how a process that did
     not run a held refresh shows its failing rows, run with the reader's own session and rights (never read into the
-    catalog's metadata)."""
+    catalog's metadata). A condition over groups is evaluated in a projection (a window cannot be in WHERE)."""
     shown = ", ".join(identifier(c) for c in shown_columns(columns))
+    at = f"{qualified(table)} VERSION AS OF {int(snapshot)}"
+    if over_groups(expectation) is None:
+        return f"SELECT {shown} FROM {at} WHERE NOT {passes(expectation)} LIMIT {SAMPLE_ROWS}"
     return (
-        f"SELECT {shown} FROM {qualified(table)} VERSION AS OF {int(snapshot)} WHERE NOT {passes(expectation)} "
-        f"LIMIT {SAMPLE_ROWS}"
+        f"SELECT {shown} FROM (SELECT *, NOT {passes(expectation)} AS `__mt_failing` FROM {at}) "
+        f"WHERE `__mt_failing` LIMIT {SAMPLE_ROWS}"
     )
 
 

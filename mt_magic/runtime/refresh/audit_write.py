@@ -1,5 +1,6 @@
 """Counting a refresh's expectations on its own write: Spark's observed metrics (``DataFrame.observe``) count every
-expectation's failing rows as the write to the staging branch passes them, so the rows are computed once.
+row condition's failing rows as the write to the staging branch passes them, so the rows are computed once (an
+expectation over groups of rows is counted on the staged snapshot after the write: :mod:`.audit_groups`).
 
 The counts are known after the write's commit, so they cannot be in its snapshot: they follow it on the staging
 branch in an empty snapshot of their own (:func:`record`), and ``main`` is moved to that snapshot. Where a ``FAIL
@@ -37,7 +38,9 @@ from mt_magic.runtime.refresh.audit import (
     kept,
     passes,
     shown_columns,
+    shown_row,
 )
+from mt_magic.runtime.refresh.audit_groups import grouped, row_level, with_group_counts
 from mt_magic.runtime.spark.connect import is_connect
 from mt_magic.runtime.spark.quoting import qualified
 from mt_magic.runtime.spark.shown_rows import rendered
@@ -67,7 +70,9 @@ class Observed:
 
     @classmethod
     def on(cls, df: DataFrame, expectations: tuple[Expectation, ...]) -> Observed:
-        """``df`` observed (on Connect: cached and counted, see the module)."""
+        """``df`` observed (on Connect: cached and counted, see the module) for the row conditions among
+        ``expectations`` (those over groups are counted on the staged snapshot: :func:`sampled`)."""
+        expectations = row_level(expectations)
         if is_connect(df.sparkSession):
             from pyspark import StorageLevel
 
@@ -217,27 +222,29 @@ def sampled(
     staged: int,
     added_since: int | None,
 ) -> Audit:
-    """``counted`` with a few failing rows of each ``FAIL UPDATE`` expectation that failed, read from the staged
-    snapshot (the rows it added after ``added_since`` where the refresh appended): only a held refresh reads here,
-    and the sample stays in memory (:attr:`.audit.Counted.sample`)."""
+    """``counted`` (the write's counts of the row conditions) completed on the staged snapshot: the expectations
+    over groups counted there (:mod:`.audit_groups`, on the groups the rows added after ``added_since`` touched
+    where the refresh appended), and a few failing rows of each ``FAIL UPDATE`` expectation that failed (the rows
+    it added where it appended): only a held refresh reads those, and the sample stays in memory
+    (:attr:`.audit.Counted.sample`)."""
     from pyspark.sql import functions as F
 
-    if not counted.blocking:
+    if grouped(expectations):  # a table without one reads nothing more here
+        added = None if added_since is None else staged_table_rows(session, table, staged, added_since)
+        counted = with_group_counts(session, table, counted, expectations, staged, added)
+    rows_failed = {e.name for e in row_level(expectations)} & {c.name for c in counted.blocking}
+    if not rows_failed:
         return counted
     rows = staged_table_rows(session, table, staged, added_since)
     visible = shown_columns(rows.columns)
     conditions = {e.name: e for e in expectations}
     shown = []
     for c in counted.counts:
-        if c.blocks:
+        if c.name in rows_failed:
             failing = rows.where(~F.expr(passes(conditions[c.name]))).select(*visible)
-            c = replace(c, sample=tuple(_shown(r, visible) for r in rendered(failing).limit(SAMPLE_ROWS).collect()))
+            c = replace(c, sample=tuple(shown_row(r, visible) for r in rendered(failing).limit(SAMPLE_ROWS).collect()))
         shown.append(c)
     return Audit(tuple(shown))
-
-
-def _shown(row: Any, columns: list[str]) -> str:
-    return ", ".join(f"{c}={'NULL' if row[c] is None else row[c]}" for c in columns)
 
 
 def record(

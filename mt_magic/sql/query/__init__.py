@@ -8,6 +8,7 @@ import-linter contract in ``pyproject.toml``).
 - ``rewrite``: the query's source tables renamed or pinned to snapshots
 - ``keys`` / ``hidden_keys``: keys that locate affected rows; the hidden row identity and back
 - ``text_constants``: STRING constants that are not valid UTF-8
+- ``group_condition``: the ``PARTITION BY`` keys of an expectation's window functions (one over groups of rows)
 - ``filtered_columns``: the column names a query's conditions compare (where Spark may push a filter into a scan)
 - ``in_process_gate``: which queries DuckDB answers exactly as Spark (typed from the sources' schemas)
 - ``typed_reads``: what a query being typed reads (tables, aliases, CTEs, subqueries), for completion
