@@ -150,6 +150,13 @@ class DependencyError(MtMagicError):
 class RefreshError(MtMagicError):
     """A refresh failed; the previous snapshot stays current."""
 
+    shared: str | None = None
+    """The message as it may leave this process, where :meth:`message` quotes Spark's text (which can hold a row's
+    values: ``The value 'x' cannot be cast``); set by ``spark.analysis_errors.refresh_failure``."""
+
+    def without_rows(self) -> str:
+        return self.shared if self.shared is not None else super().without_rows()
+
 
 class RefreshConflictError(RefreshError):
     """Another writer committed to the materialized table during its refresh; nothing was committed."""

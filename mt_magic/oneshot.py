@@ -157,8 +157,8 @@ def refresh_once(
             assert future is not None
             outcome = future.result()
         extra = result_extra(name, outcome, spark_job_ids(conn.spark, name), time.monotonic() - started)
-    except MtMagicError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
+    except MtMagicError as exc:  # Airflow keeps this line (the task's error): no row of a table in it
+        print(f"error: {exc.without_rows()}", file=sys.stderr, flush=True)
         return 1
     except Exception as exc:  # Spark's and Py4J's errors: the line that names the problem
         print(f"error: refreshing {table} failed: {first_line(exc)}", file=sys.stderr, flush=True)

@@ -44,6 +44,8 @@ def test_the_one_shot_holds_a_bad_batch_off_main_and_publishes_once_fixed(connec
     assert held.returncode == 1, held.stdout[-2000:] + held.stderr[-2000:]
     assert f"refresh of {TABLE} held: expectation positive failed on 1 of" in held.stderr, held.stderr[-3000:]
     assert "Fix: fix the source rows" in held.stderr
+    [error] = [line for line in held.stderr.splitlines() if line.startswith("error: ")]  # Airflow keeps this line
+    assert "amount=-5" not in error and "expectation positive failed on 1 of" in error, error
     info = base.catalog.load(TABLE)
     assert info.current_snapshot_id == good and rows() == ([(1, 10)], [(1, 10)])
     staged = audit.staged(info)

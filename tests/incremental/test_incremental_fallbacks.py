@@ -276,4 +276,7 @@ def test_a_delta_term_that_fails_on_a_value_the_new_snapshots_do_not_hold_recomp
         outcome = refresh(mt, "picked")
     assert_fell_back(mt, "picked", outcome, FallbackReason.INCREMENTAL_VALUE_REFUSED)
     assert "CAST_INVALID_INPUT" in outcome.strategy
+    summaries = [row.summary for row in spark.sql(f"SELECT summary FROM {qualified(mt, 'picked')}.snapshots").collect()]
+    for text in (outcome.strategy, *(value for summary in summaries for value in summary.values())):
+        assert "it's" not in text.replace("\\", ""), f"a source's value in catalog metadata: {text}"
     assert [tuple(r) for r in spark.table(qualified(mt, "picked")).collect()] == [("true", 1)]

@@ -68,3 +68,7 @@ def test_a_refresh_spark_refuses_reads_without_the_generated_query_s_position() 
         str(refresh_failure("mt.ns.t", other))
         == "refresh of mt.ns.t failed: [DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012"
     )
+    quoting = Exception("""[CAST_INVALID_INPUT] The value 'secret-7' of the type "STRING" cannot be cast to "INT".""")
+    shared = refresh_failure("mt.ns.t", quoting).without_rows()  # what lineage and Airflow get: no value of a row
+    assert "secret-7" in str(refresh_failure("mt.ns.t", quoting)) and "secret-7" not in shared
+    assert shared.startswith("refresh of mt.ns.t failed: [CAST_INVALID_INPUT]"), shared

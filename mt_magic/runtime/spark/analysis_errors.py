@@ -139,7 +139,10 @@ def refresh_failure(table: str, exc: BaseException) -> RefreshError:
         return RefreshError(denied.problem, fix=denied.fix)
     problem = read_problem(exc, "")
     if (problem.error_class or "").split(".")[0] not in ANALYSIS_KINDS:
-        return RefreshError(f"refresh of {table} failed: {first_line(exc)}")
+        error = RefreshError(f"refresh of {table} failed: {first_line(exc)}")
+        what = f"[{problem.error_class}]" if problem.error_class else type(exc).__name__
+        error.shared = f"refresh of {table} failed: {what} (Spark's message can quote values: it stays in this process)"
+        return error
     return RefreshError(
         f"refresh of {table} failed: its query no longer fits its sources: {problem.problem}",
         fix=f"{problem.fix}; then ALTER MATERIALIZED TABLE {table} AS the corrected query",

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from mt_magic.catalog.definitions import MaterializedTableDefinition
 from mt_magic.catalog.tables import TableInfo
-from mt_magic.errors import first_line
 from mt_magic.runtime.refresh.audit import without_dropped_rows
 from mt_magic.runtime.refresh.commit import RowsWrite, Write
 from mt_magic.runtime.refresh.context import (
@@ -180,7 +179,7 @@ def _on_spark(refresh: Refresh, chosen: Chosen) -> RefreshOutcome | Fallback:
             reason = refused_value(exc)
             if reason is None:
                 raise
-            return Fallback((reason,), _spark_error(exc)[:200])
+            return Fallback((reason,), _spark_error(exc))
         finally:
             views.release()
 
@@ -217,10 +216,15 @@ def refused_value(exc: BaseException) -> FallbackReason | None:
 
 
 def _spark_error(exc: BaseException) -> str:
-    """The line of Spark's error from its class on (a job's failure wraps it after the stage and task ids)."""
+    """Spark's error class (``[CAST_INVALID_INPUT]``), without its message: the message quotes the refused value, a
+    row of a source, and this text goes into the decision record (catalog metadata that ``read-metadata`` alone reads),
+    lineage and Airflow's events."""
     text = str(exc)
     starts = [text.find(marker) for marker in (*OVERFLOW_ERRORS, *VALUE_ERRORS) if marker in text]
-    return text[min(starts) :].splitlines()[0] if starts else first_line(exc)
+    if not starts:
+        return type(exc).__name__
+    start = min(starts)
+    return text[start : text.index("]", start) + 1] + " (Spark's message, which quotes the value, is not kept)"
 
 
 def _committed(refresh: Refresh, chosen: Chosen, write: Write | RowsWrite, text: str) -> RefreshOutcome:
