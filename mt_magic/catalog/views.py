@@ -322,13 +322,12 @@ class MaterializedViews:
 
     def valid_for_refresh(
         self, table: str, uuid: str, definition_version: int, last: tuple[SnapshotInfo, RefreshState]
-    ) -> bool | ForeignVersion:
-        """Whether ``table``'s last refresh is still valid (:meth:`invalid_since`), for a refresh about to start:
-        an invalid table is refreshed (never skipped), unless the view's current version is one the refresh
-        cannot record: then that version (:func:`foreign_version`), which the refresh is refused for."""
+    ) -> tuple[bool, ForeignVersion | None]:
+        """Whether ``table``'s last refresh is still valid (:meth:`invalid_since`), for a refresh about to start (an
+        invalid table is refreshed, never skipped), and the view's current version when it is one the refresh cannot
+        record (:func:`foreign_version`; ``None`` otherwise), which the refresh is refused for."""
         since, view = self._checked(table, uuid, last)
-        foreign = None if since is None else foreign_version(table, view, definition_version)
-        return foreign if foreign is not None else since is None
+        return since is None, None if since is None else foreign_version(table, view, definition_version)
 
     def upstream_views(self, state: RefreshState) -> tuple[ViewState, ...]:
         """The spec's ``view`` entries for the sources of ``state`` that are materialized tables of this catalog:

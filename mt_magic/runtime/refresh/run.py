@@ -229,9 +229,13 @@ def _refresh(ctx: RefreshContext, request: RefreshRequest, force_full: bool) -> 
     partition = target_partition(request, definition)
     last = info.last_refresh()
     views = MaterializedViews(ctx.catalog)  # an invalid table is refreshed, or refused when that cannot mend it
-    valid = last is None or views.valid_for_refresh(request.table, info.uuid, definition.definition_version, last)
-    if isinstance(valid, ForeignVersion):
-        raise refused(valid)
+    valid, foreign = (
+        (True, None)
+        if last is None
+        else views.valid_for_refresh(request.table, info.uuid, definition.definition_version, last)
+    )
+    if foreign is not None:
+        raise refused(foreign)
     if valid and is_noop(info, definition, request, states, partition):
         reason = "no source changed since the last refresh"
         return RefreshOutcome(
