@@ -4,8 +4,9 @@ expectation over groups of rows is counted on the staged snapshot after the writ
 
 The counts are known after the write's commit, so they cannot be in its snapshot: they follow it on the staging
 branch in an empty snapshot of their own (:func:`record`), and ``main`` is moved to that snapshot. Where a ``FAIL
-UPDATE`` expectation failed, a sample of its failing rows is read from the staged snapshot (:func:`sampled`) for this
-process's held message and card only: the counts' summary never carries it (catalog metadata, see :mod:`.audit`).
+UPDATE`` expectation failed, a sample of its failing rows is read from the staged snapshot
+(:func:`completed_counts`) for this process's held message and card only: the counts' summary never carries it
+(catalog metadata, see :mod:`.audit`).
 On Spark Connect the rows are counted first on the rows kept in Spark's cache instead (:func:`count`): a ``MERGE``'s
 observed metrics (a SQL command's) never reach the client, and a write's reach it only if the server's listener
 delivered them within the 100 ms Spark 4's Connect server waits for them (``Observation.getRowOrEmpty``), which a
@@ -71,7 +72,7 @@ class Observed:
     @classmethod
     def on(cls, df: DataFrame, expectations: tuple[Expectation, ...]) -> Observed:
         """``df`` observed (on Connect: cached and counted, see the module) for the row conditions among
-        ``expectations`` (those over groups are counted on the staged snapshot: :func:`sampled`)."""
+        ``expectations`` (those over groups are counted on the staged snapshot: :func:`completed_counts`)."""
         expectations = row_level(expectations)
         if is_connect(df.sparkSession):
             from pyspark import StorageLevel
@@ -214,7 +215,7 @@ def staged_table_rows(session: SparkSession, table: str, snapshot: int, added_si
     return reader.table(qualified(table))
 
 
-def sampled(
+def completed_counts(
     session: SparkSession,
     table: str,
     counted: Audit,
@@ -272,9 +273,9 @@ def record(
     from pyiceberg.table.refs import MAIN_BRANCH
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
-    from mt_magic.catalog.rows import without_retries as _without_retries
+    from mt_magic.catalog.rows import without_retries
 
-    table = _without_retries(catalog.iceberg_table_of(staged))
+    table = without_retries(catalog.iceberg_table_of(staged))
     properties = {**state, **counted.summary(), COUNTS_OF_KEY: str(refreshed)}
     moved = publish_over is not False and table.metadata.current_snapshot_id != publish_over
     try:

@@ -228,7 +228,7 @@ def _audited(
             added = staged.summary.get("added-records", "0")
             counted = observed.audit(int(added) if write.mode is not WriteMode.REPLACE_ROWS else None)
             appended = read_snapshot if write.mode is WriteMode.APPEND else None
-            counted = audit_write.sampled(session, table, counted, expectations, staged.snapshot_id, appended)
+            counted = audit_write.completed_counts(session, table, counted, expectations, staged.snapshot_id, appended)
     finally:
         observed.release()
     state = {k: v for k, v in properties.items() if k not in (REFRESH_ID_KEY, DECISION_KEY)}  # the decision: once
