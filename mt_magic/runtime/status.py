@@ -285,14 +285,19 @@ class HeldRefresh:
     """The held refresh's snapshot on the audit branch."""
     fix: str
 
-    @property
-    def text(self) -> str:
-        """Which expectations failed, on how many rows, with a sample, and the Fix: the card's "held" row."""
+    def facts(self, on: str = "") -> str:
+        """Which expectations failed, on how many rows, with a sample, where ``main`` stays and the staged snapshot
+        (``on``: where it is staged, e.g. `` on branch mt_staging``): the held sentence every surface shows."""
         where = "no snapshot yet" if self.main_snapshot is None else f"snapshot {self.main_snapshot}"
         return (
             f"expectation {'; '.join(e.text for e in self.expectations)}. main stays at {where}; the refresh is "
-            f"staged as snapshot {self.staged_snapshot}. Fix: {self.fix}."
+            f"staged as snapshot {self.staged_snapshot}{on}"
         )
+
+    @property
+    def text(self) -> str:
+        """:meth:`facts` and the Fix: the card's "held" row."""
+        return f"{self.facts()}. Fix: {self.fix}."
 
     def without_sample(self) -> HeldRefresh:
         """The same facts without the failing rows (what may leave the process, e.g. in a lineage event)."""

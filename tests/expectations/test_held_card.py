@@ -16,7 +16,10 @@ from mt_magic.widgets.render import dashboard_text, detail_rows, title_html
 def test_a_held_refresh_shows_as_held_with_the_expectation_and_the_fix() -> None:
     counted = Audit((Counted("positive", OnViolation.FAIL_UPDATE, 120, 3, ("id=7, amount=-5",)),))
     error = held_error("mt.default.orders", counted, 11, 12)
-    assert str(error).startswith("refresh of mt.default.orders held: expectation positive failed on 3 of 120 rows")
+    assert str(error).startswith(
+        "refresh of mt.default.orders held: expectation positive failed on 3 of 120 rows (e.g. id=7, amount=-5). main "
+        "stays at snapshot 11; the refresh is staged as snapshot 12 on branch mt_staging"
+    )
     status = TableStatus("mt.default.orders", RefreshMode.CONTINUOUS, timedelta(minutes=5), JobState.RETRYING)
     held = replace(status, last_error=f"ExpectationsHeldError: {error}", held=error.held)
     rows = dict(detail_rows(held))
@@ -90,7 +93,7 @@ def test_the_sample_stays_in_memory_out_of_the_summary_and_the_lineage_event(mon
     assert "-987654" not in sent[-1]
 
     positive = Expectation("positive", "amount >= 0", OnViolation.FAIL_UPDATE)
-    sql = failing_rows_sql("mt.default.orders", ["id", "amount", "__mt_key_0"], positive, 12)
+    sql = failing_rows_sql("mt.default.orders", ["id", "amount", "__mt_key_0", "__MT_KEY_1"], positive, 12)
     assert sql == (
         "SELECT `id`, `amount` FROM `mt`.`default`.`orders` VERSION AS OF 12 WHERE NOT coalesce((amount >= 0), false) "
         "LIMIT 3"

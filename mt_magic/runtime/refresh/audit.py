@@ -31,7 +31,7 @@ from mt_magic.options import ENGINE
 from mt_magic.runtime.spark.quoting import identifier, qualified
 from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefresh
 from mt_magic.sql.query.group_condition import window_partitions
-from mt_magic.vocabulary import Expectation, OnViolation
+from mt_magic.vocabulary import Expectation, OnViolation, is_hidden_column
 
 if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
@@ -136,8 +136,8 @@ def passes(expectation: Expectation) -> str:
 
 
 def shown_columns(columns: Iterable[str]) -> list[str]:
-    """The columns a sample of rows shows: the table's own, not its hidden keys."""
-    return [c for c in columns if not c.startswith("__mt_")]
+    """The columns a sample of rows shows: the table's own, not its hidden keys (:func:`is_hidden_column`)."""
+    return [c for c in columns if not is_hidden_column(c)]
 
 
 def over_groups(expectation: Expectation) -> tuple[str, ...] | None:
@@ -201,12 +201,7 @@ class ExpectationsHeldError(RefreshError):
     ``held`` carries the facts (which expectations, rows, a sample, the Fix) the manager's status shows."""
 
     def __init__(self, table: str, held: HeldRefresh) -> None:
-        where = "no snapshot yet" if held.main_snapshot is None else f"snapshot {held.main_snapshot}"
-        super().__init__(
-            f"refresh of {table} held: expectation {'; '.join(e.text for e in held.expectations)}. main stays at "
-            f"{where}; the refresh is staged as snapshot {held.staged_snapshot} on branch {BRANCH}",
-            fix=held.fix,
-        )
+        super().__init__(f"refresh of {table} held: {held.facts(f' on branch {BRANCH}')}", fix=held.fix)
         self.table = table
         self.held = held
 
