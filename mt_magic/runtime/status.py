@@ -284,14 +284,23 @@ class HeldRefresh:
     staged_snapshot: int
     """The held refresh's snapshot on the audit branch."""
     fix: str
+    definition_changed: bool = False
+    """The table's definition changed since the refresh was counted (an ``ALTER``): its failing rows are not shown
+    (an SQL of today's definition would read other columns or another condition); the next refresh re-evaluates."""
 
     def facts(self, on: str = "") -> str:
         """Which expectations failed, on how many rows, with a sample, where ``main`` stays and the staged snapshot
         (``on``: where it is staged, e.g. `` on branch mt_staging``): the held sentence every surface shows."""
         where = "no snapshot yet" if self.main_snapshot is None else f"snapshot {self.main_snapshot}"
+        changed = (
+            "; the table's definition changed since, so its failing rows are not shown: the next refresh evaluates "
+            "the new one"
+            if self.definition_changed
+            else ""
+        )
         return (
             f"expectation {'; '.join(e.text for e in self.expectations)}. main stays at {where}; the refresh is "
-            f"staged as snapshot {self.staged_snapshot}{on}"
+            f"staged as snapshot {self.staged_snapshot}{on}{changed}"
         )
 
     @property

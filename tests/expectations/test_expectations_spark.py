@@ -233,8 +233,16 @@ def test_drop_row_keeps_the_filtered_query_and_a_held_refresh_is_published_on_pu
     with pytest.raises(Exception, match="never counted against its expectations.*Fix: refresh again"):
         run(mt, "ALTER MATERIALIZED TABLE ex_dr REFRESH WITH ('publish' = 'held')")  # the old code published it
     assert _rows(spark, name) == on_main and (6, -2) not in on_main
-    with pytest.raises(ExpectationsHeldError):  # counted again, and held
+    with pytest.raises(ExpectationsHeldError, match="failed on 1 of 1 rows"):  # counted again, and held
         _refresh(mt, "ex_dr")
+    # Another process's SQL reads the rows this append added, not (5, -1) published on purpose before (the old SQL
+    # read the whole staged table: both), and none once the definition changed since the refresh was counted.
+    elsewhere = audit.held_in_catalog(mt.workspace.catalog.load(name))
+    assert elsewhere is not None and _rows(spark, f"({elsewhere.expectations[0].to_see})") == [(6, -2)]
+    run(mt, "ALTER MATERIALIZED TABLE ex_dr ADD CONSTRAINT tiny EXPECT (amount < 5) ON VIOLATION FAIL UPDATE")
+    changed = audit.held_in_catalog(mt.workspace.catalog.load(name))
+    assert changed is not None and changed.definition_changed and changed.expectations[0].to_see == ""
+    assert "definition changed since, so its failing rows are not shown: the next refresh evaluates" in changed.text
 
 
 def test_drop_row_over_groups_moves_a_group_out_and_back_in(mt, spark) -> None:
@@ -352,6 +360,20 @@ def test_a_duplicated_day_is_held_off_main_over_the_touched_groups_and_published
             )
         assert [e.name for e in mt.workspace.catalog.load_materialized(name)[1].expectations] == ["one_row_per_order"]
     assert seen_on_main and all(len(set(rows)) == len(rows) for rows in seen_on_main)
+    # Order 1's duplicate published on purpose, then an append touching order 3 only: another process's SQL reads the
+    # failing rows of the groups the append touched (order 3's two), as they were counted, not order 1's.
+    name = _name(mt, "ex_days_inc")
+    _refresh(mt, "ex_days_inc")  # the full table's round re-loaded day 1 (a delete): caught up, so the next appends
+    spark.sql("INSERT INTO ex_src_orders VALUES (DATE'2026-12-01', 1, 10)")
+    with pytest.raises(ExpectationsHeldError, match="failed on 2 of 2 rows"):
+        _refresh(mt, "ex_days_inc")
+    run(mt, "ALTER MATERIALIZED TABLE ex_days_inc REFRESH WITH ('publish' = 'held')")
+    spark.sql("INSERT INTO ex_src_orders VALUES (DATE'2026-12-02', 3, 30)")
+    with pytest.raises(ExpectationsHeldError, match="failed on 2 of 2 rows"):
+        _refresh(mt, "ex_days_inc")
+    elsewhere = audit.held_in_catalog(mt.workspace.catalog.load(name))
+    assert elsewhere is not None
+    assert [r[1:] for r in _rows(spark, f"({elsewhere.expectations[0].to_see})")] == [(3, 30), (3, 30)]
 
 
 def test_a_group_expectation_that_would_drop_rows_or_has_no_groups_is_refused(mt, spark) -> None:

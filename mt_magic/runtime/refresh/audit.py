@@ -156,17 +156,40 @@ def shown_row(row: Any, columns: Iterable[str]) -> str:
     return ", ".join(f"{c}={'NULL' if row[c] is None else row[c]}" for c in columns)
 
 
-def failing_rows_sql(table: str, columns: Iterable[str], expectation: Expectation, snapshot: int) -> str:
+def failing_rows_sql(
+    table: str, columns: Iterable[str], expectation: Expectation, snapshot: int, since: int | None = None
+) -> str:
     """Spark SQL reading a few rows of ``table`` at ``snapshot`` that fail ``expectation``: how a process that did
     not run a held refresh shows its failing rows, run with the reader's own session and rights (never read into the
-    catalog's metadata). A condition over groups is evaluated in a projection (a window cannot be in WHERE)."""
+    catalog's metadata). A condition over groups is evaluated in a projection (a window cannot be in WHERE).
+
+    ``since``: the snapshot a refresh that appended ``snapshot`` followed (``main``), so the SQL reads what its counts
+    cover: a row condition's failing rows it added (those at ``snapshot`` ``EXCEPT ALL`` those at ``since``), a
+    condition over groups the failing rows of the groups it touched (whose ``PARTITION BY`` values appear among the
+    rows it added, old rows included, as :mod:`.audit_groups` counts them). ``None``: the whole table at
+    ``snapshot`` (a recompute, an overwrite)."""
     shown = ", ".join(identifier(c) for c in shown_columns(columns))
     at = f"{qualified(table)} VERSION AS OF {int(snapshot)}"
-    if over_groups(expectation) is None:
-        return f"SELECT {shown} FROM {at} WHERE NOT {passes(expectation)} LIMIT {SAMPLE_ROWS}"
+    keys = over_groups(expectation)
+    if keys is None:
+        failing = f"SELECT {shown} FROM {at} WHERE NOT {passes(expectation)}"
+        if since is None:
+            return f"{failing} LIMIT {SAMPLE_ROWS}"
+        before = f"{qualified(table)} VERSION AS OF {int(since)}"
+        return f"{failing} EXCEPT ALL SELECT {shown} FROM {before} WHERE NOT {passes(expectation)} LIMIT {SAMPLE_ROWS}"
+    named = [f"`__mt_group_key_{j}`" for j in range(len(keys))]
+    marked = ", ".join(f"({k}) AS {n}" for k, n in zip(keys, named, strict=True))
+    if since is None or not keys:
+        return (
+            f"SELECT {shown} FROM (SELECT *, NOT {passes(expectation)} AS `__mt_failing` FROM {at}) "
+            f"WHERE `__mt_failing` LIMIT {SAMPLE_ROWS}"
+        )
+    added = f"SELECT * FROM {at} EXCEPT ALL SELECT * FROM {qualified(table)} VERSION AS OF {int(since)}"
+    on = " AND ".join(f"s.{n} <=> a.{n}" for n in named)
     return (
-        f"SELECT {shown} FROM (SELECT *, NOT {passes(expectation)} AS `__mt_failing` FROM {at}) "
-        f"WHERE `__mt_failing` LIMIT {SAMPLE_ROWS}"
+        f"SELECT {shown} FROM (SELECT *, NOT {passes(expectation)} AS `__mt_failing`, {marked} FROM {at}) AS s "
+        f"LEFT SEMI JOIN (SELECT DISTINCT {marked} FROM ({added})) AS a ON {on} WHERE s.`__mt_failing` "
+        f"LIMIT {SAMPLE_ROWS}"
     )
 
 
@@ -251,10 +274,16 @@ def _split(table: str) -> tuple[str, str, str]:
 
 
 def held_refresh(
-    table: str, audit: Audit, main_snapshot: int | None, staged: int, to_see: Mapping[str, str] | None = None
+    table: str,
+    audit: Audit,
+    main_snapshot: int | None,
+    staged: int,
+    to_see: Mapping[str, str] | None = None,
+    definition_changed: bool = False,
 ) -> HeldRefresh:
     """The facts of a held refresh (which expectations, rows, a sample, the Fix) that the card and ``%mt`` show;
-    ``to_see``: per expectation, the SQL that reads its failing rows where no sample is in memory."""
+    ``to_see``: per expectation, the SQL that reads its failing rows where no sample is in memory;
+    ``definition_changed``: the table's definition is no longer the one the refresh was counted with."""
     return HeldRefresh(
         tuple(
             HeldExpectation(c.name, c.failed, c.checked, c.sample, (to_see or {}).get(c.name, ""))
@@ -266,6 +295,7 @@ def held_refresh(
             "fix the source rows (the next refresh tries again), or publish the held snapshot on purpose with "
             f"ALTER MATERIALIZED TABLE {table} REFRESH WITH ('publish' = 'held')"
         ),
+        definition_changed=definition_changed,
     )
 
 
@@ -279,18 +309,25 @@ def held_in_catalog(info: TableInfo) -> HeldRefresh | None:
     """The held refresh the catalog shows (the staging branch one refresh ahead of ``main``, its counts failing a
     ``FAIL UPDATE`` expectation), whoever ran it: what a process that does not refresh the table itself shows
     (a table on Airflow), with the SQL that reads the failing rows in place of a sample (:func:`failing_rows_sql`:
-    rows are not in the catalog's metadata, and the manager's poll runs no Spark job). ``None``: nothing held
-    (published, restaged, or never audited)."""
+    rows are not in the catalog's metadata, and the manager's poll runs no Spark job), built only while the table's
+    definition is the one the refresh was counted with (after an ``ALTER`` the SQL would read other columns or
+    another condition: it says so instead). ``None``: nothing held (published, restaged, or never audited)."""
     found = staged(info)
     if found is None or found.head == info.current_snapshot_id or found.parent_id != info.current_snapshot_id:
         return None
     counted = Audit.from_summary(found.summary)
-    if counted is None or not counted.blocking or RefreshState.from_summary(found.summary) is None:
+    state = RefreshState.from_summary(found.summary)
+    if counted is None or not counted.blocking or state is None:
         return None
-    declared = {e.name: e for e in (info.definition.expectations if info.definition is not None else ())}
+    definition = info.definition
+    if definition is not None and definition.definition_version != state.definition_version:
+        return held_refresh(info.name, counted, info.current_snapshot_id, found.snapshot_id, definition_changed=True)
+    declared = {e.name: e for e in (definition.expectations if definition is not None else ())}
     columns = [c for c, _, _ in info.columns]
+    appended = found.operation == "append" and info.current_snapshot_id is not None
+    since = info.current_snapshot_id if appended else None
     to_see = {
-        c.name: failing_rows_sql(info.name, columns, declared[c.name], found.snapshot_id)
+        c.name: failing_rows_sql(info.name, columns, declared[c.name], found.snapshot_id, since)
         for c in counted.blocking
         if c.name in declared
     }
@@ -308,6 +345,8 @@ class Staged(NamedTuple):
     """Its summary with the counts' (:data:`EXPECTATIONS_KEY`)."""
     head: int
     """The branch's snapshot: what a publish moves ``main`` to."""
+    operation: str = ""
+    """The refresh's snapshot's Iceberg operation (``append``: it added rows only)."""
 
 
 def staged(info: TableInfo) -> Staged | None:
@@ -323,13 +362,18 @@ def staged(info: TableInfo) -> Staged | None:
     counted = summary.get(COUNTS_OF_KEY)
     snap = head if counted is None or head.parent_snapshot_id != int(counted) else meta.snapshot_by_id(int(counted))
     if snap is None or snap is head:
-        return Staged(head.snapshot_id, head.parent_snapshot_id, summary, head.snapshot_id)
+        return Staged(head.snapshot_id, head.parent_snapshot_id, summary, head.snapshot_id, _operation(head))
     own = {k: v for k, v in summary.items() if k == EXPECTATIONS_KEY}
-    return Staged(snap.snapshot_id, snap.parent_snapshot_id, {**_summary(snap), **own}, head.snapshot_id)
+    merged = {**_summary(snap), **own}
+    return Staged(snap.snapshot_id, snap.parent_snapshot_id, merged, head.snapshot_id, _operation(snap))
 
 
 def _summary(snap: Snapshot) -> dict[str, str]:
     return {} if snap.summary is None else {k: str(v) for k, v in snap.summary.additional_properties.items()}
+
+
+def _operation(snap: Snapshot) -> str:
+    return "" if snap.summary is None else str(snap.summary.operation.value)
 
 
 def publish_held(session: SparkSession, catalog: MaterializedCatalog, table: str) -> int:
