@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import threading
 
-from pyiceberg.catalog import LOCATION, WAREHOUSE_LOCATION
-from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.catalog import LOCATION, WAREHOUSE_LOCATION, Catalog
+from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceError
 from pyiceberg.typedef import Identifier, Properties
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from mt_magic.catalog.privileges import namespace as namespace_object
@@ -120,18 +121,37 @@ class NamespaceStore:
         removed = sorted(k for k in set(removals) if k in before)
         return {"updated": sorted(updates), "removed": removed, "missing": missing}
 
-    def folders(self, parent: Identifier = ()) -> list[tuple[Identifier, str]]:
-        """(namespace, folder) of every namespace below ``parent``: its ``location``, else ``<warehouse>/<ns>/…``;
-        no table may keep its files over one (:mod:`~mt_magic.catalog.server.own_places`)."""
+    def folders(self) -> list[tuple[Identifier, str]]:
+        """(namespace, folder) of every namespace, those its tables and deeper namespaces imply included: its
+        ``location``, else ``<warehouse>/<ns>/…``; no table may keep its files over one
+        (:mod:`~mt_magic.catalog.server.own_places`). Two queries, whatever the number of namespaces (a walk loaded
+        each namespace's properties on every create)."""
+        name = self.catalog.name
+        stored_properties = select(
+            IcebergNamespaceProperties.namespace,
+            IcebergNamespaceProperties.property_key,
+            IcebergNamespaceProperties.property_value,
+        ).where(IcebergNamespaceProperties.catalog_name == name)
+        of_tables = select(IcebergTables.table_namespace).where(IcebergTables.catalog_name == name).distinct()
+        with self.catalog.engine.connect() as conn:
+            rows = conn.execute(stored_properties).all()
+            table_namespaces = conn.execute(of_tables).scalars().all()
+        located: dict[tuple[str, ...], str | None] = {}
+        for stored in [*(row[0] for row in rows), *table_namespaces]:
+            levels = Catalog.identifier_to_tuple(stored)
+            for depth in range(1, len(levels) + 1):
+                located.setdefault(levels[:depth], None)
+        for stored, key, value in rows:
+            if key == LOCATION and value:
+                located[Catalog.identifier_to_tuple(stored)] = value
+        warehouse = self.catalog.properties.get(WAREHOUSE_LOCATION)
         found = []
-        for namespace in self.children(parent):
-            base = self.properties(namespace).get(LOCATION)
-            warehouse = self.catalog.properties.get(WAREHOUSE_LOCATION)
+        for levels, base in sorted(located.items()):
+            namespace = namespace_from_storage(levels)
             if base:
                 found.append((namespace, str(base).rstrip("/")))
             elif warehouse:
                 found.append((namespace, "/".join([warehouse.rstrip("/"), *map(directory_name, namespace)])))
-            found += self.folders(namespace)
         return found
 
     def default_location(self, ident: Identifier) -> str:
