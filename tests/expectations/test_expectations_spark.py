@@ -42,10 +42,12 @@ def _metadata_values(mt, name: str) -> list[str]:
     summaries), as pyiceberg reads them: what a principal with ``read-metadata`` alone reads."""
     catalog = mt.workspace.catalog.catalog
     table = catalog.load_table(name.split(".", 1)[1])
-    view = catalog.load_view(name.split(".", 1)[1] + "__mv")
     summaries = [s.summary.additional_properties for s in table.metadata.snapshots if s.summary is not None]
-    found = [*table.metadata.properties.values(), *view.metadata.properties.values()]
-    summaries += [version.summary for version in view.metadata.versions]
+    found = [*table.metadata.properties.values()]
+    if hasattr(catalog, "load_view"):  # pyiceberg 0.12 (the main line); 0.10 has no view API
+        view = catalog.load_view(name.split(".", 1)[1] + "__mv")
+        found += view.metadata.properties.values()
+        summaries += [version.summary for version in view.metadata.versions]
     found += [str(value) for summary in summaries for value in summary.values()]
     assert len(table.metadata.snapshots) > 1 and {"main", "mt_staging"} <= table.metadata.refs.keys()
     return found

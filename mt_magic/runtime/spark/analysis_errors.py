@@ -127,6 +127,10 @@ def session_functions(spark: SparkSession) -> list[str]:
         return []
 
 
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+"""Spark's error class in its text (``[USER_RAISED_EXCEPTION]``), wherever a Java exception's wrapping put it."""
+
+
 def refresh_failure(table: str, exc: BaseException) -> RefreshError:
     """A refresh Spark refused, for the card, the history and ``--wait``. A query that no longer fits its sources
     (a source's column or type changed since the table was defined) is Spark's problem without its plan or its
@@ -140,7 +144,8 @@ def refresh_failure(table: str, exc: BaseException) -> RefreshError:
     problem = read_problem(exc, "")
     if (problem.error_class or "").split(".")[0] not in ANALYSIS_KINDS:
         error = RefreshError(f"refresh of {table} failed: {first_line(exc)}")
-        what = f"[{problem.error_class}]" if problem.error_class else type(exc).__name__
+        named = problem.error_class or next(iter(_ERROR_CLASS.findall(str(exc))), None)  # wrapped by Py4J
+        what = f"[{named}]" if named else type(exc).__name__
         error.shared = f"refresh of {table} failed: {what} (Spark's message can quote values: it stays in this process)"
         return error
     return RefreshError(
