@@ -107,8 +107,13 @@ def _sample(marked: DataFrame, i: int) -> tuple[str, ...]:
     from pyspark.sql import functions as F
 
     visible = shown_columns(c for c in marked.columns if not c.startswith("__mt_group_"))
-    failing = marked.where(F.col(IN_GROUP.format(i)) & F.col(FAILS.format(i))).select(*visible)
-    return tuple(shown_row(r, visible) for r in rendered(failing).limit(SAMPLE_ROWS).collect())
+    return failing_sample(marked.where(F.col(IN_GROUP.format(i)) & F.col(FAILS.format(i))), visible)
+
+
+def failing_sample(failing: DataFrame, visible: list[str]) -> tuple[str, ...]:
+    """A few of ``failing``'s rows as ``col=value, …`` over ``visible`` (dates and timestamps as Spark renders
+    them): the sample a held refresh shows, row and group expectations alike."""
+    return tuple(shown_row(r, visible) for r in rendered(failing.select(*visible)).limit(SAMPLE_ROWS).collect())
 
 
 def _got(row: Any, name: str) -> int:

@@ -33,18 +33,15 @@ from mt_magic.errors import RefreshConflictError, RefreshError
 from mt_magic.runtime.refresh.audit import (
     BRANCH,
     COUNTS_OF_KEY,
-    SAMPLE_ROWS,
     Audit,
     Counted,
     kept,
     passes,
     shown_columns,
-    shown_row,
 )
-from mt_magic.runtime.refresh.audit_groups import grouped, row_level, with_group_counts
+from mt_magic.runtime.refresh.audit_groups import failing_sample, grouped, row_level, with_group_counts
 from mt_magic.runtime.spark.connect import is_connect
 from mt_magic.runtime.spark.quoting import qualified
-from mt_magic.runtime.spark.shown_rows import rendered
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.vocabulary import Expectation, OnViolation
 
@@ -242,8 +239,7 @@ def completed_counts(
     shown = []
     for c in counted.counts:
         if c.name in rows_failed:
-            failing = rows.where(~F.expr(passes(conditions[c.name]))).select(*visible)
-            c = replace(c, sample=tuple(shown_row(r, visible) for r in rendered(failing).limit(SAMPLE_ROWS).collect()))
+            c = replace(c, sample=failing_sample(rows.where(~F.expr(passes(conditions[c.name]))), visible))
         shown.append(c)
     return Audit(tuple(shown))
 
