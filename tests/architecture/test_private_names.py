@@ -22,6 +22,15 @@ def _base(module: Module, node: ast.ImportFrom) -> str:
     return ".".join([*parts, node.module] if node.module else parts)
 
 
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and (base := _dotted(node.value)) is not None:
+        return f"{base}.{node.attr}"
+    return None
+
+
 def private_uses(module: Module) -> list[str]:
     """Where ``module`` uses another mt_magic module's private name (path:line: module.name)."""
     known = modules()
@@ -38,11 +47,11 @@ def private_uses(module: Module) -> list[str]:
             for alias in node.names:
                 if alias.name.startswith("mt_magic") and any(_private(part) for part in alias.name.split(".")):
                     found.append(f"{module.relative}:{node.lineno}: {alias.name}")
-                elif alias.name in known and alias.asname:
-                    bound[alias.asname] = alias.name
+                elif alias.name in known:
+                    bound[alias.asname or alias.name] = alias.name
     for node in ast.walk(module.tree) if bound else ():
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _private(node.attr):
-            owner = bound.get(node.value.id)
+        if isinstance(node, ast.Attribute) and _private(node.attr) and (reached := _dotted(node.value)):
+            owner = bound.get(reached)
             if owner is not None and owner != module.name:
                 found.append(f"{module.relative}:{node.lineno}: {owner}.{node.attr}")
     return found
@@ -57,7 +66,8 @@ def test_no_module_uses_another_modules_private_names() -> None:
 
 
 def test_the_rule_sees_each_kind_of_private_use() -> None:
-    """The check itself, on a module written here: a from-import, a relative one, a private module, an attribute."""
+    """The check itself, on a module written here: a from-import, a relative one, a private module, an attribute
+    through a from-import and through a dotted import."""
     source = (
         "from mt_magic.catalog.rows import _hidden, commit_files\n"
         "from .tables import _kept\n"
@@ -65,6 +75,8 @@ def test_the_rule_sees_each_kind_of_private_use() -> None:
         "from mt_magic.catalog import rows\n"
         "rows._other(rows.commit_files)\n"
         "from mt_magic.catalog.written import _mine\n"
+        "import mt_magic.catalog.tables\n"
+        "mt_magic.catalog.tables._loaded()\n"
     )
     written = Module("mt_magic.catalog.written", PACKAGE / "catalog" / "written.py", ast.parse(source))
     assert [line.split(": ", 1)[1] for line in private_uses(written)] == [
@@ -72,4 +84,5 @@ def test_the_rule_sees_each_kind_of_private_use() -> None:
         "mt_magic.catalog.tables._kept",
         "mt_magic._secret",
         "mt_magic.catalog.rows._other",
+        "mt_magic.catalog.tables._loaded",
     ]
