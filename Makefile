@@ -79,17 +79,21 @@ TIMING_TABLE = MT_TEST_TIMES=$(TIMES) .venv/bin/python scripts/test_times.py
 # of the second PySpark line (other). Each chain keeps about one of the 2 cores busy (CPU over wall, 0.8-1.1 in
 # the timing table), so the split is by wall time: before it, main + other (1,399 + 619 s) was the whole run's
 # length while the waiting chain ended at 1,555 s (fresh clone at 34ee97e). Every pytest process has its own
-# MT_MAGIC_HOME (conftest.py, which also gives the JVMs the tests start their Java options), catalog servers, Spark
+# MT_MAGIC_HOME (conftest.py), catalog servers, Spark
 # session or Connect server and free ports. The waiting chain's output is printed as each of its lines ends.
 # `make test SIDE_BY_SIDE=0` runs the lines one after another.
 SIDE_BY_SIDE ?= 1
 WAITING_TIERS ?= kernel or browser or airflow or cluster
+# The waiting line's Spark drivers live a minute or less (a kernel's, a notebook's, a runner's, an Airflow task's):
+# Java's quick compiler alone halves their CPU (docs/contributing.md). The lines whose one JVM lives long keep the
+# default compilers, which their hot code needs.
+SHORT_JVM_OPTS ?= -XX:TieredStopAtLevel=1
 MAIN_LINE_ARGS ?= $(addprefix --ignore=,$(ISOLATED_TESTS))
 test: setup-test setup-other lint docs  ## everything, both PySpark lines (CI runs this); ends with the timing table
 	rm -rf $(TIMES); status=0; side=; \
 	waiting() { \
 	  s=0; \
-	  $(RUN_LINE) main-waiting --log -- .venv/bin/python -m pytest -m "$(WAITING_TIERS)" $(MAIN_LINE_ARGS) || s=1; \
+	  SPARK_SUBMIT_OPTS="$(SHORT_JVM_OPTS)" $(RUN_LINE) main-waiting --log -- .venv/bin/python -m pytest -m "$(WAITING_TIERS)" $(MAIN_LINE_ARGS) || s=1; \
 	  MT_TEST_SPARK_CONNECT=1 $(RUN_LINE) connect --log -- $(VENV_CONNECT)/bin/python -m pytest $(CONNECT_LINE_ARGS) || s=1; \
 	  MT_TEST_CATALOG=reference $(RUN_LINE) reference --log -- .venv/bin/python -m pytest tests/reference_line -q || s=1; \
 	  $(RUN_LINE) isolated --log -- .venv/bin/python -m pytest $(ISOLATED_TESTS) || s=1; \
