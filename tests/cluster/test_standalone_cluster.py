@@ -52,7 +52,11 @@ class CommandLineWatch:
 
 
 def test_a_ui_port_another_server_took_is_refused_and_the_master_answers(started: ClusterStart) -> None:
-    assert [ui for _, ui, _ in started.refused] == [NotSpark.port] and "/json/" in NotSpark.asked
+    """The first start, on the port the test's other server holds, is refused. A later start may be refused too:
+    on a busy machine a port can be taken again between ``free_port`` and Spark's bind (``make test`` saw it once),
+    which is what the retries are for."""
+    assert started.refused and started.refused[0][1] == NotSpark.port and "/json/" in NotSpark.asked
+    assert NotSpark.port not in [ui for _, ui, _ in started.refused[1:]]
     state = master_state(started.cluster)
     assert state["url"] == started.cluster.master_url and state["status"] == "ALIVE"
 
