@@ -79,7 +79,7 @@ class Observed:
         from pyspark.sql import Observation
 
         observation = Observation(f"mt_audit_{uuid.uuid4().hex}")
-        return cls(df.observe(observation, *_aggregates(expectations)), expectations, observation)
+        return cls(df.observe(observation, _counts_column(expectations)), expectations, observation)
 
     def release(self) -> None:
         """Let go of what counting holds, whether the write ran or failed: the cached rows (Connect), or the
@@ -99,24 +99,13 @@ class Observed:
         """
         if self.counted is not None:
             return self.counted
-        metrics = _delivered(self.observation, wait_s)
+        metrics = _delivered(self.observation, wait_s).get(COUNTS)
         self.delivered = True
-        if "rows" not in metrics:
+        if metrics is None:
             raise RuntimeError("the refresh's write returned no observed counts")
-        total, kept = int(metrics["rows"] or 0), int(metrics["kept"] or 0)
-        failed = [int(metrics[f"f{i}"] or 0) for i in range(len(self.expectations))]
+        kept = int(metrics["kept"] or 0)
         repeats = kept // written if written and kept > written and kept % written == 0 else 1
-        return Audit(
-            tuple(
-                Counted(
-                    e.name,
-                    e.on_violation,
-                    (total if e.on_violation is OnViolation.DROP_ROW else kept) // repeats,
-                    failed[i] // repeats,
-                )
-                for i, e in enumerate(self.expectations)
-            )
-        )
+        return _audit_of(self.expectations, metrics, repeats)
 
 
 def _delivered(observation: Any, wait_s: float) -> dict[str, Any]:
@@ -160,14 +149,37 @@ def _forget(session: SparkSession, observation: Any) -> None:
             manager.unregister(listener)
 
 
-def _aggregates(expectations: tuple[Expectation, ...]) -> list[Any]:
-    """Rows, kept rows and each expectation's failing rows (the aggregation :func:`count` runs), each one SQL
-    expression: a few py4j calls, not one per operator."""
+COUNTS = "counts"
+"""The one observed (or aggregated) column holding every count: a struct of ``rows``, ``kept`` and ``f<i>``, the
+rows failing expectation ``i`` (:func:`_counts_column`)."""
+
+
+def _counts_column(expectations: tuple[Expectation, ...]) -> Any:
+    """Rows, kept rows and each expectation's failing rows as one struct column (the aggregation :func:`count` runs),
+    built from one SQL expression: one py4j call, not one per count."""
     from pyspark.sql import functions as F
 
     stays, failing = failing_conditions(expectations)
     sums = [("kept", stays), *((f"f{i}", f) for i, f in enumerate(failing))]
-    return [F.expr("count(1) AS `rows`")] + [F.expr(f"sum(CASE WHEN {c} THEN 1 ELSE 0 END) AS `{n}`") for n, c in sums]
+    fields = ", ".join(f"'{n}', sum(CASE WHEN {c} THEN 1 ELSE 0 END)" for n, c in sums)
+    return F.expr(f"named_struct('rows', count(1), {fields}) AS `{COUNTS}`")
+
+
+def _audit_of(expectations: tuple[Expectation, ...], counts: Mapping[str, Any], repeats: int = 1) -> Audit:
+    """The :class:`Audit` of :func:`_counts_column`'s struct (a sum over no rows is NULL: 0), each count divided by
+    ``repeats`` (rows Spark read more than once, see :meth:`Observed.audit`)."""
+    total, kept_rows = int(counts["rows"] or 0), int(counts["kept"] or 0)
+    return Audit(
+        tuple(
+            Counted(
+                e.name,
+                e.on_violation,
+                (total if e.on_violation is OnViolation.DROP_ROW else kept_rows) // repeats,
+                int(counts[f"f{i}"] or 0) // repeats,
+            )
+            for i, e in enumerate(expectations)
+        )
+    )
 
 
 def failing_conditions(expectations: tuple[Expectation, ...]) -> tuple[str, list[str]]:
@@ -188,20 +200,10 @@ def count(df: DataFrame, expectations: tuple[Expectation, ...]) -> Audit:
 
     ``df`` holds the rows before the ``DROP ROW`` filter (:func:`kept`; rows already filtered count the same, none
     dropped): a ``DROP ROW`` expectation is counted on all of them, every other one on the rows they keep."""
-    row = df.agg(*_aggregates(expectations)).first()
-    total = int(row["rows"]) if row is not None else 0
-    kept_rows = int((row["kept"] if row is not None else 0) or 0)
-    return Audit(
-        tuple(
-            Counted(
-                e.name,
-                e.on_violation,
-                total if e.on_violation is OnViolation.DROP_ROW else kept_rows,
-                int((row[f"f{i}"] if row is not None else 0) or 0),
-            )
-            for i, e in enumerate(expectations)
-        )
-    )
+    row = df.agg(_counts_column(expectations)).first()
+    if row is None:
+        raise RuntimeError("an aggregation without GROUP BY returned no row")
+    return _audit_of(expectations, row[COUNTS].asDict())
 
 
 def staged_table_rows(session: SparkSession, table: str, snapshot: int, added_since: int | None) -> DataFrame:
@@ -278,11 +280,11 @@ def record(
         if moved:
             raise CommitFailedException(f"main is at {table.metadata.current_snapshot_id}, not {publish_over}")
         with reaching(staged.name), table.transaction() as transaction:
-            with transaction.update_snapshot(snapshot_properties=properties, branch=BRANCH).fast_append():
+            with transaction.update_snapshot(snapshot_properties=properties, branch=BRANCH).fast_append() as counts:
                 pass  # no files: the snapshot carries the summary
             if publish_over is not False:  # main fast-forwarded to it (its parent's parent is main)
-                with ManageSnapshots(transaction) as refs:
-                    refs.create_branch(transaction.table_metadata.refs[BRANCH].snapshot_id, MAIN_BRANCH)
+                with ManageSnapshots(transaction) as refs:  # its id from the append: no copy of the metadata
+                    refs.create_branch(counts.snapshot_id, MAIN_BRANCH)
     except CommitFailedException as exc:
         raise RefreshConflictError(
             f"{staged.name} changed while its refresh was audited (another writer?); main was not moved, the next "

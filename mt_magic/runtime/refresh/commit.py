@@ -208,7 +208,8 @@ def _audited(
         ExpectationsHeldError: one did; ``main`` was not moved.
     """
     session = write.df.sparkSession
-    observed = audit_write.Observed.on(write.df, expectations)
+    with phase("observe"):  # the counts attached to the write's plan (on Connect: the rows cached and counted)
+        observed = audit_write.Observed.on(write.df, expectations)
     try:
         with phase("stage"):
             current = audit.staged(info)
