@@ -29,13 +29,14 @@ from mt_magic.catalog.tables import MaterializedCatalog, TableInfo
 from mt_magic.errors import MtMagicError, RefreshConflictError, RefreshError
 from mt_magic.options import ENGINE
 from mt_magic.runtime.spark.quoting import identifier, qualified
+from mt_magic.runtime.spark.shown_rows import rendered
 from mt_magic.runtime.status import ExpectationCount, HeldExpectation, HeldRefresh
 from mt_magic.sql.query.group_condition import window_partitions
 from mt_magic.vocabulary import Expectation, OnViolation, is_hidden_column
 
 if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 BRANCH = "mt_staging"
 """The staging branch every audited refresh writes to before ``main`` is moved."""
@@ -154,6 +155,12 @@ def over_groups(expectation: Expectation) -> tuple[str, ...] | None:
 def shown_row(row: Any, columns: Iterable[str]) -> str:
     """A sampled row as ``col=value, …`` (what a held message shows)."""
     return ", ".join(f"{c}={'NULL' if row[c] is None else row[c]}" for c in columns)
+
+
+def failing_sample(failing: DataFrame, visible: list[str]) -> tuple[str, ...]:
+    """A few of ``failing``'s rows as ``col=value, …`` over ``visible`` (dates and timestamps as Spark renders
+    them): the sample a held refresh shows, row and group expectations alike."""
+    return tuple(shown_row(r, visible) for r in rendered(failing.select(*visible)).limit(SAMPLE_ROWS).collect())
 
 
 def failing_rows_sql(

@@ -15,15 +15,13 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from mt_magic.runtime.refresh.audit import (
-    SAMPLE_ROWS,
     Audit,
     Counted,
+    failing_sample,
     over_groups,
     passes,
     shown_columns,
-    shown_row,
 )
-from mt_magic.runtime.spark.shown_rows import rendered
 from mt_magic.runtime.spark.time_travel import table_at
 from mt_magic.vocabulary import Expectation
 
@@ -108,12 +106,6 @@ def _sample(marked: DataFrame, i: int) -> tuple[str, ...]:
 
     visible = shown_columns(c for c in marked.columns if not c.startswith("__mt_group_"))
     return failing_sample(marked.where(F.col(IN_GROUP.format(i)) & F.col(FAILS.format(i))), visible)
-
-
-def failing_sample(failing: DataFrame, visible: list[str]) -> tuple[str, ...]:
-    """A few of ``failing``'s rows as ``col=value, …`` over ``visible`` (dates and timestamps as Spark renders
-    them): the sample a held refresh shows, row and group expectations alike."""
-    return tuple(shown_row(r, visible) for r in rendered(failing.select(*visible)).limit(SAMPLE_ROWS).collect())
 
 
 def _got(row: Any, name: str) -> int:

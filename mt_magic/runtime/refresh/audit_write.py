@@ -35,11 +35,12 @@ from mt_magic.runtime.refresh.audit import (
     COUNTS_OF_KEY,
     Audit,
     Counted,
+    failing_sample,
     kept,
     passes,
     shown_columns,
 )
-from mt_magic.runtime.refresh.audit_groups import failing_sample, grouped, row_level, with_group_counts
+from mt_magic.runtime.refresh.audit_groups import grouped, row_level, with_group_counts
 from mt_magic.runtime.spark.connect import is_connect
 from mt_magic.runtime.spark.quoting import qualified
 from mt_magic.runtime.spark.time_travel import table_at
